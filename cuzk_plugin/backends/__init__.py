@@ -1,0 +1,1 @@
+"""Proving backends behind one protocol (:mod:`.protocol`), found through a registry (:mod:`.registry`)."""

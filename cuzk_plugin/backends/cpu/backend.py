@@ -1,0 +1,124 @@
+"""`CpuBackend`: the reference every other backend is checked against."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+
+from cuzk_plugin.backends.cpu.ntt import ntt_objects, quotient_h_objects
+from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_objects, objects_to_limbs
+from cuzk_plugin.bls12_381.points import g1_from_limbs, g1_to_limbs, g2_from_limbs, g2_to_limbs
+from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.errors import EncodingError
+from cuzk_plugin.groth16.params import ProvingKey
+
+
+def scalars_from_limbs(scalars: np.ndarray) -> list[Scalar]:
+    """``(n, 4) uint64`` canonical Fr -> arkworks Scalars (values must already be < r)."""
+    raw = np.ascontiguousarray(scalars, dtype="<u8").tobytes()
+    return [Scalar.from_le_bytes_mod_order(raw[i : i + 32]) for i in range(0, len(raw), 32)]
+
+
+def _msm(group, bases: list, scalars: np.ndarray):
+    if len(bases) != scalars.shape[0]:
+        # arkworks silently truncates mismatched lists; refuse instead.
+        raise ValueError(f"MSM: {len(bases)} bases but {scalars.shape[0]} scalars")
+    if not bases:
+        return group.identity()
+    return group.multiexp_unchecked(bases, scalars_from_limbs(scalars))
+
+
+def g1_points_from_raw(raw: np.ndarray, what: str) -> list[G1Point]:
+    """Uncompressed Filecoin G1 bytes ``(n, 96)`` -> arkworks points (curve equation checked)."""
+    data = np.ascontiguousarray(raw).tobytes()
+    out = []
+    for i in range(0, len(data), 96):
+        try:
+            out.append(G1Point.from_xy_bytes_unchecked_be(data[i : i + 96]))
+        except Exception as exc:
+            raise EncodingError(f"{what}[{i // 96}]: not on the curve") from exc
+    return out
+
+
+def g2_points_from_raw(raw: np.ndarray, what: str) -> list[G2Point]:
+    """Uncompressed Filecoin G2 bytes ``(n, 192)`` (c1 first) -> arkworks points."""
+    ark = np.ascontiguousarray(raw.reshape(-1, 4, 48)[:, [1, 0, 3, 2]]).tobytes()
+    out = []
+    for i in range(0, len(ark), 192):
+        try:
+            out.append(G2Point.from_xy_bytes_unchecked_be(ark[i : i + 192]))
+        except Exception as exc:
+            raise EncodingError(f"{what}[{i // 192}]: not on the curve") from exc
+    return out
+
+
+@dataclass
+class CpuSrs:
+    """A proving key decoded into arkworks points."""
+
+    h: list
+    l: list
+    a: list
+    b_g1: list
+    b_g2: list
+    nbytes: int
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        self.h = self.l = self.a = self.b_g1 = self.b_g2 = []
+        self.released = True
+
+
+class CpuBackend:
+    """Reference backend. Slow, simple, and the oracle for the conformance suite."""
+
+    name = "cpu"
+
+    def devices(self) -> list[DeviceInfo]:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return [DeviceInfo(index=0, name=f"host CPU ({os.cpu_count()} cores)", memory_bytes=mem, kind="cpu")]
+
+    # -- primitives --------------------------------------------------------------------
+    def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        return objects_to_limbs(ntt_objects(limbs_to_objects(x), inverse=inverse, coset=coset), FR_LIMBS)
+
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        h = quotient_h_objects(limbs_to_objects(a), limbs_to_objects(b), limbs_to_objects(c))
+        return objects_to_limbs(h, FR_LIMBS)
+
+    def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        return g1_to_limbs(_msm(G1Point, g1_from_limbs(bases), scalars))
+
+    def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        return g2_to_limbs(_msm(G2Point, g2_from_limbs(bases), scalars))
+
+    # -- proving -------------------------------------------------------------------------
+    def load_srs(self, key: ProvingKey, device: int = 0) -> CpuSrs:
+        return CpuSrs(
+            h=g1_points_from_raw(key.h, "h"),
+            l=g1_points_from_raw(key.l, "l"),
+            a=g1_points_from_raw(key.a, "a"),
+            b_g1=g1_points_from_raw(key.b_g1, "b_g1"),
+            b_g2=g2_points_from_raw(key.b_g2, "b_g2"),
+            nbytes=key.vectors_nbytes,
+        )
+
+    def prove_start(self, srs: CpuSrs, part: SynthesizedPartition) -> ProofSums:
+        h = self.quotient_h(part.a, part.b, part.c)
+        if h.shape[0] != len(srs.h):
+            raise ValueError(f"partition needs {h.shape[0]} H points, the key has {len(srs.h)}")
+        b_scalars = part.b_scalars()
+        return ProofSums(
+            h=g1_to_limbs(_msm(G1Point, srs.h, h)),
+            l=g1_to_limbs(_msm(G1Point, srs.l, part.aux_assignment)),
+            a=g1_to_limbs(_msm(G1Point, srs.a, part.a_scalars())),
+            b_g1=g1_to_limbs(_msm(G1Point, srs.b_g1, b_scalars)),
+            b_g2=g2_to_limbs(_msm(G2Point, srs.b_g2, b_scalars)),
+        )
+
+    def prove_finish(self, pending: ProofSums) -> ProofSums:
+        return pending

@@ -1,0 +1,87 @@
+"""The backend protocol: what every proving backend (cpu, opencl, cuda) implements.
+
+Arrays at the boundary are numpy, canonical (not Montgomery), little-endian uint64 limbs:
+Fr ``(n, 4)``, G1 affine ``(n, 2, 6)`` (x, y), G2 affine ``(n, 2, 2, 6)``
+((x.c0, x.c1), (y.c0, y.c1)). The identity is all-zero limbs ((0, 0) is not on either curve).
+A backend computes the five multi-scalar multiplications of a Groth16 proof; the final
+assembly with r and s is done once, backend-agnostically, in :mod:`cuzk_plugin.groth16.prover`,
+so two backends given the same r and s produce the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from cuzk_plugin.circuit.partition import SynthesizedPartition
+    from cuzk_plugin.groth16.params import ProvingKey
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device a backend can run on."""
+
+    index: int
+    name: str
+    memory_bytes: int
+    #: "cpu", "gpu", "accelerator".
+    kind: str
+
+
+@dataclass(frozen=True)
+class ProofSums:
+    """The five MSM results of one partition (affine limb arrays, see module doc).
+
+    h = sum_i h_i * H_i (quotient coefficients), l = sum aux_i * L_i, a = A query over the
+    A-dense variables, b_g1 / b_g2 = B queries over the B-dense variables.
+    """
+
+    h: np.ndarray  # (2, 6) uint64
+    l: np.ndarray  # (2, 6)
+    a: np.ndarray  # (2, 6)
+    b_g1: np.ndarray  # (2, 6)
+    b_g2: np.ndarray  # (2, 2, 6)
+
+
+class SrsHandle(Protocol):
+    """A proving key made resident on a device (until ``release``)."""
+
+    nbytes: int
+
+    def release(self) -> None: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the engine and the conformance suite need from a backend."""
+
+    name: str
+
+    def devices(self) -> list[DeviceInfo]: ...
+
+    def load_srs(self, key: ProvingKey, device: int = 0) -> SrsHandle: ...
+
+    def prove_start(self, srs: SrsHandle, part: SynthesizedPartition) -> Any:
+        """Start the partition's work (H, then the G1 MSMs); may return before it is done."""
+        ...
+
+    def prove_finish(self, pending: Any) -> ProofSums:
+        """Wait for ``prove_start``'s work (and the G2 MSM) and return the five sums."""
+        ...
+
+    # Primitives, for the conformance suite and kernel benchmarks.
+    def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        """Natural order in and out. Forward: X_k = sum_j x_j w^(jk); coset: evaluate on 7*w^k;
+        inverse: the exact inverse of the matching forward transform (1/N scaling included)."""
+        ...
+
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """H coefficients (N - 1 of them) from the constraint evaluations, per Filecoin's prover."""
+        ...
+
+    def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
+
+    def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...

@@ -1,0 +1,76 @@
+"""`SynthesizedPartition`: what synthesis hands to a backend, in numpy arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuzk_plugin.bls12_381.fields import FR_LIMBS
+
+
+@dataclass(frozen=True)
+class SynthesizedPartition:
+    """One circuit instance, synthesized: everything the prover needs besides the key.
+
+    Rows are the circuit's constraints followed by one ``x_i * 0 = 0`` constraint per public
+    input (Filecoin's input constraints), so ``a.shape[0] == num_constraints``.
+    All field arrays are canonical Fr limbs, ``(n, 4) uint64``.
+    """
+
+    #: a_j = <A_j, z> for every constraint j (input constraints included).
+    a: np.ndarray
+    #: b_j = <B_j, z>.
+    b: np.ndarray
+    #: c_j = <C_j, z>.
+    c: np.ndarray
+    #: Public inputs, ONE first.
+    input_assignment: np.ndarray
+    #: Private (auxiliary) variables.
+    aux_assignment: np.ndarray
+    #: aux variable i appears in some A_j (all inputs are dense in A).
+    a_aux_density: np.ndarray
+    #: input variable i appears in some B_j.
+    b_input_density: np.ndarray
+    #: aux variable i appears in some B_j.
+    b_aux_density: np.ndarray
+
+    def __post_init__(self) -> None:
+        m = self.a.shape[0]
+        for name in ("a", "b", "c", "input_assignment", "aux_assignment"):
+            arr = getattr(self, name)
+            if arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != FR_LIMBS:
+                raise ValueError(f"SynthesizedPartition.{name}: expected (n, 4) uint64, got {arr.dtype} {arr.shape}")
+        if self.b.shape[0] != m or self.c.shape[0] != m:
+            raise ValueError("SynthesizedPartition: a, b, c must have one row per constraint")
+        if self.a_aux_density.shape != (self.num_aux,) or self.b_aux_density.shape != (self.num_aux,):
+            raise ValueError("SynthesizedPartition: aux densities must have one entry per aux variable")
+        if self.b_input_density.shape != (self.num_inputs,):
+            raise ValueError("SynthesizedPartition: b_input_density must have one entry per input")
+
+    @property
+    def num_constraints(self) -> int:
+        return int(self.a.shape[0])
+
+    @property
+    def num_inputs(self) -> int:
+        return int(self.input_assignment.shape[0])
+
+    @property
+    def num_aux(self) -> int:
+        return int(self.aux_assignment.shape[0])
+
+    @property
+    def domain_size(self) -> int:
+        """N: the smallest power of two >= the number of constraints."""
+        return 1 << max(0, (self.num_constraints - 1).bit_length())
+
+    def a_scalars(self) -> np.ndarray:
+        """Scalars of the A query in key order: every input, then the dense aux variables."""
+        return np.concatenate([self.input_assignment, self.aux_assignment[self.a_aux_density]])
+
+    def b_scalars(self) -> np.ndarray:
+        """Scalars of the B queries: dense inputs, then dense aux variables."""
+        return np.concatenate(
+            [self.input_assignment[self.b_input_density], self.aux_assignment[self.b_aux_density]]
+        )

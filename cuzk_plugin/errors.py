@@ -1,0 +1,33 @@
+"""The project's exception hierarchy: one base, a class per kind of failure."""
+
+
+class CuzkError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class EncodingError(CuzkError, ValueError):
+    """Bytes that do not decode to a valid field element or curve point."""
+
+
+class ParamsError(CuzkError, ValueError):
+    """A `.params` / `.vk` file that is truncated, corrupted or inconsistent."""
+
+
+class CircuitError(CuzkError, ValueError):
+    """A circuit or witness that is malformed or does not satisfy its constraints."""
+
+
+class BackendError(CuzkError, RuntimeError):
+    """A backend failed to run (device missing, kernel build failure, runtime fault)."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend cannot run on this machine (no device, library not built)."""
+
+
+class DeviceOutOfMemory(BackendError):
+    """The device ran out of memory; the engine may retry on another device."""
+
+
+class TransientBackendError(BackendError):
+    """A fault worth retrying (a lost device context, a timeout)."""
