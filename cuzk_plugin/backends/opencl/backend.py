@@ -1,0 +1,198 @@
+"""`OpenclBackend`: the Backend protocol over OpenCL (any GPU vendor, or PoCL on a CPU).
+
+One instance drives one device (see :mod:`.device` for how it is chosen). Device work is
+serialised by a lock; ``prove_start`` hands the partition to a single worker thread, so the
+caller may synthesize the next partition while this one runs (pyopencl releases the GIL in
+its blocking calls).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cuzk_plugin.backends.opencl.device import BuiltPrograms, all_devices, import_pyopencl, select_device
+from cuzk_plugin.backends.opencl.launch import download, upload
+from cuzk_plugin.backends.opencl.msm import MsmDriver
+from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
+from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.bls12_381.fields import FR_LIMBS
+from cuzk_plugin.bls12_381.points import g1_xy_bytes_to_limbs, g2_filecoin_bytes_to_limbs
+from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.errors import BackendUnavailable, EncodingError
+from cuzk_plugin.groth16.params import ProvingKey
+
+
+@dataclass
+class OpenclSrs:
+    """A proving key's five vectors resident in device memory (Montgomery affine points)."""
+
+    buffers: dict
+    counts: dict
+    nbytes: int
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        for buf in self.buffers.values():
+            buf.release()
+        self.buffers = {}
+        self.released = True
+
+
+def _check_msm_shapes(bases: np.ndarray, scalars: np.ndarray, point_shape: tuple) -> None:
+    if bases.shape[1:] != point_shape or bases.dtype != np.uint64:
+        raise ValueError(f"MSM bases: expected (n, {', '.join(map(str, point_shape))}) uint64, got {bases.dtype} {bases.shape}")
+    if scalars.ndim != 2 or scalars.shape[1] != FR_LIMBS:
+        raise ValueError(f"MSM scalars: expected (n, 4) uint64, got {scalars.shape}")
+    if bases.shape[0] != scalars.shape[0]:
+        raise ValueError(f"MSM: {bases.shape[0]} bases but {scalars.shape[0]} scalars")
+
+
+class OpenclBackend:
+    """Groth16 backend on one OpenCL device.
+
+    Args:
+        platform: platform index or a substring of its name (None: any).
+        device: device index within the platform, or a substring of its name (None: the
+            ``CUZK_OPENCL_DEVICE`` environment variable, else the first GPU, else the first device).
+    """
+
+    name = "opencl"
+
+    def __init__(self, platform: int | str | None = None, device: int | str | None = None):
+        cl = import_pyopencl()
+        self.device = select_device(platform, device)
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context)
+        self._programs = BuiltPrograms(self.context, {})
+        self._drivers: dict[str, object] = {}
+        self._lock = threading.RLock()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opencl-prove")
+
+    def __repr__(self) -> str:
+        return f"OpenclBackend(device={self.device.name.strip()!r}, platform={self.device.platform.name.strip()!r})"
+
+    @classmethod
+    def probe(cls) -> str | None:
+        """None when pyopencl imports and some OpenCL device exists, else the reason."""
+        try:
+            if not all_devices():
+                return "no OpenCL device found"
+        except BackendUnavailable as exc:
+            return str(exc)
+        return None
+
+    def devices(self) -> list[DeviceInfo]:
+        cl = import_pyopencl()
+        kind = "gpu" if self.device.type & cl.device_type.GPU else "cpu" if self.device.type & cl.device_type.CPU else "accelerator"
+        return [DeviceInfo(index=0, name=self.device.name.strip(), memory_bytes=int(self.device.global_mem_size), kind=kind)]
+
+    # -- drivers, built on first use -----------------------------------------------------
+    def _driver(self, name: str):
+        if name not in self._drivers:
+            with warnings.catch_warnings():  # PoCL's harmless "loop not unrolled" remarks
+                warnings.simplefilter("ignore")
+                program = self._programs.get(name)
+            if name == "ntt":
+                self._drivers[name] = NttDriver(self.context, self.queue, program)
+            else:
+                self._drivers[name] = MsmDriver(self.context, self.queue, program, group=1 if name == "g1" else 2)
+        return self._drivers[name]
+
+    @property
+    def _ntt(self) -> NttDriver:
+        return self._driver("ntt")
+
+    @property
+    def _g1(self) -> MsmDriver:
+        return self._driver("g1")
+
+    @property
+    def _g2(self) -> MsmDriver:
+        return self._driver("g2")
+
+    # -- primitives ----------------------------------------------------------------------
+    def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        n = x.shape[0]
+        log2_exact(n)
+        with self._lock:
+            drv = self._ntt
+            out = drv.transform(drv.upload_fr(x), n, inverse=inverse, coset=coset)
+            drv.from_mont(out, n)
+            return download(self.queue, out, (n, FR_LIMBS))
+
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        with self._lock:
+            h, n = self._ntt.quotient_h(a, b, c)
+            return download(self.queue, h, (n, FR_LIMBS))[: n - 1]
+
+    def _msm(self, drv: MsmDriver, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        n = bases.shape[0]
+        if n == 0:
+            return drv.identity()
+        d_bases = drv.points_to_device(bases)
+        d_scalars = upload(self.context, self.queue, np.ascontiguousarray(scalars, dtype=np.uint64))
+        return drv.msm(d_bases, d_scalars, n)
+
+    def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        _check_msm_shapes(bases, scalars, (2, 6))
+        with self._lock:
+            return self._msm(self._g1, bases, scalars)
+
+    def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        _check_msm_shapes(bases, scalars, (2, 2, 6))
+        with self._lock:
+            return self._msm(self._g2, bases, scalars)
+
+    # -- proving -------------------------------------------------------------------------
+    def load_srs(self, key: ProvingKey, device: int = 0) -> OpenclSrs:
+        """Decode the key's vectors, move them to the device and check every point is on
+        its curve (the subgroup check is skipped, as production readers do)."""
+        if device != 0:
+            raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
+        vectors = {name: g1_xy_bytes_to_limbs(getattr(key, name)) for name in ("h", "l", "a", "b_g1")}
+        vectors["b_g2"] = g2_filecoin_bytes_to_limbs(key.b_g2)
+        buffers: dict = {}
+        with self._lock:
+            try:
+                for name, points in vectors.items():
+                    drv = self._g2 if name == "b_g2" else self._g1
+                    buffers[name] = drv.points_to_device(points)
+                    bad = drv.points_off_curve(buffers[name], points.shape[0])
+                    if bad.size:
+                        raise EncodingError(f"{name}[{int(bad[0])}]: not on the curve")
+            except Exception:
+                for buf in buffers.values():
+                    buf.release()
+                raise
+        counts = {name: int(points.shape[0]) for name, points in vectors.items()}
+        return OpenclSrs(buffers=buffers, counts=counts, nbytes=key.vectors_nbytes)
+
+    def prove_start(self, srs: OpenclSrs, part: SynthesizedPartition) -> Future:
+        if srs.released:
+            raise ValueError("prove_start: the SRS handle has been released")
+        return self._worker.submit(self._prove, srs, part)
+
+    def prove_finish(self, pending: Future) -> ProofSums:
+        return pending.result()
+
+    def _prove(self, srs: OpenclSrs, part: SynthesizedPartition) -> ProofSums:
+        """H on the device (it never leaves it), then the four G1 MSMs and the G2 MSM."""
+        if part.domain_size - 1 != srs.counts["h"]:
+            raise ValueError(f"partition needs {part.domain_size - 1} H points, the key has {srs.counts['h']}")
+        b_scalars = part.b_scalars()
+        with self._lock:
+            h, _ = self._ntt.quotient_h(part.a, part.b, part.c)
+            sums = {"h": self._g1.msm(srs.buffers["h"], h, srs.counts["h"])}
+            for name, scalars in (("l", part.aux_assignment), ("a", part.a_scalars()), ("b_g1", b_scalars)):
+                if scalars.shape[0] != srs.counts[name]:
+                    raise ValueError(f"partition has {scalars.shape[0]} {name} scalars, the key {srs.counts[name]} points")
+                d_scalars = upload(self.context, self.queue, np.ascontiguousarray(scalars))
+                sums[name] = self._g1.msm(srs.buffers[name], d_scalars, srs.counts[name])
+            d_b = upload(self.context, self.queue, np.ascontiguousarray(b_scalars))
+            sums["b_g2"] = self._g2.msm(srs.buffers["b_g2"], d_b, srs.counts["b_g2"])
+        return ProofSums(**sums)
