@@ -1,0 +1,3 @@
+pragma circom 2.0.0;
+include "chain.circom";
+component main {public [a]} = Chain(1000);

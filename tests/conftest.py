@@ -1,0 +1,62 @@
+"""Shared fixtures: a seeded RNG whose seed is printed on failure, and the npm oracles."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def seed(request) -> int:
+    """A fresh seed per test (CUZK_TEST_SEED fixes it); shown in the report when a test fails."""
+    value = int(os.environ.get("CUZK_TEST_SEED", secrets.randbits(32)))
+    request.node.user_properties.append(("seed", value))
+    return value
+
+
+@pytest.fixture
+def rng(seed) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for key, value in item.user_properties:
+            if key == "seed":
+                report.sections.append(("seed", f"reproduce with CUZK_TEST_SEED={value}"))
+
+
+def oracle_bin(name: str) -> Path | None:
+    """Path of an npm oracle (snarkjs, circom2) installed by ./dev, or on PATH."""
+    base = Path(os.environ.get("CUZK_ORACLES", ROOT / "tools/oracles/node_modules"))
+    candidate = base / ".bin" / name
+    if candidate.exists():
+        return candidate
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+@pytest.fixture(scope="session")
+def snarkjs() -> Path:
+    path = oracle_bin("snarkjs")
+    if path is None:
+        pytest.fail("snarkjs not installed: run ./dev test (it installs tools/oracles)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def circom2() -> Path:
+    path = oracle_bin("circom2")
+    if path is None:
+        pytest.fail("circom2 not installed: run ./dev test (it installs tools/oracles)")
+    return path
