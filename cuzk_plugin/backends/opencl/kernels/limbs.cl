@@ -79,38 +79,34 @@ inline void limbs_sub_mod(ulong *out, const ulong *a, const ulong *b, __constant
     for (int i = 0; i < n; i++) out[i] = adc64(d[i], m[i] & mask, &carry);
 }
 
-/* Montgomery product out = a * b * 2^(-64n) mod m (CIOS: Koc, Acar, Kaliski 1996).
- * minv = -m^(-1) mod 2^64. Inputs < m; the running value stays < 2m, so one final
- * conditional subtraction gives the canonical residue. out may alias a or b. */
+/* Montgomery product out = a * b * 2^(-64n) mod m, CIOS (Koc, Acar, Kaliski 1996) in the
+ * "no-carry" form: when the modulus's top limb is below 2^63 - 1 (p and r both are) the
+ * running value fits n limbs with no extra carry word, so each round folds the
+ * multiply-accumulate and the reduction into one pass over the limbs.
+ * minv = -m^(-1) mod 2^64. Inputs < m; the result before the final conditional
+ * subtraction is < 2m. out may alias a or b. */
 inline void limbs_mont_mul(ulong *out, const ulong *a, const ulong *b, __constant const ulong *m,
                            const ulong minv, const int n) {
-    ulong t[MAX_LIMBS + 2];
+    ulong t[MAX_LIMBS];
     #pragma unroll
-    for (int j = 0; j < n + 2; j++) t[j] = 0;
+    for (int j = 0; j < n; j++) t[j] = 0;
     #pragma unroll
     for (int i = 0; i < n; i++) {
-        /* t += a * b[i] */
-        ulong carry = 0;
+        ulong carry_ab = 0, carry_qm = 0;
+        t[0] = mac64(t[0], a[0], b[i], &carry_ab);
+        ulong q = t[0] * minv; /* makes t + q m divisible by 2^64 */
+        (void)mac64(t[0], q, m[0], &carry_qm);
         #pragma unroll
-        for (int j = 0; j < n; j++) t[j] = mac64(t[j], a[j], b[i], &carry);
-        ulong c2 = 0;
-        t[n] = adc64(t[n], carry, &c2);
-        t[n + 1] = c2;
-        /* t = (t + q*m) / 2^64 with q chosen so the low limb vanishes */
-        ulong q = t[0] * minv;
-        carry = 0;
-        (void)mac64(t[0], q, m[0], &carry);
-        #pragma unroll
-        for (int j = 1; j < n; j++) t[j - 1] = mac64(t[j], q, m[j], &carry);
-        c2 = 0;
-        t[n - 1] = adc64(t[n], carry, &c2);
-        t[n] = t[n + 1] + c2;
+        for (int j = 1; j < n; j++) {
+            t[j] = mac64(t[j], a[j], b[i], &carry_ab);
+            t[j - 1] = mac64(t[j], q, m[j], &carry_qm);
+        }
+        t[n - 1] = carry_qm + carry_ab;
     }
     ulong d[MAX_LIMBS];
     ulong borrow = 0;
     #pragma unroll
     for (int i = 0; i < n; i++) d[i] = sbb64(t[i], m[i], &borrow);
-    int use_d = (t[n] != 0) | (borrow == 0);
     #pragma unroll
-    for (int i = 0; i < n; i++) out[i] = use_d ? d[i] : t[i];
+    for (int i = 0; i < n; i++) out[i] = borrow ? t[i] : d[i];
 }
