@@ -46,17 +46,18 @@ def oracle_bin(name: str) -> Path | None:
     return Path(found) if found else None
 
 
+def _require_oracle(name: str) -> Path:
+    path = oracle_bin(name)
+    if path is None:
+        pytest.fail(f"{name} not installed: run ./dev test (it installs tools/oracles)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def snarkjs() -> Path:
-    path = oracle_bin("snarkjs")
-    if path is None:
-        pytest.fail("snarkjs not installed: run ./dev test (it installs tools/oracles)")
-    return path
+    return _require_oracle("snarkjs")
 
 
 @pytest.fixture(scope="session")
 def circom2() -> Path:
-    path = oracle_bin("circom2")
-    if path is None:
-        pytest.fail("circom2 not installed: run ./dev test (it installs tools/oracles)")
-    return path
+    return _require_oracle("circom2")
