@@ -155,3 +155,10 @@ def test_vector_check_names_the_index():
     bad[1, 48:] = np.frombuffer(P.to_bytes(48, "big"), np.uint8)
     with pytest.raises(EncodingError, match=r"h\[1\]: coordinate not below"):
         check_uncompressed_vector(bad, what="h")
+
+
+def test_vector_check_in_chunks_reports_the_global_index():
+    pts = np.frombuffer(b"".join(encode_g1(G1Point() * Scalar(k), compressed=False) for k in range(1, 8)), np.uint8).reshape(7, 96).copy()
+    pts[5, 0] |= 0x20
+    with pytest.raises(EncodingError, match=r"b_g1\[5\]: has flag bits 0x20 set"):
+        check_uncompressed_vector(pts, what="b_g1", chunk=2)
