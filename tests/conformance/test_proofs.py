@@ -1,0 +1,82 @@
+"""Full proofs on the core circuit shapes: byte-identical to the cpu backend with fixed r, s;
+valid with fresh r, s; the SRS handle reused across partitions; bad keys refused on load."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+import pytest
+
+from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
+from cuzk_plugin.circuit.examples import CORE_CIRCUITS, filecoin_like
+from cuzk_plugin.circuit.r1cs import synthesize
+from cuzk_plugin.errors import EncodingError
+from cuzk_plugin.groth16.prover import prove
+from cuzk_plugin.groth16.setup import setup
+from cuzk_plugin.groth16.verifier import verify
+from tests.conformance.checks import check_proof_bytes
+
+CIRCUITS = dict(CORE_CIRCUITS)
+#: Large enough for a 2^10 domain and an MSM window width above the minimum.
+CIRCUITS["filecoin_like_1000"] = lambda seed=0: filecoin_like(1000, seed)
+_KEYS: dict[str, object] = {}
+
+
+def _key(name: str):
+    """One setup per circuit shape for the session (setup is the slow part)."""
+    if name not in _KEYS:
+        r1cs, _, _ = CIRCUITS[name](0).finish()
+        _KEYS[name] = setup(r1cs)
+    return _KEYS[name]
+
+
+def _instance(name: str, seed: int):
+    r1cs, inputs, aux = CIRCUITS[name](seed).finish()
+    return synthesize(r1cs, inputs, aux), limbs_to_ints(inputs)[1:]
+
+
+@pytest.mark.parametrize("circuit", sorted(CIRCUITS))
+def test_proof_bytes_match_cpu_with_fixed_randomness(backend, seed, circuit):
+    part, _ = _instance(circuit, seed)
+    rnd = random.Random(seed)
+    check_proof_bytes(backend, _key(circuit), part, rnd.randrange(R), rnd.randrange(R))
+
+
+@pytest.mark.parametrize("circuit", sorted(CIRCUITS))
+def test_proof_with_fresh_randomness_verifies(backend, seed, circuit):
+    key = _key(circuit)
+    part, public = _instance(circuit, seed)
+    proof = prove(key, part, backend)
+    assert verify(key.vk, proof, public), f"{backend.name}: proof of {circuit} does not verify"
+    wrong = list(public) or []
+    if wrong:
+        wrong[0] = (wrong[0] + 1) % R
+        assert not verify(key.vk, proof, wrong)
+
+
+def test_resident_srs_serves_several_partitions(backend, seed):
+    """load_srs once, then prove_start for two partitions before finishing either."""
+    key = _key("filecoin_like_1000")
+    srs = backend.load_srs(key)
+    try:
+        instances = [_instance("filecoin_like_1000", seed + k) for k in range(2)]
+        pending = [backend.prove_start(srs, part) for part, _ in instances]
+        sums = [backend.prove_finish(p) for p in pending]
+    finally:
+        srs.release()
+    for (part, public), s in zip(instances, sums):
+        from cuzk_plugin.groth16.prover import assemble
+
+        proof = assemble(key.vk, s, random.Random(seed).randrange(R), random.Random(seed + 7).randrange(R))
+        assert verify(key.vk, proof, public)
+
+
+def test_load_srs_refuses_a_point_off_the_curve(backend):
+    key = _key("aux_only")
+    h = np.array(key.h, copy=True)
+    h[0, -1] ^= 1  # last byte of y: still below p, no longer on the curve
+    broken = dataclasses.replace(key, h=h)
+    with pytest.raises(EncodingError, match=r"h\[0\]"):
+        backend.load_srs(broken).release()
