@@ -1,0 +1,279 @@
+"""Daemon configuration: one model per TOML section, each key with a default.
+
+Sources, highest priority first: explicit overrides (the CLI's ``-l``), environment variables
+``CUZK_<SECTION>__<KEY>`` (e.g. ``CUZK_DAEMON__LISTEN``, ``CUZK_GPUS__BACKEND``), the TOML file,
+then the defaults below. An unknown section or key, or a bad value, stops start-up with a
+message naming it (:class:`ConfigError`). Keys the reference daemon has deprecated are
+accepted with a warning and ignored. ``examples/cuzk.example.toml`` explains every key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from cuzk_plugin.errors import CuzkError
+
+__all__ = ["ConfigError", "ConfigDeprecationWarning", "Config", "load_config", "parse_size", "parse_duration", "DEPRECATED_KEYS"]
+
+ENV_PREFIX = "CUZK_"
+
+#: Keys of the reference daemon that are accepted with a warning and ignored: (section, key) -> why.
+DEPRECATED_KEYS: dict[tuple[str, str], str] = {
+    ("synthesis", "partition_workers"): "use [synthesis] threads and [pipeline] max_parallel_synthesis",
+    ("pipeline", "partition_workers"): "use [pipeline] max_parallel_synthesis",
+    ("srs", "preload"): "keys load on demand; call PreloadSRS (cuzk-bench preload) to warm one",
+    ("memory", "pinned_budget"): "one budget now: [memory] total_budget",
+    ("memory", "working_memory_budget"): "one budget now: [memory] total_budget",
+}
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+               "t": 10**12, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class ConfigError(CuzkError, ValueError):
+    """A configuration file, variable or value the daemon cannot start with."""
+
+
+class ConfigDeprecationWarning(UserWarning):
+    """A deprecated key of the reference daemon's config was given (and ignored)."""
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from an int or a string like ``"64GiB"``, ``"512 MB"``, ``"1e9"``; refuses anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"size must be >= 0, got {value}")
+        return value
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {value!r} (examples: 1073741824, \"64GiB\", \"512MB\")")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def parse_duration(value: int | float | str) -> float:
+    """Seconds from a number (seconds) or a string like ``"300ms"``, ``"30s"``, ``"5m"``, ``"1h"``."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration, got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"duration must be >= 0, got {value}")
+        return float(value)
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", str(value))
+    if not m:
+        raise ValueError(f"not a duration: {value!r} (examples: 30, \"300ms\", \"30s\", \"5m\")")
+    return float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    _section: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_deprecated(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        section = cls.__name__.removesuffix("Config").lower()
+        data = dict(data)
+        for (sec, key), hint in DEPRECATED_KEYS.items():
+            if sec == section and key in data:
+                data.pop(key)
+                warnings.warn(f"config [{sec}] {key} is deprecated and ignored: {hint}", ConfigDeprecationWarning, stacklevel=2)
+        return data
+
+
+class DaemonConfig(_Section):
+    """[daemon]: where the daemon listens."""
+
+    #: gRPC address: ``unix:///path`` or ``host:port``.
+    listen: str = "unix:///run/curio/cuzk.sock"
+    #: HTTP ``GET /status`` (JSON) and ``/metrics`` address, ``host:port``; empty disables it.
+    status_listen: str = "127.0.0.1:9821"
+
+    @field_validator("listen")
+    @classmethod
+    def _check_listen(cls, v: str) -> str:
+        if v.startswith("unix://"):
+            if not v.removeprefix("unix://"):
+                raise ValueError("unix:// address needs a path, e.g. unix:///run/curio/cuzk.sock")
+            return v
+        _split_host_port(v)
+        return v
+
+    @field_validator("status_listen")
+    @classmethod
+    def _check_status(cls, v: str) -> str:
+        if v:
+            _split_host_port(v)
+        return v
+
+
+def _split_host_port(v: str) -> tuple[str, int]:
+    host, sep, port = v.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"address {v!r} is not host:port or unix:///path")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class SrsConfig(_Section):
+    """[srs]: where proving keys live."""
+
+    #: Directory of `.params` files (Filecoin's parameter cache; our synthetic keys are cached here too).
+    param_cache: Path = Path("/var/tmp/filecoin-proof-parameters")
+
+
+class MemoryConfig(_Section):
+    """[memory]: one budget for every loaded proving key."""
+
+    #: Bytes all loaded keys may use together ("auto": 90% of physical memory).
+    total_budget: int | Literal["auto"] = "auto"
+    #: Kept free below total_budget.
+    safety_margin: int = 1 << 30
+    #: Seconds a key must sit unused before idle eviction frees it.
+    eviction_min_idle: float = 300.0
+
+    @field_validator("total_budget", mode="before")
+    @classmethod
+    def _budget(cls, v: Any) -> Any:
+        return v if v == "auto" else parse_size(v)
+
+    @field_validator("safety_margin", mode="before")
+    @classmethod
+    def _margin(cls, v: Any) -> int:
+        return parse_size(v)
+
+    @field_validator("eviction_min_idle", mode="before")
+    @classmethod
+    def _idle(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    def budget_bytes(self) -> int:
+        """The usable budget: total_budget (resolved) minus safety_margin, at least 0."""
+        total = self.total_budget
+        if total == "auto":
+            total = int(0.9 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        return max(0, int(total) - self.safety_margin)
+
+
+class GpusConfig(_Section):
+    """[gpus]: which devices prove, and how."""
+
+    #: Device ordinals to use; empty: every device the backend reports.
+    devices: list[int] = Field(default_factory=list)
+    #: Host threads for backend calls (0: 2 per worker slot).
+    gpu_threads: int = Field(0, ge=0)
+    #: Concurrent partitions per device (two overlap one's upload with the other's compute).
+    gpu_workers_per_device: int = Field(2, ge=1, le=64)
+    #: auto | cuda | opencl | cpu (auto: CUDA, else OpenCL, else cpu; the choice is logged).
+    backend: str = "auto"
+    #: Backends to move a partition to after its faults exhaust the retries on every device.
+    fallback_backends: list[str] = Field(default_factory=list)
+    #: Attempts per device for a transient backend fault (tenacity, exponential backoff).
+    retry_attempts: int = Field(3, ge=1, le=20)
+
+
+class SchedulerConfig(_Section):
+    """[scheduler]: how GPU work is ordered (priority first, always)."""
+
+    #: Partitions of one circuit a GPU worker takes back to back under one key acquisition.
+    max_batch_size: int = Field(4, ge=1)
+    #: How long a worker waits for more partitions of its circuit before proving a short batch.
+    max_batch_wait_ms: int = Field(0, ge=0)
+    #: Among equal priorities, prefer partitions of the circuit a worker just proved (fewer key swaps).
+    sort_by_type: bool = True
+    #: Finished jobs kept for AwaitProof (oldest dropped first).
+    keep_finished_jobs: int = Field(10_000, ge=1)
+
+
+class SynthesisConfig(_Section):
+    """[synthesis]: the worker processes that turn witnesses into partitions."""
+
+    #: Worker processes (0: one per CPU core).
+    threads: int = Field(0, ge=0)
+
+
+class PipelineConfig(_Section):
+    """[pipeline]: overlap of synthesis with GPU work."""
+
+    #: Synthesize ahead of the GPU; false: a partition is synthesized only for an idle GPU slot.
+    enabled: bool = True
+    #: Synthesized partitions allowed to wait for the GPU (beyond one per GPU slot).
+    synthesis_lookahead: int = Field(2, ge=0)
+    #: Partitions synthesized at once (0: [synthesis] threads).
+    max_parallel_synthesis: int = Field(0, ge=0)
+
+
+class Config(BaseSettings):
+    """The whole daemon configuration."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    srs: SrsConfig = Field(default_factory=SrsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    gpus: GpusConfig = Field(default_factory=GpusConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, TomlConfigSettingsSource(settings_cls)
+
+    def synthesis_workers(self) -> int:
+        return self.synthesis.threads or os.cpu_count() or 1
+
+    def parallel_synthesis(self) -> int:
+        return self.pipeline.max_parallel_synthesis or self.synthesis_workers()
+
+
+def _deep_merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_config(path: str | os.PathLike | None = None, overrides: dict[str, dict[str, Any]] | None = None) -> Config:
+    """Read ``path`` (TOML, optional), the environment and ``overrides`` ({section: {key: value}}).
+
+    Raises :class:`ConfigError` naming the section and key of any unknown key or bad value.
+    """
+    if path is not None and not Path(path).is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    class FileConfig(Config):
+        model_config = SettingsConfigDict(**{**Config.model_config, "toml_file": path})
+
+    try:
+        return FileConfig(**_deep_merge({}, overrides or {}))
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, path)) from None
+    except (ValueError, OSError) as exc:  # TOML syntax errors, unreadable file
+        raise ConfigError(f"config {path}: {exc}") from None
+
+
+def _explain(exc: ValidationError, path: Any) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        where = f"[{loc[0]}] {'.'.join(loc[1:])}" if len(loc) > 1 else f"[{loc[0]}]" if loc else "(top level)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key (see examples/cuzk.example.toml for the valid ones)")
+        else:
+            lines.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+    src = f"config {path}" if path else "config"
+    return f"{src}: " + "; ".join(lines)

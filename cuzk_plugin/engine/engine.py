@@ -1,0 +1,496 @@
+"""The engine: jobs in, verified proofs out.
+
+    request --plan--> job --> partition 0..n-1, each:
+        window slot (lookahead) -> synthesis slot -> worker process (shared memory back)
+        -> key WARM (shared by the job) -> GPU worker slot (priority, then same circuit)
+        -> key HOT on that lane -> prove_start / prove_finish / assemble (worker thread)
+        -> transient fault? retry (tenacity) on the lane, then another lane, then FAILED
+    -> batch verification of all partitions -> COMPLETED (never on a failed check)
+
+Every wait is ordered by (priority, job age, partition), so a CRITICAL job takes the next
+free slot of each stage. Cancelling a job (CancelProof, or its last Prove caller leaving)
+cancels its waits at once; work already inside a worker process or backend call finishes
+on its own and its result is dropped, and the GPU slot frees as soon as that call returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from cuzk_plugin.backends.protocol import Backend
+from cuzk_plugin.config import Config
+from cuzk_plugin.engine.circuits import ProviderRegistry, param_cache_dir
+from cuzk_plugin.engine.errors import CircuitUnavailable, JobNotFound, SelfVerificationFailed
+from cuzk_plugin.engine.job import Job
+from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, prove_step
+from cuzk_plugin.engine.metrics import EngineMetrics
+from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
+from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
+from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
+from cuzk_plugin.engine.types import JobResult, JobStatus, Priority, ProofKind, ProofRequest
+from cuzk_plugin.errors import BackendError, TransientBackendError
+from cuzk_plugin.groth16.params import ProvingKey
+from cuzk_plugin.groth16.proof import Proof, encode_proofs
+from cuzk_plugin.groth16.prover import check_shapes
+from cuzk_plugin.groth16.verifier import batch_verify, verify
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GpuState:
+    ordinal: int
+    name: str
+    lane: str
+    vram_total_bytes: int
+    vram_free_bytes: int
+    current_job_id: str
+    current_proof_kind: str
+
+
+@dataclass(frozen=True)
+class QueueState:
+    proof_kind: str
+    pending: int
+    in_progress: int
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    gpus: list[GpuState]
+    srs: list[SrsSnapshot]
+    queues: list[QueueState]
+    completed: int
+    failed: int
+    cancelled: int
+    uptime_s: float
+    memory_used_bytes: int
+    memory_limit_bytes: int
+    backend: str
+
+
+class Engine:
+    """Owns the lanes, the synthesis pool, the SRS manager and every job.
+
+    ``backends`` and ``providers`` replace the configured ones (tests inject faulty backends);
+    ``synthesis_pool`` lets several engines share one pool of worker processes.
+    """
+
+    def __init__(self, config: Config, *, backends: list[Backend] | None = None,
+                 providers: ProviderRegistry | None = None, synthesis_pool: SynthesisPool | None = None):
+        self.config = config
+        self.param_cache = param_cache_dir(config.srs.param_cache)
+        self.providers = providers or ProviderRegistry()
+        self.lanes, self.backend_summary = build_lanes(config, backends)
+        self._lane_by_name = {lane.name: lane for lane in self.lanes}
+        workers = config.gpus.gpu_workers_per_device
+        self.slots = SlotPool([WorkerSlot(lane.name, w) for lane in self.lanes for w in range(workers)],
+                              sort_by_type=config.scheduler.sort_by_type)
+        n_slots = len(self.slots.slots)
+        window = n_slots + (config.pipeline.synthesis_lookahead if config.pipeline.enabled else 0)
+        self._window = PrioritySemaphore(window)
+        self._synth_slots = PrioritySemaphore(config.parallel_synthesis())
+        self._own_pool = synthesis_pool is None
+        self.pool = synthesis_pool or SynthesisPool(config.synthesis_workers())
+        self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
+        self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
+        self.srs = SrsManager(
+            resolve=lambda cid: self.providers.key_source(cid, self.param_cache),
+            budget_bytes=config.memory.budget_bytes(), min_idle_s=config.memory.eviction_min_idle,
+            run_blocking=self._blocking, generate=self._generate_key,
+        )
+        self.metrics = EngineMetrics()
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._seq = itertools.count()
+        self._counts = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 0, JobStatus.CANCELLED: 0}
+        self._started = time.monotonic()
+        self._janitor: asyncio.Task | None = None
+        log.info("engine: %s; %d GPU worker slot(s), synthesis %d process(es) (%d at once), lookahead window %d, "
+                 "key budget %.1f MB, param cache %s", self.backend_summary, n_slots, self.pool.workers,
+                 config.parallel_synthesis(), window, self.srs.budget_bytes / 1e6, self.param_cache)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._own_pool:
+            await asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
+        self._janitor = asyncio.create_task(self._evict_idle_loop(), name="cuzk-srs-janitor")
+
+    async def stop(self) -> None:
+        """Cancel every unfinished job, then stop the workers."""
+        for job in list(self._jobs.values()):
+            if not job.status.finished:
+                self.cancel(job.id, reason="daemon stopping")
+        tasks = [j.task for j in self._jobs.values() if j.task is not None and not j.task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=30)
+        if self._janitor:
+            self._janitor.cancel()
+        if self._own_pool:
+            await asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.shutdown)
+        self._gpu_threads.shutdown(wait=False, cancel_futures=True)
+        self._io_threads.shutdown(wait=False, cancel_futures=True)
+        self.srs.close()
+
+    async def _evict_idle_loop(self) -> None:
+        period = max(0.5, min(self.config.memory.eviction_min_idle / 4, 30.0))
+        while True:
+            await asyncio.sleep(period)
+            self.srs.evict_idle()
+
+    async def _blocking(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._io_threads, partial(fn, *args))
+
+    async def _generate_key(self, generate) -> None:
+        # Setup is CPU-heavy: run it in a worker process (the pool is priority-managed by us, so
+        # this does take one synthesis slot for its duration).
+        await self._synth_slots.acquire(order_key(Priority.CRITICAL, -1, 0), bypass=True)
+        try:
+            await asyncio.wrap_future(self.pool.submit_raw(generate))
+        finally:
+            self._synth_slots.release()
+
+    # -- jobs ------------------------------------------------------------------------------
+    def submit(self, request: ProofRequest, *, via_prove: bool = False) -> tuple[Job, bool]:
+        """Queue a job (or attach to the running one with this request id): (job, attached).
+
+        Raises InvalidRequest for a malformed request; a request whose circuit is missing
+        becomes a FAILED job (AwaitProof answers with the reason)."""
+        job_id = request.request_id or str(uuid.uuid4())
+        existing = self._jobs.get(job_id)
+        if existing is not None and not existing.status.finished:
+            if not via_prove:
+                existing.prove_only = False
+            log.info("job %s: repeated request id, attached to the running job (%s)", job_id, existing.status.name.lower())
+            return existing, True
+        if existing is not None:
+            del self._jobs[job_id]  # a finished job's id used again: a new attempt
+        try:
+            plan = self.providers.plan(request, self.param_cache)
+            error = None
+        except CircuitUnavailable as exc:
+            plan, error = None, str(exc)
+        job = Job(id=job_id, seq=next(self._seq), request=request, priority=request.effective_priority,
+                  plan=plan, prove_only=via_prove)
+        self._remember(job)
+        if error is not None:
+            log.warning("job %s (%s): FAILED at once: %s", job.id, job.kind.name, error)
+            self._finish(job, JobStatus.FAILED, error=error)
+            return job, False
+        log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s)",
+                 job.id, job.kind.name, job.circuit_id, job.partitions, job.priority.name)
+        job.task = asyncio.get_running_loop().create_task(self._run_job(job), name=f"job-{job.id}")
+        return job, False
+
+    def _remember(self, job: Job) -> None:
+        self._jobs[job.id] = job
+        keep = self.config.scheduler.keep_finished_jobs
+        while len(self._jobs) > keep:
+            oldest = next((jid for jid, j in self._jobs.items() if j.status.finished), None)
+            if oldest is None:
+                break
+            del self._jobs[oldest]
+
+    def job(self, job_id: str) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise JobNotFound(f"no job '{job_id}' (never submitted, or dropped from the history)")
+        return job
+
+    def queue_position(self, job: Job) -> int:
+        return sum(1 for j in self._jobs.values()
+                   if j is not job and j.status == JobStatus.QUEUED and j.priority >= job.priority and j.seq < job.seq)
+
+    def expected_lane(self) -> str:
+        idle = self.slots.idle
+        return (idle[0].lane if idle else self.lanes[0].name)
+
+    async def wait(self, job_id: str, timeout_s: float | None = None) -> JobResult:
+        """The job's result; TIMEOUT after ``timeout_s`` (the job keeps running)."""
+        job = self.job(job_id)
+        job.waiters += 1
+        try:
+            if timeout_s is None:
+                await job.done.wait()
+            else:
+                try:
+                    await asyncio.wait_for(job.done.wait(), timeout_s)
+                except asyncio.TimeoutError:
+                    return JobResult(job_id=job.id, status=JobStatus.TIMEOUT,
+                                     error_message=f"not finished after {timeout_s * 1000:.0f} ms (still {job.status.name.lower()})",
+                                     partitions=job.partitions, circuit_id=job.circuit_id)
+            assert job.result is not None
+            return job.result
+        finally:
+            job.waiters -= 1
+
+    async def prove(self, request: ProofRequest) -> JobResult:
+        """Submit and wait. If this caller goes away and nobody else waits, the job is cancelled."""
+        job, _ = self.submit(request, via_prove=True)
+        try:
+            return await self.wait(job.id)
+        except asyncio.CancelledError:
+            if job.prove_only and job.waiters == 0 and not job.status.finished:
+                self.cancel(job.id, reason="the caller went away (cancelled or past its deadline)")
+            raise
+
+    def cancel(self, job_id: str, *, reason: str = "CancelProof") -> bool:
+        """Stop a job; True if it was queued or running."""
+        job = self.job(job_id)
+        if job.status.finished:
+            return False
+        job.cancel_requested = True
+        job.cancel_flag.set()
+        log.info("job %s: cancelling (%s)", job.id, reason)
+        if job.task is not None:
+            job.task.cancel()
+        else:
+            self._finish(job, JobStatus.CANCELLED, error=f"cancelled: {reason}")
+        return True
+
+    def _finish(self, job: Job, status: JobStatus, proof: bytes = b"", error: str = "") -> None:
+        result = job.finish(status, proof, error)
+        self._counts[status] += 1
+        self.metrics.jobs.labels(job.kind.label, status.name.lower()).inc()
+        self.metrics.job_seconds.labels(job.kind.label).observe(result.timings.total)
+        t = result.timings
+        log.log(logging.INFO if status == JobStatus.COMPLETED else logging.WARNING,
+                "job %s: %s in %.3fs (queue %.3f, srs %.3f, synthesis %.3f, gpu %.3f, verify %.3f)%s",
+                job.id, status.name, t.total, t.queue_wait, t.srs_load, t.synthesis, t.gpu_compute, t.verify,
+                f": {error}" if error else "")
+
+    async def _run_job(self, job: Job) -> None:
+        assert job.plan is not None
+        key_task = asyncio.create_task(self._warm_key(job))
+        parts = [asyncio.create_task(self._run_partition(job, p, task, key_task)) for p, task in enumerate(job.plan.tasks)]
+        try:
+            results = await asyncio.gather(*parts)
+            proofs = [proof for proof, _ in results]
+            await self._self_verify(job, await key_task, proofs, [inputs for _, inputs in results])
+            self._finish(job, JobStatus.COMPLETED, proof=encode_proofs(proofs))
+        except asyncio.CancelledError:
+            self._cancel_all(parts, key_task)
+            if not job.cancel_requested:
+                raise
+            self._finish(job, JobStatus.CANCELLED, error="cancelled")
+        except Exception as exc:
+            self._cancel_all(parts, key_task)
+            if not isinstance(exc, (BackendError, SelfVerificationFailed)) and not _is_expected(exc):
+                log.exception("job %s: unexpected error", job.id)
+            self._finish(job, JobStatus.FAILED, error=_describe(exc))
+
+    @staticmethod
+    def _cancel_all(parts: list[asyncio.Task], key_task: asyncio.Task) -> None:
+        for t in parts:
+            t.cancel()
+        if not key_task.done():
+            key_task.cancel()
+
+    async def _warm_key(self, job: Job) -> ProvingKey:
+        t0 = time.perf_counter()
+        key = await self.srs.warm(job.circuit_id)
+        t1 = time.perf_counter()
+        job.timings.srs_load += t1 - t0
+        job.event("srs", -1, "host", t0, t1)
+        self.metrics.stage.labels("srs_warm").observe(t1 - t0)
+        return key
+
+    async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int]]:
+        okey = order_key(job.priority, job.seq, p)
+        await self._window.acquire(okey, bypass=job.priority >= Priority.CRITICAL)
+        try:
+            shared = await self._synthesize(job, p, task, okey)
+            try:
+                key = await asyncio.shield(key_task)
+                try:
+                    check_shapes(key, shared.partition)
+                except ValueError as exc:
+                    raise CircuitUnavailable(f"partition {p}: {exc}") from None
+                proof = await self._prove_on_lanes(job, p, shared, key, okey)
+                return proof, shared.ref.public_inputs
+            finally:
+                shared.release()
+        finally:
+            self._window.release()
+
+    async def _synthesize(self, job: Job, p: int, task, okey: tuple) -> SharedPartition:
+        await self._synth_slots.acquire(okey)
+        try:
+            t0 = time.perf_counter()
+            job.mark_started(t0)
+            shared = await self.pool.run(task)
+            t1 = time.perf_counter()
+        finally:
+            self._synth_slots.release()
+        job.timings.synthesis += shared.ref.seconds
+        job.event("synthesis", p, f"synth/{shared.ref.pid}", t0, t1)
+        self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
+        return shared
+
+    async def _prove_on_lanes(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey, okey: tuple) -> Proof:
+        """Retry transient faults on one lane, then move to the next lane, then give up."""
+        excluded: list[str] = []
+        failures: list[str] = []
+        while True:
+            allowed = frozenset(name for name in self.slots.lanes() if name not in excluded)
+            if not allowed:
+                raise BackendError(f"partition {p} failed on every lane: " + "; ".join(failures))
+            pinned: list[str] = []  # the lane of the first attempt; retries stay on it
+
+            def _log_retry(state: RetryCallState) -> None:
+                exc = state.outcome.exception() if state.outcome else None
+                lane = pinned[0] if pinned else "?"
+                self.metrics.retries.labels(lane).inc()
+                log.warning("job %s partition %d: transient fault on %s (attempt %d): %s; retrying",
+                            job.id, p, lane, state.attempt_number, exc)
+
+            try:
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception_type(TransientBackendError),
+                    stop=stop_after_attempt(self.config.gpus.retry_attempts),
+                    wait=wait_exponential(multiplier=0.05, max=2.0), before_sleep=_log_retry, reraise=True,
+                ):
+                    with attempt:
+                        lanes = frozenset(pinned) if pinned else allowed
+                        return await self._gpu_attempt(job, p, shared, key, okey, lanes, pinned, attempt.retry_state.attempt_number)
+            except BackendError as exc:
+                lane = pinned[0] if pinned else "?"
+                excluded.append(lane)
+                failures.append(f"{lane}: {type(exc).__name__}: {exc}")
+                if len(excluded) < len(self.slots.lanes()):
+                    self.metrics.failovers.labels(lane).inc()
+                    log.warning("job %s partition %d: giving up on lane %s (%s); moving to another lane", job.id, p, lane, exc)
+        raise AssertionError("unreachable")
+
+    async def _gpu_attempt(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey, okey: tuple,
+                           lanes: frozenset[str], pinned: list[str], attempt: int) -> Proof:
+        slot = await self.slots.acquire(okey, job.circuit_id, lanes)
+        if not pinned:
+            pinned.append(slot.lane)
+        lane = self._lane_by_name[slot.lane]
+        slot.busy_job, slot.busy_kind = job.id, job.kind.label
+        self.srs.add_ref(job.circuit_id)
+        fut: asyncio.Future | None = None
+        try:
+            t0 = time.perf_counter()
+            _, handle = await self.srs.hot(job.circuit_id, lane.name, lane.load_srs)
+            t1 = time.perf_counter()
+            if t1 - t0 > 0.001:
+                job.timings.srs_load += t1 - t0
+                job.event("srs", p, slot.name, t0, t1, attempt)
+            loop = asyncio.get_running_loop()
+            fut = loop.run_in_executor(self._gpu_threads, prove_step, lane, handle, shared.partition, key.vk, job.cancel_flag)
+            proof, times = await asyncio.shield(fut)
+        except PartitionCancelled:
+            raise asyncio.CancelledError() from None
+        finally:
+            slot.last_circuit = job.circuit_id
+            if fut is not None and not fut.done():
+                # Cancelled while the backend call runs: the slot and the key stay taken until it returns.
+                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id))
+            else:
+                self._release_gpu(slot, job.circuit_id)
+        job.lanes_used.add(lane.name)
+        job.event("gpu_start", p, slot.name, times.start, times.started, attempt)
+        job.event("gpu_finish", p, slot.name, times.started, times.assembled, attempt)
+        job.timings.gpu_compute += times.assembled - times.start
+        self.metrics.stage.labels("gpu").observe(times.assembled - times.start)
+        self.metrics.partitions.labels(lane.name).inc()
+        return proof
+
+    def _release_gpu(self, slot: WorkerSlot, circuit_id: str) -> None:
+        self.srs.drop_ref(circuit_id)
+        self.slots.release(slot)
+
+    async def _self_verify(self, job: Job, key: ProvingKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        ok = await loop.run_in_executor(self._io_threads, batch_verify, key.vk, proofs, inputs)
+        if not ok:
+            bad = [i for i, (pr, x) in enumerate(zip(proofs, inputs))
+                   if not await loop.run_in_executor(self._io_threads, verify, key.vk, pr, x)]
+            self.metrics.self_verify_failures.inc()
+            raise SelfVerificationFailed(
+                f"self-verification failed: the proof of partition(s) {bad or 'unknown'} from lane(s) "
+                f"{', '.join(sorted(job.lanes_used))} does not verify against {job.circuit_id}'s key; not returned"
+            )
+        t1 = time.perf_counter()
+        job.timings.verify = t1 - t0
+        job.event("verify", -1, "host", t0, t1)
+        self.metrics.stage.labels("verify").observe(t1 - t0)
+
+    # -- keys -------------------------------------------------------------------------------
+    async def preload(self, circuit_id: str) -> tuple[bool, float]:
+        """Make a key HOT on every lane: (already_loaded, seconds)."""
+        handles = self.srs.lanes_of(circuit_id)
+        already = all(lane.name in handles for lane in self.lanes)
+        t0 = time.perf_counter()
+        if not already:
+            for lane in self.lanes:
+                await self.srs.hot(circuit_id, lane.name, lane.load_srs)
+        return already, time.perf_counter() - t0
+
+    async def evict(self, circuit_id: str) -> tuple[bool, int]:
+        return await self.srs.evict(circuit_id)
+
+    # -- status ------------------------------------------------------------------------------
+    def status(self) -> EngineStatus:
+        gpus = []
+        for i, lane in enumerate(self.lanes):
+            busy = next((s for s in self.slots.slots if s.lane == lane.name and s.busy_job), None)
+            total = int(lane.device.memory_bytes)
+            gpus.append(GpuState(i, f"{lane.name} {lane.device.name}", lane.name, total,
+                                 max(0, total - self.srs.hot_bytes_on(lane.name)),
+                                 busy.busy_job if busy else "", busy.busy_kind if busy else ""))
+        queues: dict[str, list[int]] = {}
+        for job in self._jobs.values():
+            if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
+                q = queues.setdefault(job.kind.label, [0, 0])
+                q[0 if job.status == JobStatus.QUEUED else 1] += 1
+        return EngineStatus(
+            gpus=gpus, srs=self.srs.snapshot(),
+            queues=[QueueState(k, v[0], v[1]) for k, v in sorted(queues.items())],
+            completed=self._counts[JobStatus.COMPLETED], failed=self._counts[JobStatus.FAILED],
+            cancelled=self._counts[JobStatus.CANCELLED], uptime_s=time.monotonic() - self._started,
+            memory_used_bytes=self.srs.used_bytes, memory_limit_bytes=self.srs.budget_bytes, backend=self.backend_summary,
+        )
+
+    def metrics_text(self) -> str:
+        st = self.status()
+        m = self.metrics
+        m.queue.clear()
+        for kind in ProofKind:
+            if kind != ProofKind.UNSPECIFIED:
+                q = next((q for q in st.queues if q.proof_kind == kind.label), None)
+                m.queue.labels(kind.label, "pending").set(q.pending if q else 0)
+                m.queue.labels(kind.label, "in_progress").set(q.in_progress if q else 0)
+        m.srs_bytes.clear()
+        for s in st.srs:
+            m.srs_bytes.labels(s.circuit_id, TIER_NAMES[s.tier]).set(s.size_bytes)
+        m.memory_used.set(st.memory_used_bytes)
+        m.memory_budget.set(st.memory_limit_bytes)
+        m.uptime.set(st.uptime_s)
+        return m.text()
+
+
+def _is_expected(exc: Exception) -> bool:
+    from cuzk_plugin.engine.synthesis import SynthesisFailed
+    from cuzk_plugin.errors import CuzkError
+
+    return isinstance(exc, (CuzkError, SynthesisFailed, FileNotFoundError))
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, (SelfVerificationFailed, CircuitUnavailable)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+

@@ -1,0 +1,150 @@
+"""Priority-ordered admission: who gets the next synthesis slot and the next GPU worker.
+
+Every waiter carries (priority, job sequence, partition): a higher priority always goes first,
+then the older job, then the lower partition. A CRITICAL WinningPoSt partition therefore takes
+the very next free slot however many PoRep partitions are waiting; it only waits for work that
+already started. Cancelling a waiting coroutine removes it from the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from dataclasses import dataclass, field
+
+
+@dataclass(order=True)
+class _Waiter:
+    key: tuple
+    future: asyncio.Future = field(compare=False)
+    allowed: frozenset[str] | None = field(compare=False, default=None)
+    circuit_id: str = field(compare=False, default="")
+
+
+def order_key(priority: int, job_seq: int, partition: int) -> tuple:
+    return (-int(priority), job_seq, partition)
+
+
+class PrioritySemaphore:
+    """A counting semaphore whose waiters are served by :func:`order_key`, not by arrival."""
+
+    def __init__(self, value: int):
+        self._value = value
+        self._waiters: list[_Waiter] = []
+        self._tie = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for w in self._waiters if not w.future.done())
+
+    async def acquire(self, key: tuple, *, bypass: bool = False) -> None:
+        """Take a slot; ``bypass`` takes one even when none is free (CRITICAL past the lookahead window)."""
+        if bypass or (self._value > 0 and not self.waiting):
+            self._value -= 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, _Waiter((*key, next(self._tie)), fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release()  # granted while being cancelled: hand the slot on
+            raise
+
+    def release(self) -> None:
+        self._value += 1
+        while self._waiters and self._value > 0:
+            waiter = heapq.heappop(self._waiters)
+            if not waiter.future.done():
+                self._value -= 1
+                waiter.future.set_result(None)
+
+
+@dataclass
+class WorkerSlot:
+    """One GPU worker: a (backend, device) lane and the worker's index on it."""
+
+    lane: str
+    worker: int
+    last_circuit: str = ""
+    busy_job: str = ""
+    busy_kind: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.lane}/w{self.worker}"
+
+
+class SlotPool:
+    """The GPU workers of every lane. A freed worker goes to the best waiter allowed on its lane:
+    highest priority first; among equals (``sort_by_type``) one of the circuit it just proved."""
+
+    def __init__(self, slots: list[WorkerSlot], *, sort_by_type: bool = True):
+        self.slots = slots
+        self._free: list[WorkerSlot] = list(slots)
+        self._waiters: list[_Waiter] = []
+        self._tie = itertools.count()
+        self.sort_by_type = sort_by_type
+
+    @property
+    def idle(self) -> list[WorkerSlot]:
+        return list(self._free)
+
+    def lanes(self) -> list[str]:
+        return list(dict.fromkeys(s.lane for s in self.slots))
+
+    async def acquire(self, key: tuple, circuit_id: str, allowed: frozenset[str] | None = None) -> WorkerSlot:
+        live = [w for w in self._waiters if not w.future.done()]
+        if not live:
+            slot = self._pick_free(circuit_id, allowed)
+            if slot is not None:
+                return slot
+        fut = asyncio.get_running_loop().create_future()
+        waiter = _Waiter((*key, next(self._tie)), fut, allowed, circuit_id)
+        heapq.heappush(self._waiters, waiter)
+        self._dispatch()
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release(fut.result())
+            raise
+
+    def _pick_free(self, circuit_id: str, allowed: frozenset[str] | None) -> WorkerSlot | None:
+        candidates = [s for s in self._free if allowed is None or s.lane in allowed]
+        if not candidates:
+            return None
+        same = [s for s in candidates if s.last_circuit == circuit_id] if self.sort_by_type else []
+        slot = (same or candidates)[0]
+        self._free.remove(slot)
+        return slot
+
+    def release(self, slot: WorkerSlot) -> None:
+        slot.busy_job = slot.busy_kind = ""
+        self._free.append(slot)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free workers to waiters, best waiter first."""
+        while self._free and self._waiters:
+            live = sorted(w for w in self._waiters if not w.future.done())
+            self._waiters = live
+            if not live:
+                return
+            granted = False
+            top = live[0].key[0]
+            # Waiters of the top priority, the one matching a free worker's circuit first.
+            tier = [w for w in live if w.key[0] == top]
+            if self.sort_by_type:
+                free_circuits = {s.last_circuit for s in self._free}
+                tier.sort(key=lambda w: (w.circuit_id not in free_circuits, w.key))
+            for waiter in tier + [w for w in live if w.key[0] != top]:
+                slot = self._pick_free(waiter.circuit_id, waiter.allowed)
+                if slot is not None:
+                    self._waiters.remove(waiter)
+                    waiter.future.set_result(slot)
+                    granted = True
+                    break
+            if not granted:
+                return

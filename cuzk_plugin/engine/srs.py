@@ -1,0 +1,224 @@
+"""The SRS manager: proving keys by circuit id, in three tiers, under one memory budget.
+
+    COLD  the `.params` file on disk (or a key we can generate: synthetic circuits)
+    WARM  ProvingKey.open(): memory-mapped, checked, verifying key decoded
+    HOT   loaded on a lane (backend.load_srs) and ready for prove_start
+
+Keys load on demand (the first partition that needs one waits for it, concurrent callers
+share one load) or on PreloadSRS. Every loaded byte counts against one budget
+([memory] total_budget - safety_margin): WARM keys by their file size, HOT handles by their
+``nbytes``. A load that would exceed it first evicts idle keys (ref count 0), least recently
+used first; idle keys are also evicted after [memory] eviction_min_idle. EvictSRS releases the
+handles and drops the mapping, so the memory really goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuzk_plugin.engine.circuits import KeySource
+from cuzk_plugin.engine.errors import SrsBudgetExceeded, SrsInUse
+from cuzk_plugin.groth16.params import ProvingKey
+
+log = logging.getLogger(__name__)
+
+HOT, WARM, COLD = 0, 1, 2
+TIER_NAMES = {HOT: "hot", WARM: "warm", COLD: "cold"}
+
+
+@dataclass
+class SrsEntry:
+    """One circuit's key: the mapping, its handles per lane, and who uses it."""
+
+    circuit_id: str
+    path: Path
+    key: ProvingKey | None = None
+    handles: dict[str, Any] = field(default_factory=dict)
+    ref_count: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+    load_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def tier(self) -> int:
+        return HOT if self.handles else WARM if self.key is not None else COLD
+
+    @property
+    def warm_bytes(self) -> int:
+        return self.path.stat().st_size if self.key is not None and self.path.exists() else 0
+
+    @property
+    def hot_bytes(self) -> int:
+        return sum(int(getattr(h, "nbytes", 0)) for h in self.handles.values())
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes this key holds now, or its file size when cold."""
+        if self.tier == COLD:
+            return self.path.stat().st_size if self.path.exists() else 0
+        return self.warm_bytes + self.hot_bytes
+
+
+@dataclass(frozen=True)
+class SrsSnapshot:
+    circuit_id: str
+    tier: int
+    size_bytes: int
+    ref_count: int
+
+
+class SrsManager:
+    """Keys by circuit id. ``resolve`` maps an id to its :class:`KeySource`; ``run_blocking``
+    runs file and setup work off the event loop (a process for key generation)."""
+
+    def __init__(self, resolve: Callable[[str], KeySource], budget_bytes: int, min_idle_s: float,
+                 run_blocking: Callable[..., Any], generate: Callable[[Any], Any]):
+        self._resolve = resolve
+        self.budget_bytes = budget_bytes
+        self.min_idle_s = min_idle_s
+        self._run_blocking = run_blocking
+        self._generate = generate
+        self._entries: dict[str, SrsEntry] = {}
+        self._changed = asyncio.Condition()
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def used_bytes(self) -> int:
+        return sum(e.warm_bytes + e.hot_bytes for e in self._entries.values())
+
+    def hot_bytes_on(self, lane: str) -> int:
+        return sum(int(getattr(e.handles[lane], "nbytes", 0)) for e in self._entries.values() if lane in e.handles)
+
+    def snapshot(self) -> list[SrsSnapshot]:
+        return [SrsSnapshot(e.circuit_id, e.tier, e.size_bytes, e.ref_count) for e in self._entries.values()]
+
+    def lanes_of(self, circuit_id: str) -> set[str]:
+        """Lanes where the key is HOT."""
+        entry = self._entries.get(circuit_id)
+        return set(entry.handles) if entry else set()
+
+    def is_loaded(self, circuit_id: str) -> bool:
+        e = self._entries.get(circuit_id)
+        return e is not None and e.tier != COLD
+
+    # -- loading ---------------------------------------------------------------------------
+    def _entry(self, circuit_id: str) -> SrsEntry:
+        entry = self._entries.get(circuit_id)
+        if entry is None:
+            source = self._resolve(circuit_id)
+            entry = self._entries[circuit_id] = SrsEntry(circuit_id, source.path)
+        return entry
+
+    async def warm(self, circuit_id: str) -> ProvingKey:
+        """The key mapped and checked (generated first when it is ours and missing)."""
+        entry = self._entry(circuit_id)
+        async with entry.load_lock:
+            if entry.key is None:
+                source = self._resolve(circuit_id)
+                if not source.path.exists():
+                    if source.generate is None:
+                        raise FileNotFoundError(f"{source.path} (key of circuit '{circuit_id}') does not exist")
+                    t0 = time.perf_counter()
+                    log.info("srs %s: no key in the param cache, generating %s (once)", circuit_id, source.path)
+                    await self._generate(source.generate)
+                    log.info("srs %s: generated in %.2fs", circuit_id, time.perf_counter() - t0)
+                size = source.path.stat().st_size
+                await self._make_room(size, keep=circuit_id)
+                t0 = time.perf_counter()
+                entry.key = await self._run_blocking(ProvingKey.open, source.path)
+                log.info("srs %s: mapped %s (%.1f MB) in %.3fs", circuit_id, source.path.name, size / 1e6, time.perf_counter() - t0)
+            entry.last_used = time.monotonic()
+            return entry.key
+
+    async def hot(self, circuit_id: str, lane: str, load: Callable[[ProvingKey], Any]) -> tuple[ProvingKey, Any]:
+        """The key's handle on ``lane`` (``load(key)`` makes one: backend.load_srs on a device)."""
+        key = await self.warm(circuit_id)
+        entry = self._entries[circuit_id]
+        async with entry.load_lock:
+            handle = entry.handles.get(lane)
+            if handle is None:
+                await self._make_room(key.vectors_nbytes, keep=circuit_id)
+                t0 = time.perf_counter()
+                handle = await self._run_blocking(load, key)
+                entry.handles[lane] = handle
+                log.info("srs %s: loaded on %s (%.1f MB) in %.3fs", circuit_id, lane,
+                         getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
+            entry.last_used = time.monotonic()
+            return key, handle
+
+    def add_ref(self, circuit_id: str) -> None:
+        """Hold the key (an in-use key is never evicted) until :meth:`drop_ref`."""
+        self._entry(circuit_id).ref_count += 1
+
+    def drop_ref(self, circuit_id: str) -> None:
+        entry = self._entries[circuit_id]
+        entry.ref_count -= 1
+        entry.last_used = time.monotonic()
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- eviction --------------------------------------------------------------------------
+    async def _make_room(self, need: int, keep: str) -> None:
+        if need > self.budget_bytes:
+            raise SrsBudgetExceeded(
+                f"key of '{keep}' needs {need:,} bytes, more than the whole budget of {self.budget_bytes:,} "
+                "([memory] total_budget - safety_margin)"
+            )
+        while self.used_bytes + need > self.budget_bytes:
+            idle = sorted((e for e in self._entries.values() if e.ref_count == 0 and e.circuit_id != keep and e.tier != COLD),
+                          key=lambda e: e.last_used)
+            if idle:
+                freed = self._drop(idle[0])
+                log.info("srs %s: evicted to make room (%.1f MB freed, %.1f MB needed)", idle[0].circuit_id, freed / 1e6, need / 1e6)
+                continue
+            log.info("srs: waiting for a key to go idle (need %.1f MB, %.1f of %.1f MB in use)",
+                     need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6)
+            async with self._changed:
+                await self._changed.wait()
+
+    def _drop(self, entry: SrsEntry) -> int:
+        freed = entry.warm_bytes + entry.hot_bytes
+        for handle in entry.handles.values():
+            release = getattr(handle, "release", None)
+            if release is not None:
+                release()
+        entry.handles.clear()
+        entry.key = None
+        gc.collect()  # the memmap closes when its last view goes
+        return freed
+
+    async def evict(self, circuit_id: str) -> tuple[bool, int]:
+        """(was_loaded, freed_bytes). Refuses a key that partitions are proving with."""
+        entry = self._entries.get(circuit_id)
+        if entry is None or entry.tier == COLD:
+            return False, 0
+        if entry.ref_count:
+            raise SrsInUse(f"key of '{circuit_id}' is in use by {entry.ref_count} partition(s); evict it when they finish")
+        async with entry.load_lock:
+            freed = self._drop(entry)
+        log.info("srs %s: evicted (%.1f MB freed)", circuit_id, freed / 1e6)
+        return True, freed
+
+    def evict_idle(self) -> list[str]:
+        """Drop keys unused for at least ``min_idle_s`` (run periodically)."""
+        now = time.monotonic()
+        gone = []
+        for entry in self._entries.values():
+            if entry.ref_count == 0 and entry.tier != COLD and now - entry.last_used >= self.min_idle_s and not entry.load_lock.locked():
+                freed = self._drop(entry)
+                gone.append(entry.circuit_id)
+                log.info("srs %s: idle %.0fs, evicted (%.1f MB freed)", entry.circuit_id, now - entry.last_used, freed / 1e6)
+        return gone
+
+    def close(self) -> None:
+        for entry in self._entries.values():
+            self._drop(entry)

@@ -1,0 +1,176 @@
+"""Synthesis in worker processes, with the partition handed back through shared memory.
+
+A worker runs a :class:`PartitionTask`, copies the partition's arrays into one
+``multiprocessing.shared_memory`` block and returns only a small :class:`SharedPartitionRef`
+(block name, array layout, public inputs). The engine maps the block and builds the
+:class:`SynthesizedPartition` on views of it: the large arrays are never pickled. The engine
+unlinks the block when the partition's proof is done (or abandoned).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import signal
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, fields
+from multiprocessing import resource_tracker, shared_memory
+
+import numpy as np
+
+from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.engine.circuits import PartitionTask
+from cuzk_plugin.errors import CuzkError
+
+log = logging.getLogger(__name__)
+_ALIGN = 64
+_ARRAY_FIELDS = tuple(f.name for f in fields(SynthesizedPartition))
+
+
+class SynthesisFailed(CuzkError):
+    """A task raised in its worker (bad witness, unsatisfied constraint) or the worker died."""
+
+
+@dataclass(frozen=True)
+class SharedPartitionRef:
+    """Where a synthesized partition lies in shared memory (small: this is what is pickled)."""
+
+    shm_name: str
+    #: (field, byte offset, shape, dtype string) per SynthesizedPartition array.
+    layout: tuple[tuple[str, int, tuple[int, ...], str], ...]
+    public_inputs: list[int]
+    seconds: float
+    pid: int
+
+
+def export_partition(part: SynthesizedPartition, public_inputs: list[int], seconds: float) -> SharedPartitionRef:
+    """Copy ``part``'s arrays into a new shared-memory block (worker side)."""
+    arrays = [(name, np.ascontiguousarray(getattr(part, name))) for name in _ARRAY_FIELDS]
+    layout, offset = [], 0
+    for name, arr in arrays:
+        layout.append((name, offset, tuple(arr.shape), arr.dtype.str))
+        offset += -(-max(arr.nbytes, 1) // _ALIGN) * _ALIGN
+    shm = shared_memory.SharedMemory(create=True, size=max(offset, 1))
+    try:
+        for (name, arr), (_, off, _, _) in zip(arrays, layout):
+            np.ndarray(arr.shape, arr.dtype, buffer=shm.buf, offset=off)[...] = arr
+    except BaseException:
+        shm.close()
+        shm.unlink()
+        raise
+    # The engine owns the block from here: it unlinks it (Python 3.11 has no track=False).
+    resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+    shm.close()
+    return SharedPartitionRef(shm.name, tuple(layout), public_inputs, seconds, os.getpid())
+
+
+class SharedPartition:
+    """A partition mapped from shared memory (engine side); ``release`` unmaps and unlinks it."""
+
+    def __init__(self, ref: SharedPartitionRef):
+        self.ref = ref
+        self._shm = shared_memory.SharedMemory(name=ref.shm_name)  # registered here, unregistered by unlink
+        views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._shm.buf, offset=off) for name, off, shape, dt in ref.layout}
+        self.partition = SynthesizedPartition(**views)
+        self.nbytes = self._shm.size
+
+    def release(self) -> None:
+        if self._shm is None:
+            return
+        self.partition = None  # type: ignore[assignment]
+        shm, self._shm = self._shm, None
+        try:
+            shm.close()
+        except BufferError:  # a view still alive somewhere (a backend thread): unlink anyway
+            log.debug("shared partition %s still referenced at release (unmapped when collected)", self.ref.shm_name)
+        _unlink_quietly(shm)
+
+
+def discard(ref: SharedPartitionRef) -> None:
+    """Unlink a block whose partition nobody will use (a cancelled job's late result)."""
+    try:
+        shm = shared_memory.SharedMemory(name=ref.shm_name)
+    except FileNotFoundError:
+        return
+    shm.close()
+    _unlink_quietly(shm)
+
+
+def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
+    try:
+        shm.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def run_task(task: PartitionTask) -> SharedPartitionRef:
+    """Worker entry point: synthesize and export to shared memory."""
+    t0 = time.perf_counter()
+    try:
+        part, public_inputs = task.synthesize()
+    except CuzkError:
+        raise
+    except Exception as exc:  # keep the type and message, but as our error (picklable, clear)
+        raise SynthesisFailed(f"{type(exc).__name__}: {exc}") from None
+    return export_partition(part, public_inputs, time.perf_counter() - t0)
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon stops its workers itself
+
+
+class SynthesisPool:
+    """A process pool that only ever holds as many tasks as it has workers: the engine keeps
+    the priority order, so a CRITICAL partition is next, never behind a FIFO backlog."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        self._executor = self._new_executor()
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        ctx = multiprocessing.get_context("spawn")  # never fork a process that runs gRPC threads
+        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+
+    def warm_up(self) -> None:
+        """Start every worker now (imports take a second), not on the first job."""
+        futures = [self._executor.submit(os.getpid) for _ in range(self.workers)]
+        for f in futures:
+            f.result()
+
+    async def run(self, task: PartitionTask) -> SharedPartition:
+        """Synthesize ``task`` in a worker; cancelling the await discards the late result."""
+        try:
+            cfut: Future = self._executor.submit(run_task, task)
+        except BrokenProcessPool:
+            self._executor = self._new_executor()
+            cfut = self._executor.submit(run_task, task)
+        try:
+            ref = await asyncio.wrap_future(cfut)
+        except asyncio.CancelledError:
+            cfut.add_done_callback(_discard_result)
+            raise
+        except BrokenProcessPool as exc:
+            log.error("a synthesis worker died (%s); starting a new pool", exc)
+            self._executor = self._new_executor()
+            raise SynthesisFailed(f"synthesis worker process died: {exc}") from None
+        return SharedPartition(ref)
+
+    def submit_raw(self, fn) -> Future:
+        """Run a picklable callable in a worker (key generation); the caller holds a slot."""
+        try:
+            return self._executor.submit(fn)
+        except BrokenProcessPool:
+            self._executor = self._new_executor()
+            return self._executor.submit(fn)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _discard_result(cfut: Future) -> None:
+    if not cfut.cancelled() and cfut.exception() is None:
+        discard(cfut.result())
