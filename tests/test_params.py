@@ -87,8 +87,23 @@ def test_flipped_byte_in_a_vector_point(key_file, tmp_path):
     with pytest.raises(EncodingError, match=r"l\[5\]: not on the curve"):
         CpuBackend().load_srs(loaded)  # ... the curve check at load names the point
     flag = _flip(path, tmp_path, l_start + 96 * 7, 0x40)
-    with pytest.raises(ParamsError, match=r"l\[7\]: is the point at infinity"):
+    with pytest.raises(ParamsError, match=r"l\[7\]: infinity flag set but the other bits are not all zero"):
         ProvingKey.open(flag)
+    h_start = VK_BYTES + 4 + 96 * key.vk.num_inputs + 4
+    with pytest.raises(ParamsError, match=r"h\[2\]: is the point at infinity"):
+        ProvingKey.open(_flip(path, tmp_path, h_start + 96 * 2, 0x40))
+
+
+def test_identity_in_l_round_trips(tmp_path):
+    """An unconstrained aux variable has the identity as its L point, stored with the 0x40 flag."""
+    from cuzk_plugin.circuit.examples import unconstrained_aux
+
+    r1cs, _, _ = unconstrained_aux(0).finish()
+    key = setup(r1cs)
+    assert key.l[0, 0] == 0x40 and not key.l[0, 1:].any()
+    key.save(tmp_path / "u.params")
+    loaded = ProvingKey.open(tmp_path / "u.params")
+    assert (loaded.vector_limbs("l")[0] == 0).all()
 
 
 def test_vk_file_size_checked(key_file, tmp_path):

@@ -40,6 +40,30 @@ def g1_xy_bytes_to_limbs(raw: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(words[..., ::-1]).astype(np.uint64)
 
 
+def g1_raw_to_limbs(raw: np.ndarray) -> np.ndarray:
+    """Uncompressed Filecoin G1 bytes ``(n, 96)`` -> ``(n, 2, 6)`` limbs; identity rows (the 0x40
+    flag) become all-zero limbs, the protocol's identity. Assumes :func:`check_uncompressed_vector`."""
+    raw = np.asarray(raw)
+    limbs = g1_xy_bytes_to_limbs(_clear_flags(raw))
+    limbs[(raw[:, 0] & FLAG_INFINITY) != 0] = 0
+    return limbs
+
+
+def g2_raw_to_limbs(raw: np.ndarray) -> np.ndarray:
+    """Uncompressed Filecoin G2 bytes ``(n, 192)`` (c1 first) -> ``(n, 2, 2, 6)`` limbs."""
+    raw = np.asarray(raw)
+    limbs = g2_filecoin_bytes_to_limbs(_clear_flags(raw))
+    limbs[(raw[:, 0] & FLAG_INFINITY) != 0] = 0
+    return limbs
+
+
+def _clear_flags(raw: np.ndarray) -> np.ndarray:
+    out = np.array(raw, dtype=np.uint8, copy=True)
+    if out.shape[0]:
+        out[:, 0] &= ~np.uint8(FLAG_MASK)
+    return out
+
+
 def g2_limbs_to_arkworks_bytes(points: np.ndarray) -> np.ndarray:
     """``(n, 2, 2, 6)`` limbs -> ``(n, 192)`` x.c0||x.c1||y.c0||y.c1 (arkworks order)."""
     pts = np.asarray(points, dtype=np.uint64).reshape(-1, 2, 2, FQ_LIMBS)
@@ -195,22 +219,29 @@ def encode_g2(point: G2Point, *, compressed: bool) -> bytes:
 
 
 # --------------------------------------------------------------------------- vector checks
-def check_uncompressed_vector(raw: np.ndarray, *, what: str, chunk: int = 1 << 20) -> None:
+def check_uncompressed_vector(raw: np.ndarray, *, what: str, allow_identity: bool = False,
+                              chunk: int = 1 << 20) -> None:
     """Vectorised structural check of ``(n, 96|192)`` uncompressed points from a params file:
-    no flag bits (the identity is not allowed in the key's vectors) and coordinates below p.
-    Works in chunks so a memory-mapped 13 GB vector is never copied whole. The curve equation
-    is checked where the points are decoded (backend load)."""
+    flags (only the infinity flag, and then all other bytes zero, and only where the identity
+    is allowed) and coordinates below p. Works in chunks so a memory-mapped 13 GB vector is
+    never copied whole. The curve equation is checked where the points are decoded (backend load)."""
     for start in range(0, raw.shape[0], chunk):
-        _check_uncompressed_chunk(np.asarray(raw[start : start + chunk]), start, what)
+        _check_uncompressed_chunk(np.asarray(raw[start : start + chunk]), start, what, allow_identity)
 
 
-def _check_uncompressed_chunk(raw: np.ndarray, start: int, what: str) -> None:
+def _check_uncompressed_chunk(raw: np.ndarray, start: int, what: str, allow_identity: bool) -> None:
     flags = raw[:, 0] & FLAG_MASK
-    bad = np.flatnonzero(flags)
+    identity = flags == FLAG_INFINITY
+    bad = np.flatnonzero((flags != 0) & ~(identity & allow_identity))
     if bad.size:
         i = int(bad[0])
-        reason = "is the point at infinity" if flags[i] & FLAG_INFINITY else f"has flag bits 0x{int(flags[i]):02x} set"
+        reason = "is the point at infinity" if flags[i] == FLAG_INFINITY else f"has flag bits 0x{int(flags[i]):02x} set"
         raise EncodingError(f"{what}[{start + i}]: {reason}")
+    if identity.any():
+        raw = _clear_flags(raw)
+        bad = np.flatnonzero(identity & raw.any(axis=1))
+        if bad.size:
+            raise EncodingError(f"{what}[{start + int(bad[0])}]: infinity flag set but the other bits are not all zero")
     words = np.ascontiguousarray(raw).view(">u8").reshape(raw.shape[0], -1, FQ_LIMBS)[..., ::-1]
     ok = less_than_modulus(words.astype(np.uint64), P).all(axis=1)
     bad = np.flatnonzero(~ok)

@@ -108,6 +108,18 @@ def filecoin_like(num_constraints: int, seed: int = 0, num_inputs: int = 4) -> C
     return cs
 
 
+def unconstrained_aux(seed: int = 0) -> ConstraintSystem:
+    """An aux variable that no constraint uses (circom --O0 keeps such wires): its L point is
+    the identity, which the key must store and every backend must handle."""
+    rnd = random.Random(seed)
+    cs = ConstraintSystem()
+    x = cs.alloc_input(rnd.randrange(R))
+    cs.alloc(rnd.randrange(R))  # never constrained
+    y = cs.alloc(rnd.randrange(R))
+    cs.enforce(x, y, cs.alloc(cs.value(x) * cs.value(y) % R))
+    return cs
+
+
 #: The core test shapes, by name.
 CORE_CIRCUITS: dict[str, Callable[[int], ConstraintSystem]] = {
     "inputs_only": inputs_only,
@@ -115,5 +127,6 @@ CORE_CIRCUITS: dict[str, Callable[[int], ConstraintSystem]] = {
     "repeated_variables": repeated_variables,
     "with_constants": with_constants,
     "empty_side": empty_side,
+    "unconstrained_aux": unconstrained_aux,
     "filecoin_like_64": lambda seed=0: filecoin_like(64, seed),
 }

@@ -25,6 +25,8 @@ from cuzk_plugin.bls12_381.points import (
     decode_g2,
     encode_g1,
     encode_g2,
+    g1_raw_to_limbs,
+    g2_raw_to_limbs,
 )
 from cuzk_plugin.errors import EncodingError, ParamsError
 
@@ -149,6 +151,12 @@ class ProvingKey:
     def vectors_nbytes(self) -> int:
         return sum(int(getattr(self, n).nbytes) for n, _ in VECTOR_FIELDS)
 
+    def vector_limbs(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Points ``start:stop`` of vector ``name`` as affine limbs (identity = zeros), the
+        protocol's array form: G1 ``(n, 2, 6)``, G2 ``(n, 2, 2, 6)``."""
+        raw = getattr(self, name)[start:stop]
+        return g2_raw_to_limbs(raw) if name == "b_g2" else g1_raw_to_limbs(raw)
+
     def counts(self) -> dict[str, int]:
         return {"ic": self.vk.num_inputs} | {n: int(getattr(self, n).shape[0]) for n, _ in VECTOR_FIELDS}
 
@@ -193,10 +201,13 @@ class ProvingKey:
         return key
 
     def check_vectors(self) -> None:
-        """Flags, identity and x, y < p for every vector point (production readers' checks)."""
+        """Flags, identity and x, y < p for every vector point (production readers' checks).
+        The identity is refused everywhere but in ``l``: there it stands for an aux variable
+        that no constraint uses (circom keeps such wires with --O0). bellperson refuses such
+        keys; Filecoin's circuits never produce them."""
         for name, _ in VECTOR_FIELDS:
             try:
-                check_uncompressed_vector(np.asarray(getattr(self, name)), what=name)
+                check_uncompressed_vector(getattr(self, name), what=name, allow_identity=name == "l")
             except EncodingError as exc:
                 where = f"{self.path}: " if self.path else ""
                 raise ParamsError(f"{where}{exc}") from exc

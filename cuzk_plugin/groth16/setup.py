@@ -16,6 +16,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from cuzk_plugin.backends.cpu.ntt import powers
 from cuzk_plugin.bls12_381.fields import R, root_of_unity
+from cuzk_plugin.bls12_381.points import FLAG_INFINITY
 from cuzk_plugin.circuit.r1cs import R1CS
 from cuzk_plugin.groth16.params import ProvingKey, VerifyingKey
 
@@ -55,7 +56,8 @@ class FixedBaseTable:
     def raw_vector(self, scalars, width: int, reorder_g2: bool = False) -> np.ndarray:
         """Uncompressed Filecoin bytes ``(n, width)`` of k_i * G for each scalar."""
         raw = b"".join(self.mul(int(k)).to_xy_bytes_be() for k in scalars)
-        arr = np.frombuffer(raw, dtype=np.uint8).reshape(-1, width)
+        arr = np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy()
+        arr[~arr.any(axis=1), 0] = FLAG_INFINITY  # arkworks writes the identity as zeros
         if reorder_g2:  # arkworks c0-first -> Filecoin c1-first
             arr = arr.reshape(-1, 4, 48)[:, [1, 0, 3, 2]].reshape(-1, width)
         return np.ascontiguousarray(arr)

@@ -11,7 +11,16 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from cuzk_plugin.backends.cpu.ntt import ntt_objects, quotient_h_objects
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_objects, objects_to_limbs
-from cuzk_plugin.bls12_381.points import g1_from_limbs, g1_to_limbs, g2_from_limbs, g2_to_limbs
+from cuzk_plugin.bls12_381.points import (
+    g1_from_limbs,
+    g1_limbs_to_xy_bytes,
+    g1_raw_to_limbs,
+    g1_to_limbs,
+    g2_from_limbs,
+    g2_limbs_to_arkworks_bytes,
+    g2_raw_to_limbs,
+    g2_to_limbs,
+)
 from cuzk_plugin.circuit.partition import SynthesizedPartition
 from cuzk_plugin.errors import EncodingError
 from cuzk_plugin.groth16.params import ProvingKey
@@ -32,28 +41,26 @@ def _msm(group, bases: list, scalars: np.ndarray):
     return group.multiexp_unchecked(bases, scalars_from_limbs(scalars))
 
 
-def g1_points_from_raw(raw: np.ndarray, what: str) -> list[G1Point]:
-    """Uncompressed Filecoin G1 bytes ``(n, 96)`` -> arkworks points (curve equation checked)."""
-    data = np.ascontiguousarray(raw).tobytes()
+def _points_from_raw(group, data: bytes, width: int, what: str) -> list:
+    """Decode checked-structure uncompressed points (curve equation checked by arkworks);
+    arkworks reads all-zero xy bytes as the identity, which is what flagged identities become."""
     out = []
-    for i in range(0, len(data), 96):
+    for i in range(0, len(data), width):
         try:
-            out.append(G1Point.from_xy_bytes_unchecked_be(data[i : i + 96]))
+            out.append(group.from_xy_bytes_unchecked_be(data[i : i + width]))
         except Exception as exc:
-            raise EncodingError(f"{what}[{i // 96}]: not on the curve") from exc
+            raise EncodingError(f"{what}[{i // width}]: not on the curve") from exc
     return out
+
+
+def g1_points_from_raw(raw: np.ndarray, what: str) -> list[G1Point]:
+    """Uncompressed Filecoin G1 bytes ``(n, 96)`` -> arkworks points."""
+    return _points_from_raw(G1Point, g1_limbs_to_xy_bytes(g1_raw_to_limbs(raw)).tobytes(), 96, what)
 
 
 def g2_points_from_raw(raw: np.ndarray, what: str) -> list[G2Point]:
     """Uncompressed Filecoin G2 bytes ``(n, 192)`` (c1 first) -> arkworks points."""
-    ark = np.ascontiguousarray(raw.reshape(-1, 4, 48)[:, [1, 0, 3, 2]]).tobytes()
-    out = []
-    for i in range(0, len(ark), 192):
-        try:
-            out.append(G2Point.from_xy_bytes_unchecked_be(ark[i : i + 192]))
-        except Exception as exc:
-            raise EncodingError(f"{what}[{i // 192}]: not on the curve") from exc
-    return out
+    return _points_from_raw(G2Point, g2_limbs_to_arkworks_bytes(g2_raw_to_limbs(raw)).tobytes(), 192, what)
 
 
 @dataclass

@@ -21,7 +21,6 @@ from cuzk_plugin.backends.opencl.msm import MsmDriver
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.bls12_381.points import g1_xy_bytes_to_limbs, g2_filecoin_bytes_to_limbs
 from cuzk_plugin.circuit.partition import SynthesizedPartition
 from cuzk_plugin.errors import BackendUnavailable, EncodingError
 from cuzk_plugin.groth16.params import ProvingKey
@@ -154,8 +153,7 @@ class OpenclBackend:
         its curve (the subgroup check is skipped, as production readers do)."""
         if device != 0:
             raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
-        vectors = {name: g1_xy_bytes_to_limbs(getattr(key, name)) for name in ("h", "l", "a", "b_g1")}
-        vectors["b_g2"] = g2_filecoin_bytes_to_limbs(key.b_g2)
+        vectors = {name: key.vector_limbs(name) for name in ("h", "l", "a", "b_g1", "b_g2")}
         buffers: dict = {}
         with self._lock:
             try:
