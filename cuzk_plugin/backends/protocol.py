@@ -3,6 +3,8 @@
 Arrays at the boundary are numpy, canonical (not Montgomery), little-endian uint64 limbs:
 Fr ``(n, 4)``, G1 affine ``(n, 2, 6)`` (x, y), G2 affine ``(n, 2, 2, 6)``
 ((x.c0, x.c1), (y.c0, y.c1)). The identity is all-zero limbs ((0, 0) is not on either curve).
+Backends read a key's vectors through ``ProvingKey.vector_limbs(name, start, stop)``, which
+turns the file's flagged identities (possible in ``l``) into that form.
 A backend computes the five multi-scalar multiplications of a Groth16 proof; the final
 assembly with r and s is done once, backend-agnostically, in :mod:`cuzk_plugin.groth16.prover`,
 so two backends given the same r and s produce the same bytes.
