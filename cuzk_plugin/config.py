@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
+import logging
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,8 +20,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from cuzk_plugin.errors import CuzkError
 
-__all__ = ["ConfigError", "ConfigDeprecationWarning", "Config", "load_config", "parse_size", "parse_duration", "DEPRECATED_KEYS"]
+__all__ = ["ConfigError", "Config", "load_config", "parse_size", "parse_duration", "DEPRECATED_KEYS"]
 
+log = logging.getLogger("cuzk.config")
 ENV_PREFIX = "CUZK_"
 
 #: Keys of the reference daemon that are accepted with a warning and ignored: (section, key) -> why.
@@ -40,10 +41,6 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 class ConfigError(CuzkError, ValueError):
     """A configuration file, variable or value the daemon cannot start with."""
-
-
-class ConfigDeprecationWarning(UserWarning):
-    """A deprecated key of the reference daemon's config was given (and ignored)."""
 
 
 def parse_size(value: int | str) -> int:
@@ -88,7 +85,7 @@ class _Section(BaseModel):
         for (sec, key), hint in DEPRECATED_KEYS.items():
             if sec == section and key in data:
                 data.pop(key)
-                warnings.warn(f"config [{sec}] {key} is deprecated and ignored: {hint}", ConfigDeprecationWarning, stacklevel=2)
+                log.warning("config [%s] %s is deprecated and ignored: %s", sec, key, hint)
         return data
 
 

@@ -1,0 +1,87 @@
+"""`cuzk-daemon`: the proving daemon Curio talks to (cuzk.v1 over gRPC).
+
+    cuzk-daemon [-c cuzk.toml] [-l unix:///run/curio/cuzk.sock | -l 0.0.0.0:9820] [--log-level info]
+
+Start-up in order: read the config (file, CUZK_* variables, these flags), set up logging,
+start the engine (backend lanes, synthesis workers, key manager), then the gRPC server and
+the status page. SIGTERM / SIGINT stop it: the server first, then the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+
+from cuzk_plugin.config import Config, ConfigError, load_config
+from cuzk_plugin.errors import CuzkError
+
+log = logging.getLogger("cuzk.daemon")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cuzk-daemon", description="Groth16 proving daemon speaking cuzk.v1 (Curio's [Cuzk] API).")
+    p.add_argument("-c", "--config", help="TOML config file (see examples/cuzk.example.toml); default: built-in defaults")
+    p.add_argument("-l", "--listen", help="gRPC address, unix:///path or host:port (overrides [daemon] listen)")
+    p.add_argument("--log-level", default="info", help="debug, info (default), warning, error")
+    return p
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    logging.captureWarnings(True)  # deprecated config keys warn through logging
+
+
+async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | None = None,
+                     stop: asyncio.Event | None = None) -> None:
+    """Run until ``stop`` is set (or SIGTERM/SIGINT). ``on_ready(address, status_port)`` once serving."""
+    from cuzk_plugin.engine.engine import Engine
+    from cuzk_plugin.server.app import start_server
+
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+    engine = Engine(config)
+    await engine.start()
+    try:
+        server = await start_server(engine, config.daemon.listen, config.daemon.status_listen)
+    except BaseException:
+        await engine.stop()
+        raise
+    if on_ready:
+        on_ready(server.address, server.status_port)
+    try:
+        await stop.wait()
+        log.info("stopping: no new requests; cancelling unfinished jobs")
+    finally:
+        await server.stop()
+        await engine.stop()
+        log.info("stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log_level)
+    overrides = {"daemon": {"listen": args.listen}} if args.listen else None
+    try:
+        config = load_config(args.config, overrides)
+    except ConfigError as exc:
+        print(f"cuzk-daemon: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(run_daemon(config))
+    except (CuzkError, OSError) as exc:
+        log.error("cannot start: %s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

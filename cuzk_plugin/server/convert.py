@@ -1,0 +1,84 @@
+"""Proto messages <-> engine types (the only place that knows both)."""
+
+from __future__ import annotations
+
+from cuzk_plugin.engine.engine import EngineStatus
+from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.types import JobResult, Priority, ProofKind, ProofRequest, RegisteredInput, SyntheticInput
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+
+
+def request_from_proto(msg: pb.SubmitProofRequest) -> ProofRequest:
+    """SubmitProofRequest -> ProofRequest; unknown enum numbers are refused, naming the field."""
+    try:
+        kind = ProofKind(msg.proof_kind)
+    except ValueError:
+        raise InvalidRequest(f"proof_kind: {msg.proof_kind} is not a known ProofKind") from None
+    if kind == ProofKind.UNSPECIFIED:
+        raise InvalidRequest("proof_kind: PROOF_KIND_UNSPECIFIED (0); say what to prove")
+    try:
+        priority = Priority(msg.priority)
+    except ValueError:
+        raise InvalidRequest(f"priority: {msg.priority} is not a known Priority (0-4)") from None
+    registered = None
+    if msg.HasField("registered"):
+        registered = RegisteredInput(msg.registered.circuit_id, tuple(msg.registered.witnesses))
+    synthetic = None
+    if msg.HasField("synthetic"):
+        s = msg.synthetic
+        synthetic = SyntheticInput(s.log2_constraints, s.partitions or 1, s.seed)
+    return ProofRequest(
+        request_id=msg.request_id, kind=kind, priority=priority, sector_size=msg.sector_size,
+        registered_proof=msg.registered_proof, vanilla_proof=msg.vanilla_proof,
+        vanilla_proofs=tuple(msg.vanilla_proofs), sector_number=msg.sector_number, miner_id=msg.miner_id,
+        randomness=msg.randomness, partition_index=msg.partition_index, comm_r_old=msg.comm_r_old,
+        comm_r_new=msg.comm_r_new, comm_d_new=msg.comm_d_new, registered=registered, synthetic=synthetic,
+    )
+
+
+def _ms(seconds: float) -> int:
+    return int(round(seconds * 1000))
+
+
+def result_to_proto(result: JobResult) -> pb.AwaitProofResponse:
+    t = result.timings
+    return pb.AwaitProofResponse(
+        job_id=result.job_id, status=int(result.status), proof=result.proof, error_message=result.error_message,
+        queue_wait_ms=_ms(t.queue_wait), srs_load_ms=_ms(t.srs_load), synthesis_ms=_ms(t.synthesis),
+        gpu_compute_ms=_ms(t.gpu_compute), total_ms=_ms(t.total),
+        timeline=[pb.StageEvent(stage=e.stage, partition=e.partition, lane=e.lane, start_ms=e.start_ms,
+                                end_ms=e.end_ms, attempt=e.attempt) for e in result.timeline],
+        partitions=result.partitions, circuit_id=result.circuit_id,
+    )
+
+
+def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
+    return pb.GetStatusResponse(
+        gpus=[pb.GPUStatus(ordinal=g.ordinal, name=g.name, vram_total_bytes=g.vram_total_bytes,
+                           vram_free_bytes=g.vram_free_bytes, current_job_id=g.current_job_id,
+                           current_proof_kind=g.current_proof_kind) for g in st.gpus],
+        loaded_srs=[pb.SRSStatus(circuit_id=s.circuit_id, tier=s.tier, size_bytes=s.size_bytes, ref_count=s.ref_count)
+                    for s in st.srs],
+        queues=[pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress) for q in st.queues],
+        total_proofs_completed=st.completed, total_proofs_failed=st.failed, uptime_seconds=int(st.uptime_s),
+        pinned_memory_bytes=st.memory_used_bytes, pinned_memory_limit_bytes=st.memory_limit_bytes,
+        backend=st.backend, total_proofs_cancelled=st.cancelled,
+    )
+
+
+def status_to_json(st: EngineStatus) -> dict:
+    """The same facts as GetStatus, for GET /status."""
+    tiers = {0: "HOT", 1: "WARM", 2: "COLD"}
+    return {
+        "backend": st.backend,
+        "uptime_seconds": int(st.uptime_s),
+        "gpus": [g.__dict__ for g in st.gpus],
+        "loaded_srs": [{"circuit_id": s.circuit_id, "tier": tiers[s.tier], "size_bytes": s.size_bytes, "ref_count": s.ref_count}
+                       for s in st.srs],
+        "queues": [q.__dict__ for q in st.queues],
+        "total_proofs_completed": st.completed,
+        "total_proofs_failed": st.failed,
+        "total_proofs_cancelled": st.cancelled,
+        "pinned_memory_bytes": st.memory_used_bytes,
+        "pinned_memory_limit_bytes": st.memory_limit_bytes,
+    }
