@@ -184,7 +184,7 @@ class SchedulerConfig(_Section):
 
     #: Partitions of one circuit a GPU worker takes back to back under one key acquisition.
     max_batch_size: int = Field(4, ge=1)
-    #: How long a worker waits for more partitions of its circuit before proving a short batch.
+    #: Reserved (accepted for the reference config): workers never idle waiting for a batch.
     max_batch_wait_ms: int = Field(0, ge=0)
     #: Among equal priorities, prefer partitions of the circuit a worker just proved (fewer key swaps).
     sort_by_type: bool = True

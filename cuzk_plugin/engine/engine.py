@@ -95,7 +95,10 @@ class Engine:
         self._lane_by_name = {lane.name: lane for lane in self.lanes}
         workers = config.gpus.gpu_workers_per_device
         self.slots = SlotPool([WorkerSlot(lane.name, w) for lane in self.lanes for w in range(workers)],
-                              sort_by_type=config.scheduler.sort_by_type)
+                              sort_by_type=config.scheduler.sort_by_type, max_batch=config.scheduler.max_batch_size)
+        if config.scheduler.max_batch_wait_ms:
+            log.warning("[scheduler] max_batch_wait_ms = %d: accepted, but workers never hold a slot idle "
+                        "waiting for a batch (priority first)", config.scheduler.max_batch_wait_ms)
         n_slots = len(self.slots.slots)
         window = n_slots + (config.pipeline.synthesis_lookahead if config.pipeline.enabled else 0)
         self._window = PrioritySemaphore(window)
@@ -393,7 +396,6 @@ class Engine:
         except PartitionCancelled:
             raise asyncio.CancelledError() from None
         finally:
-            slot.last_circuit = job.circuit_id
             if fut is not None and not fut.done():
                 # Cancelled while the backend call runs: the slot and the key stay taken until it returns.
                 fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id))

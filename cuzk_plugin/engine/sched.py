@@ -68,6 +68,8 @@ class WorkerSlot:
     lane: str
     worker: int
     last_circuit: str = ""
+    #: Consecutive partitions of last_circuit (capped by max_batch_size when others wait).
+    streak: int = 0
     busy_job: str = ""
     busy_kind: str = ""
 
@@ -78,14 +80,16 @@ class WorkerSlot:
 
 class SlotPool:
     """The GPU workers of every lane. A freed worker goes to the best waiter allowed on its lane:
-    highest priority first; among equals (``sort_by_type``) one of the circuit it just proved."""
+    highest priority first; among equals (``sort_by_type``) one of the circuit it just proved,
+    up to ``max_batch`` in a row."""
 
-    def __init__(self, slots: list[WorkerSlot], *, sort_by_type: bool = True):
+    def __init__(self, slots: list[WorkerSlot], *, sort_by_type: bool = True, max_batch: int = 4):
         self.slots = slots
         self._free: list[WorkerSlot] = list(slots)
         self._waiters: list[_Waiter] = []
         self._tie = itertools.count()
         self.sort_by_type = sort_by_type
+        self.max_batch = max_batch
 
     @property
     def idle(self) -> list[WorkerSlot]:
@@ -115,10 +119,15 @@ class SlotPool:
         candidates = [s for s in self._free if allowed is None or s.lane in allowed]
         if not candidates:
             return None
-        same = [s for s in candidates if s.last_circuit == circuit_id] if self.sort_by_type else []
+        same = [s for s in candidates if self._batching(s, circuit_id)] if self.sort_by_type else []
         slot = (same or candidates)[0]
         self._free.remove(slot)
+        slot.streak = slot.streak + 1 if slot.last_circuit == circuit_id else 1
+        slot.last_circuit = circuit_id
         return slot
+
+    def _batching(self, slot: WorkerSlot, circuit_id: str) -> bool:
+        return slot.last_circuit == circuit_id and slot.streak < self.max_batch
 
     def release(self, slot: WorkerSlot) -> None:
         slot.busy_job = slot.busy_kind = ""
@@ -137,8 +146,7 @@ class SlotPool:
             # Waiters of the top priority, the one matching a free worker's circuit first.
             tier = [w for w in live if w.key[0] == top]
             if self.sort_by_type:
-                free_circuits = {s.last_circuit for s in self._free}
-                tier.sort(key=lambda w: (w.circuit_id not in free_circuits, w.key))
+                tier.sort(key=lambda w: (not any(self._batching(s, w.circuit_id) for s in self._free), w.key))
             for waiter in tier + [w for w in live if w.key[0] != top]:
                 slot = self._pick_free(waiter.circuit_id, waiter.allowed)
                 if slot is not None:

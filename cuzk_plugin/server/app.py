@@ -29,13 +29,17 @@ GRPC_OPTIONS = [
 
 @dataclass
 class RunningServer:
-    """A started daemon front: the gRPC server, its address and the status page."""
+    """A started daemon front: the gRPC server, its addresses and the status page."""
 
     grpc_server: grpc.aio.Server
-    address: str
+    addresses: list[str]
     health: health.aio.HealthServicer
     status_http: StatusHttpServer | None
-    unix_path: Path | None
+    unix_paths: list[Path]
+
+    @property
+    def address(self) -> str:
+        return self.addresses[0]
 
     @property
     def status_port(self) -> int:
@@ -46,8 +50,9 @@ class RunningServer:
         if self.status_http:
             await self.status_http.stop()
         await self.grpc_server.stop(grace)
-        if self.unix_path is not None and self.unix_path.is_socket():
-            self.unix_path.unlink()
+        for path in self.unix_paths:
+            if path.is_socket():
+                path.unlink()
 
 
 def _bind_address(listen: str) -> tuple[str, Path | None]:
@@ -62,17 +67,22 @@ def _bind_address(listen: str) -> tuple[str, Path | None]:
     return listen, None
 
 
-async def start_server(engine: Engine, listen: str, status_listen: str = "") -> RunningServer:
-    """Serve ``engine`` on ``listen`` (``host:port``, port 0 picks one; or ``unix:///path``)."""
+async def start_server(engine: Engine, listen: str | list[str], status_listen: str = "") -> RunningServer:
+    """Serve ``engine`` on ``listen``: one address or several (``host:port``, port 0 picks one;
+    ``unix:///path``)."""
     server = grpc.aio.server(options=GRPC_OPTIONS)
     cuzk_pb2_grpc.add_ProvingEngineServicer_to_server(ProvingEngineService(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    bind, unix_path = _bind_address(listen)
-    port = server.add_insecure_port(bind)
-    if unix_path is None and port == 0:
-        raise OSError(f"cannot listen on {listen}")
-    address = f"unix://{unix_path}" if unix_path else f"{bind.rpartition(':')[0]}:{port}"
+    addresses, unix_paths = [], []
+    for one in [listen] if isinstance(listen, str) else listen:
+        bind, unix_path = _bind_address(one)
+        port = server.add_insecure_port(bind)
+        if unix_path is None and port == 0:
+            raise OSError(f"cannot listen on {one}")
+        if unix_path is not None:
+            unix_paths.append(unix_path)
+        addresses.append(f"unix://{unix_path}" if unix_path else f"{bind.rpartition(':')[0]}:{port}")
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -81,5 +91,6 @@ async def start_server(engine: Engine, listen: str, status_listen: str = "") -> 
         host, _, sport = status_listen.rpartition(":")
         status_http = StatusHttpServer(lambda: convert.status_to_json(engine.status()), engine.metrics_text)
         await status_http.start(host.strip("[]") or "0.0.0.0", int(sport))
-    log.info("cuzk.v1 ProvingEngine serving on %s (pid %d, messages up to %d MiB)", address, os.getpid(), MAX_MESSAGE_BYTES >> 20)
-    return RunningServer(server, address, health_servicer, status_http, unix_path)
+    log.info("cuzk.v1 ProvingEngine serving on %s (pid %d, messages up to %d MiB)",
+             ", ".join(addresses), os.getpid(), MAX_MESSAGE_BYTES >> 20)
+    return RunningServer(server, addresses, health_servicer, status_http, unix_paths)
