@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cuzk_plugin.backends.opencl.device import BuiltPrograms, all_devices, import_pyopencl, select_device
+from cuzk_plugin.backends.opencl.constants import LIMB_WIDTHS
+from cuzk_plugin.backends.opencl.device import (
+    BuiltPrograms,
+    all_devices,
+    default_limb_bits,
+    import_pyopencl,
+    select_device,
+)
 from cuzk_plugin.backends.opencl.launch import download, upload
 from cuzk_plugin.backends.opencl.msm import MsmDriver
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
@@ -58,22 +65,28 @@ class OpenclBackend:
         platform: platform index or a substring of its name (None: any).
         device: device index within the platform, or a substring of its name (None: the
             ``CUZK_OPENCL_DEVICE`` environment variable, else the first GPU, else the first device).
+        limb_bits: 32 or 64, the limb width of the field kernels (None: 64 on CPUs, 32 on GPUs).
     """
 
     name = "opencl"
 
-    def __init__(self, platform: int | str | None = None, device: int | str | None = None):
+    def __init__(self, platform: int | str | None = None, device: int | str | None = None,
+                 limb_bits: int | None = None):
         cl = import_pyopencl()
         self.device = select_device(platform, device)
+        self.limb_bits = default_limb_bits(self.device) if limb_bits is None else int(limb_bits)
+        if self.limb_bits not in LIMB_WIDTHS:
+            raise ValueError(f"limb_bits must be one of {LIMB_WIDTHS}, got {limb_bits}")
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
-        self._programs = BuiltPrograms(self.context, {})
+        self._programs = BuiltPrograms(self.context, self.limb_bits)
         self._drivers: dict[str, object] = {}
         self._lock = threading.RLock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opencl-prove")
 
     def __repr__(self) -> str:
-        return f"OpenclBackend(device={self.device.name.strip()!r}, platform={self.device.platform.name.strip()!r})"
+        return (f"OpenclBackend(device={self.device.name.strip()!r}, "
+                f"platform={self.device.platform.name.strip()!r}, limb_bits={self.limb_bits})")
 
     @classmethod
     def probe(cls) -> str | None:

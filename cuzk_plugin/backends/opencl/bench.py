@@ -101,19 +101,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--compare-cpu", action="store_true", help="also time the cpu backend (ratio = cpu / opencl)")
     parser.add_argument("--device", default=None, help="device index or name substring (else CUZK_OPENCL_DEVICE)")
+    parser.add_argument("--limb-bits", type=int, default=None, choices=(32, 64), help="field limb width (default: per device)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
 
     from cuzk_plugin.backends.opencl import OpenclBackend
 
     device = int(args.device) if args.device and args.device.isdigit() else args.device
-    backend = OpenclBackend(device=device)
+    backend = OpenclBackend(device=device, limb_bits=args.limb_bits)
     rng = np.random.default_rng(args.seed)
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
         commit = "unknown"
-    header = {"device": backend.devices()[0].name, "platform": backend.device.platform.name.strip(),
+    header = {"device": backend.devices()[0].name, "limb_bits": backend.limb_bits, "platform": backend.device.platform.name.strip(),
               "host": platform.node(), "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     print(json.dumps(header), flush=True)
     for log_n in args.ntt:

@@ -1,32 +1,32 @@
-/* Fq, the BLS12-381 base field: 6 x 64-bit limbs, Montgomery form with R = 2^384.
+/* Fq, the BLS12-381 base field: 384 bits in FQ_NLIMBS limbs, Montgomery form with R = 2^384.
  * Constants (FQ_MODULUS, FQ_MINV, FQ_R2, FQ_ONE, FQ_MODULUS_MINUS_2) come from the
  * generated header. */
 
-typedef struct { ulong l[6]; } fq_t;
+typedef struct { limb_t l[FQ_NLIMBS]; } fq_t;
 
-inline fq_t fq_from_constant(__constant const ulong *c) {
+inline fq_t fq_from_constant(__constant const limb_t *c) {
     fq_t r;
     #pragma unroll
-    for (int i = 0; i < 6; i++) r.l[i] = c[i];
+    for (int i = 0; i < FQ_NLIMBS; i++) r.l[i] = c[i];
     return r;
 }
 
 inline fq_t fq_zero(void) {
     fq_t r;
     #pragma unroll
-    for (int i = 0; i < 6; i++) r.l[i] = 0;
+    for (int i = 0; i < FQ_NLIMBS; i++) r.l[i] = 0;
     return r;
 }
 
 inline fq_t fq_one(void) { return fq_from_constant(FQ_ONE); }
-inline int fq_is_zero(fq_t a) { return limbs_is_zero(a.l, 6); }
-inline int fq_eq(fq_t a, fq_t b) { return limbs_eq(a.l, b.l, 6); }
+inline int fq_is_zero(fq_t a) { return limbs_is_zero(a.l, FQ_NLIMBS); }
+inline int fq_eq(fq_t a, fq_t b) { return limbs_eq(a.l, b.l, FQ_NLIMBS); }
 
-inline fq_t fq_add(fq_t a, fq_t b) { fq_t r; limbs_add_mod(r.l, a.l, b.l, FQ_MODULUS, 6); return r; }
-inline fq_t fq_sub(fq_t a, fq_t b) { fq_t r; limbs_sub_mod(r.l, a.l, b.l, FQ_MODULUS, 6); return r; }
+inline fq_t fq_add(fq_t a, fq_t b) { fq_t r; limbs_add_mod(r.l, a.l, b.l, FQ_MODULUS, FQ_NLIMBS); return r; }
+inline fq_t fq_sub(fq_t a, fq_t b) { fq_t r; limbs_sub_mod(r.l, a.l, b.l, FQ_MODULUS, FQ_NLIMBS); return r; }
 inline fq_t fq_dbl(fq_t a) { return fq_add(a, a); }
 inline fq_t fq_neg(fq_t a) { return fq_sub(fq_zero(), a); }
-inline fq_t fq_mul(fq_t a, fq_t b) { fq_t r; limbs_mont_mul(r.l, a.l, b.l, FQ_MODULUS, FQ_MINV, 6); return r; }
+inline fq_t fq_mul(fq_t a, fq_t b) { fq_t r; limbs_mont_mul(r.l, a.l, b.l, FQ_MODULUS, FQ_MINV, FQ_NLIMBS); return r; }
 inline fq_t fq_sqr(fq_t a) { return fq_mul(a, a); }
 
 inline fq_t fq_to_mont(fq_t a) { return fq_mul(a, fq_from_constant(FQ_R2)); }
@@ -41,11 +41,11 @@ inline fq_t fq_from_mont(fq_t a) {
  * multiply over the exponent's bits: ~380 squarings, used once per MSM result. */
 inline fq_t fq_inv(fq_t a) {
     fq_t r = fq_one();
-    for (int limb = 5; limb >= 0; limb--) {
-        ulong e = FQ_MODULUS_MINUS_2[limb];
-        for (int bit = 63; bit >= 0; bit--) {
+    for (int limb = FQ_NLIMBS - 1; limb >= 0; limb--) {
+        limb_t e = FQ_MODULUS_MINUS_2[limb];
+        for (int bit = LIMB_BITS - 1; bit >= 0; bit--) {
             r = fq_sqr(r);
-            if ((e >> bit) & 1UL) r = fq_mul(r, a);
+            if ((e >> bit) & 1) r = fq_mul(r, a);
         }
     }
     return r;
