@@ -49,17 +49,24 @@ def ntt_objects(x: np.ndarray, *, inverse: bool = False, coset: bool = False) ->
         omega = pow(omega, R - 2, R)
     if coset and not inverse:
         x = (x * powers(FR_GENERATOR, n)) % R
-    data = x[_bit_reverse_indices(log_n)].copy()
+    data = x[_bit_reverse_indices(log_n)]
+    spare = np.empty(n, dtype=object)
     tw_all = powers(omega, max(n // 2, 1))
     half = 1
     while half < n:
         # Cooley-Tukey DIT stage: blocks of 2*half, twiddle w_{2half}^j = omega^(j * n / (2 half)).
+        # Sums and differences are left unreduced (Python ints grow by one bit a stage); only
+        # the products are reduced, and everything once at the end.
         blocks = data.reshape(-1, 2, half)
         tw = tw_all[:: n // (2 * half)][:half]
         u = blocks[:, 0, :]
         v = (blocks[:, 1, :] * tw) % R
-        data = np.stack([(u + v) % R, (u - v) % R], axis=1).reshape(n)
+        out = spare.reshape(-1, 2, half)
+        np.add(u, v, out=out[:, 0, :])
+        np.subtract(u, v, out=out[:, 1, :])
+        data, spare = spare, data
         half *= 2
+    data = data % R
     if inverse:
         n_inv = pow(n, R - 2, R)
         data = (data * n_inv) % R
