@@ -53,9 +53,12 @@ class FixedBaseTable:
             w += 1
         return acc
 
-    def raw_vector(self, scalars, width: int, reorder_g2: bool = False) -> np.ndarray:
+    def raw_vector(self, scalars, width: int, reorder_g2: bool = False, what: str = "") -> np.ndarray:
         """Uncompressed Filecoin bytes ``(n, width)`` of k_i * G for each scalar."""
+        t0 = time.perf_counter()
         raw = b"".join(self.mul(int(k)).to_xy_bytes_be() for k in scalars)
+        if what:
+            log.info("setup: %s, %d points, %.2fs", what, len(scalars), time.perf_counter() - t0)
         arr = np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy()
         arr[~arr.any(axis=1), 0] = FLAG_INFINITY  # arkworks writes the identity as zeros
         if reorder_g2:  # arkworks c0-first -> Filecoin c1-first
@@ -110,11 +113,11 @@ def setup(r1cs: R1CS) -> ProvingKey:
     )
     key = ProvingKey(
         vk=vk,
-        h=g1.raw_vector(h_scalars, 96),
-        l=g1.raw_vector(l_scalars, 96),
-        a=g1.raw_vector(u[a_dense], 96),
-        b_g1=g1.raw_vector(v[b_dense], 96),
-        b_g2=g2.raw_vector(v[b_dense], 192, reorder_g2=True),
+        h=g1.raw_vector(h_scalars, 96, what="h"),
+        l=g1.raw_vector(l_scalars, 96, what="l"),
+        a=g1.raw_vector(u[a_dense], 96, what="a"),
+        b_g1=g1.raw_vector(v[b_dense], 96, what="b_g1"),
+        b_g2=g2.raw_vector(v[b_dense], 192, reorder_g2=True, what="b_g2"),
     )
     log.info("setup: %d constraints (+%d input), domain 2^%d, QAP %.2fs, points %.2fs",
              r1cs.num_constraints, n_in, log2n, t1 - t0, time.perf_counter() - t1)
