@@ -23,10 +23,22 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import random_fr
 
 DISTINCT_BASES = 4096
+#: sppark on an H200, milliseconds (shared/anchors.md, 2026-12-02); its NTT ends in
+#: bit-reversed order, ours in natural order (one permutation pass more).
+SPPARK_H200_MS = {("msm_g1", 20): 21.8, ("msm_g1", 22): 54.2, ("msm_g1", 24): 160.0, ("msm_g1", 26): 559.0,
+                  ("ntt", 24): 4.43, ("ntt", 26): 21.0, ("ntt", 27): 42.4}
 
 
 def _median_spread(times: list[float]) -> dict:
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "runs": len(times)}
+
+
+def _with_anchor(row: dict) -> dict:
+    """Adds the ratio to sppark's H200 time where the anchors list this size."""
+    ref = SPPARK_H200_MS.get((row["op"], row["log_n"]))
+    if ref is not None:
+        row["opencl_over_sppark_h200"] = row["opencl"]["median_s"] * 1e3 / ref
+    return row
 
 
 def _timed(fn, repeat: int) -> list[float]:
@@ -69,7 +81,7 @@ def bench_msm(backend, group: int, log_n: int, repeat: int, compare_cpu: bool, r
         fn = cpu.msm_g1 if group == 1 else cpu.msm_g2
         row["cpu"] = _median_spread(_timed(lambda: fn(bases, scalars), repeat))
         row["cpu_over_opencl"] = row["cpu"]["median_s"] / row["opencl"]["median_s"]
-    return row
+    return _with_anchor(row)
 
 
 def bench_ntt(backend, log_n: int, repeat: int, compare_cpu: bool, rng) -> dict:
@@ -90,7 +102,7 @@ def bench_ntt(backend, log_n: int, repeat: int, compare_cpu: bool, rng) -> dict:
         cpu = CpuBackend()
         row["cpu"] = _median_spread(_timed(lambda: cpu.ntt(x), repeat))
         row["cpu_over_opencl"] = row["cpu"]["median_s"] / row["opencl"]["median_s"]
-    return row
+    return _with_anchor(row)
 
 
 def main(argv: list[str] | None = None) -> None:
