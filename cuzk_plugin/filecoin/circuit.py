@@ -112,12 +112,15 @@ def _alloc_column(cs, col: ColumnOpening) -> list[AllocatedNum]:
     return [alloc_num(cs, v) for v in col.rows]
 
 
-def _challenge(cs, params: PorepParams, w: ChallengeWitness, comm_d, comm_c, comm_r_last, replica_bits) -> None:
+def _challenge(cs, params: PorepParams, w: ChallengeWitness, comm_d, comm_c, comm_r_last, replica_bits, mark) -> None:
     data_leaf = alloc_num(cs, w.data_leaf)
+    mark("comm_d inclusion of the data leaf")
     enforce_inclusion(cs, data_leaf, w.comm_d_path, comm_d, sha256_node_hash)
 
     columns = []
-    for opening in list(w.drg_parents) + list(w.exp_parents):
+    for j, opening in enumerate(list(w.drg_parents) + list(w.exp_parents)):
+        kind = f"DRG parent {j}" if j < BASE_DEGREE else f"expander parent {j - BASE_DEGREE}"
+        mark(f"{kind}: column hash and comm_c inclusion")
         rows = _alloc_column(cs, opening)
         if len(rows) != params.layers:
             raise ValueError(f"a parent column has {len(rows)} rows, the sector has {params.layers} layers")
@@ -132,6 +135,7 @@ def _challenge(cs, params: PorepParams, w: ChallengeWitness, comm_d, comm_c, com
 
     labels = []
     for layer in range(1, params.layers + 1):
+        mark(f"labeling of layer {layer}")
         parents = [reverse_bit_numbering(to_bits_le(cs, col[layer - 1])) for col in drg]
         if layer > 1:
             parents += [reverse_bit_numbering(to_bits_le(cs, col[layer - 2])) for col in exp]
@@ -140,15 +144,20 @@ def _challenge(cs, params: PorepParams, w: ChallengeWitness, comm_d, comm_c, com
             expanded = parents * 6 + [parents[0]]
         labels.append(_label(cs, replica_bits, expanded, layer, node_bits_be))
 
+    mark("encoding and comm_r_last inclusion")
     encoded = add(cs, labels[-1], data_leaf)
     enforce_inclusion(cs, encoded, w.comm_r_last_path, comm_r_last, poseidon_node_hash)
 
+    mark("challenged column hash and comm_c inclusion")
     column_hash = poseidon_hash(cs, labels)
     enforce_inclusion(cs, column_hash, w.comm_c_path, comm_c, poseidon_node_hash)
 
 
-def synthesize_partition(cs, params: PorepParams, w: PartitionWitness) -> None:
-    """Synthesize one partition into ``cs`` (a ConstraintSystem or ShapeConstraintSystem)."""
+def synthesize_partition(cs, params: PorepParams, w: PartitionWitness, *, regions: list | None = None) -> None:
+    """Synthesize one partition into ``cs`` (a ConstraintSystem or ShapeConstraintSystem).
+
+    ``regions``, if given, receives (first constraint index, description) for each part of the
+    circuit, so a violated constraint can be named."""
     if len(w.challenges) != params.challenges_per_partition:
         raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has "
                          f"{params.challenges_per_partition}")
@@ -161,6 +170,11 @@ def synthesize_partition(cs, params: PorepParams, w: PartitionWitness) -> None:
     inputize(cs, comm_r)
     comm_r_last = alloc_num(cs, w.comm_r_last)
     comm_c = alloc_num(cs, w.comm_c)
+    if regions is not None:
+        regions.append((cs.num_constraints, "comm_r = Poseidon(comm_c, comm_r_last)"))
     equal(cs, comm_r, poseidon_hash(cs, [comm_c, comm_r_last]))
-    for ch in w.challenges:
-        _challenge(cs, params, ch, comm_d, comm_c, comm_r_last, replica_bits)
+    for i, ch in enumerate(w.challenges):
+        def mark(what: str, i=i) -> None:
+            if regions is not None:
+                regions.append((cs.num_constraints, f"challenge {i} (node {ch.challenge}): {what}"))
+        _challenge(cs, params, ch, comm_d, comm_c, comm_r_last, replica_bits, mark)

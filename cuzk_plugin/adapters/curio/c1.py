@@ -1,0 +1,248 @@
+"""Typed models of Curio's C1 envelope and of the C1 output JSON (SealCommitPhase1Output,
+filecoin-proofs-api ``seal.rs``; storage-proofs ``stacked/vanilla/params.rs``,
+``merkle/proof.rs``), with the structural and consistency checks of a PoRep job.
+
+Every refusal is a :class:`C1Error` whose ``path`` is the JSON path of the bad field
+(``$.vanilla_proofs.StackedDrg2KiBV1[0][1].comm_d_proofs.data.Single.path.path[3].hashes``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cuzk_plugin.adapters.curio.proofs import RegisteredSealProof, seal_proof_by_name
+from cuzk_plugin.errors import CuzkError
+
+__all__ = [
+    "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
+    "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "domain_bytes",
+]
+
+Byte = Annotated[int, Field(ge=0, le=255)]
+Domain = Annotated[list[Byte], Field(min_length=32, max_length=32)]
+U32 = Annotated[int, Field(ge=0, lt=1 << 32)]
+U64 = Annotated[int, Field(ge=0, lt=1 << 64)]
+
+
+class C1Error(CuzkError, ValueError):
+    """A malformed or inconsistent C1 output; ``path`` names the bad field."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def domain_bytes(d: list[int]) -> bytes:
+    return bytes(d)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PathElement(_Strict):
+    """One level: the arity - 1 sibling hashes and the node's position among the children."""
+
+    hashes: list[Domain]
+    index: U64
+
+
+class InclusionPath(_Strict):
+    path: list[PathElement]
+
+
+class SingleProof(_Strict):
+    root: Domain
+    leaf: Domain
+    path: InclusionPath
+
+
+class SubProof(_Strict):
+    base_proof: InclusionPath
+    sub_proof: InclusionPath
+    root: Domain
+    leaf: Domain
+
+
+class TopProof(_Strict):
+    base_proof: InclusionPath
+    sub_proof: InclusionPath
+    top_proof: InclusionPath
+    root: Domain
+    leaf: Domain
+
+
+class ProofData(_Strict):
+    """Exactly one of the three shapes (serde's externally tagged enum)."""
+
+    Single: SingleProof | None = None
+    Sub: SubProof | None = None
+    Top: TopProof | None = None
+
+    @model_validator(mode="after")
+    def _one_variant(self):
+        present = [k for k in ("Single", "Sub", "Top") if getattr(self, k) is not None]
+        if len(present) != 1:
+            raise ValueError(f"a Merkle proof has exactly one of Single, Sub, Top; got {present or 'none'}")
+        return self
+
+    @property
+    def variant(self) -> str:
+        return next(k for k in ("Single", "Sub", "Top") if getattr(self, k) is not None)
+
+    @property
+    def proof(self) -> SingleProof | SubProof | TopProof:
+        return getattr(self, self.variant)
+
+    def levels(self) -> list[PathElement]:
+        """All levels leaf to root (base, then sub, then top)."""
+        p = self.proof
+        if isinstance(p, SingleProof):
+            return list(p.path.path)
+        out = list(p.base_proof.path) + list(p.sub_proof.path)
+        if isinstance(p, TopProof):
+            out += list(p.top_proof.path)
+        return out
+
+
+class MerkleProof(_Strict):
+    data: ProofData
+
+    @property
+    def root(self) -> bytes:
+        return bytes(self.data.proof.root)
+
+    @property
+    def leaf(self) -> bytes:
+        return bytes(self.data.proof.leaf)
+
+
+class Column(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    index: U32
+    rows: list[Domain]
+    h: None = Field(default=None, alias="_h")
+
+
+class ColumnProof(_Strict):
+    column: Column
+    inclusion_proof: MerkleProof
+
+
+class ReplicaColumnProof(_Strict):
+    c_x: ColumnProof
+    drg_parents: list[ColumnProof]
+    exp_parents: list[ColumnProof]
+
+
+class LabelingProof(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    parents: list[Domain]
+    layer_index: U32
+    node: U64
+    h: None = Field(default=None, alias="_h")
+
+
+class EncodingProof(LabelingProof):
+    pass
+
+
+class VanillaProof(_Strict):
+    """One challenge's vanilla proof."""
+
+    comm_d_proofs: MerkleProof
+    comm_r_last_proof: MerkleProof
+    replica_column_proofs: ReplicaColumnProof
+    labeling_proofs: list[LabelingProof]
+    encoding_proof: EncodingProof
+
+
+class C1Output(_Strict):
+    """SealCommitPhase1Output."""
+
+    registered_proof: str
+    vanilla_proofs: dict[str, list[list[VanillaProof]]]
+    comm_r: Domain
+    comm_d: Domain
+    replica_id: Domain
+    seed: Domain
+    ticket: Domain
+
+    @property
+    def seal_proof(self) -> RegisteredSealProof:
+        return seal_proof_by_name(self.registered_proof)
+
+    @property
+    def partitions(self) -> list[list[VanillaProof]]:
+        return next(iter(self.vanilla_proofs.values()))
+
+
+class C1Envelope(BaseModel):
+    """Curio's JSON wrapper: ``Phase1Out`` is standard base64 of the raw C1 JSON bytes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    SectorNum: U64
+    Phase1Out: str
+    SectorSize: U64
+
+    def c1_bytes(self) -> bytes:
+        try:
+            return base64.b64decode(self.Phase1Out, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise C1Error("$.Phase1Out", f"not standard base64 ({exc})") from None
+
+
+def _json_path(loc: tuple) -> str:
+    out = "$"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _validate(model: type[BaseModel], data: Any, prefix: str = "$") -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        path = _json_path(tuple(err["loc"]))
+        if prefix != "$":
+            path = prefix + path[1:]
+        raise C1Error(path, err["msg"]) from None
+
+
+def _loads(raw: bytes | str, what: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise C1Error("$", f"{what} is not JSON ({exc})") from None
+
+
+def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
+    """Curio's envelope and the C1 output inside it."""
+    env = _validate(C1Envelope, _loads(raw, "the C1 envelope"))
+    c1 = parse_c1(env.c1_bytes(), prefix="$.Phase1Out")
+    if c1.seal_proof.sector_size != env.SectorSize:
+        raise C1Error("$.SectorSize", f"{env.SectorSize} but the C1 is for {c1.registered_proof}")
+    return env, c1
+
+
+def parse_c1(raw: bytes | str, *, prefix: str = "$") -> C1Output:
+    """Parse and structurally check C1 JSON bytes (see :func:`check_c1` for consistency)."""
+    c1 = _validate(C1Output, _loads(raw, "the C1 output"), prefix)
+    try:
+        proof = c1.seal_proof
+    except ValueError as exc:
+        raise C1Error(f"{prefix}.registered_proof", str(exc)) from None
+    if list(c1.vanilla_proofs) != [proof.v1_name]:
+        raise C1Error(f"{prefix}.vanilla_proofs",
+                      f"must hold exactly one key {proof.v1_name!r}, got {list(c1.vanilla_proofs)}")
+    return c1

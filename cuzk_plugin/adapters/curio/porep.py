@@ -1,0 +1,252 @@
+"""PoRep jobs from Curio: a C1 output (or the envelope around it) becomes one checked witness
+per partition, its public inputs, and on demand the synthesized partition the prover takes.
+
+    job = porep_partitions(envelope_or_c1_bytes)
+    for k in range(job.num_partitions):
+        part, public_inputs = job.synthesize(k)   # SynthesizedPartition, inputs without ONE
+
+The public inputs are computed as the verifier computes them (challenges from replica_id and
+seed, parents from the graph), not read from the C1, and the C1 is checked against them.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+
+from cuzk_plugin.adapters.curio.c1 import (
+    C1Error, C1Output, ColumnProof, MerkleProof, parse_c1, parse_envelope,
+)
+from cuzk_plugin.adapters.curio.proofs import RegisteredSealProof
+from cuzk_plugin.bls12_381.fields import R, limbs_to_objects
+from cuzk_plugin.circuit.gadgets.fast_cs import FastConstraintSystem
+from cuzk_plugin.circuit.gadgets.merkle import PathLevel
+from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
+from cuzk_plugin.errors import CircuitError
+from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, PartitionWitness, synthesize_partition
+from cuzk_plugin.filecoin.graph import StackedGraph
+from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
+from cuzk_plugin.filecoin.poseidon import poseidon_hash
+from cuzk_plugin.filecoin.seal import interactive_challenges
+
+__all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError"]
+
+
+class WitnessError(CircuitError):
+    """The C1's values do not satisfy the circuit (e.g. a corrupted Merkle path)."""
+
+
+def porep_circuit_id(proof: RegisteredSealProof) -> str:
+    """One circuit per sector size: every API version of a size shares the v28 PoRep circuit."""
+    return f"porep-{proof.v1_name.removeprefix('StackedDrg').removesuffix('V1').lower()}"
+
+
+@contextmanager
+def _gc_paused():
+    """Synthesis allocates millions of acyclic objects: cyclic GC passes only slow it down."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _fr(d, path: str) -> int:
+    x = int.from_bytes(bytes(d), "little")
+    if x >= R:
+        raise C1Error(path, "is not a field element (>= r)")
+    return x
+
+
+def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: str) -> list[PathLevel]:
+    if proof.data.variant != expect_variant:
+        raise C1Error(f"{path}.data", f"expected a {expect_variant} proof for this sector size, got {proof.data.variant}")
+    levels = proof.data.levels()
+    if len(levels) != len(arities):
+        raise C1Error(f"{path}.data.{expect_variant}", f"{len(levels)} path levels, expected {len(arities)}")
+    out = []
+    for i, (el, arity) in enumerate(zip(levels, arities)):
+        if len(el.hashes) != arity - 1 or el.index >= arity:
+            raise C1Error(f"{path}.data.{expect_variant} level {i}",
+                          f"{len(el.hashes)} siblings at index {el.index}, arity {arity} needs {arity - 1} and index < {arity}")
+        out.append(PathLevel(arity, tuple(_fr(h, f"{path} level {i}") for h in el.hashes), el.index))
+    return out
+
+
+def _path_index(levels: list[PathLevel]) -> int:
+    index, scale = 0, 1
+    for lv in levels:
+        index += lv.index * scale
+        scale *= lv.arity
+    return index
+
+
+@dataclass(frozen=True)
+class _Partition:
+    witness: PartitionWitness
+    public_inputs: list[int]  #: without ONE
+
+
+class PorepJob:
+    """A checked PoRep C1: per-partition witnesses and public inputs."""
+
+    def __init__(self, c1: C1Output, *, sector_id: int | None = None, prefix: str = "$"):
+        self.c1 = c1
+        self.sector_id = sector_id
+        self.prefix = prefix
+        self.seal_proof = c1.seal_proof
+        self.params: PorepParams = porep_params(self.seal_proof.sector_size)
+        if not self.seal_proof.interactive or self.seal_proof.synthetic:
+            raise C1Error(f"{prefix}.registered_proof",
+                          f"{c1.registered_proof}: only interactive, non-synthetic PoRep is supported")
+        self._partitions = self._build()
+
+    @property
+    def circuit_id(self) -> str:
+        return porep_circuit_id(self.seal_proof)
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self._partitions)
+
+    def public_inputs(self, k: int) -> list[int]:
+        """Partition k's public inputs in rust-fil-proofs' order, ONE excluded."""
+        return list(self._partitions[k].public_inputs)
+
+    def witness(self, k: int) -> PartitionWitness:
+        return self._partitions[k].witness
+
+    @cached_property
+    def graph(self) -> StackedGraph:
+        return StackedGraph(self.params.nodes, self.seal_proof.porep_id,
+                            legacy_predecessor=self.seal_proof.api_version == "1.0.0")
+
+    # -- building and checking --------------------------------------------------------------
+
+    def _build(self) -> list[_Partition]:
+        p, c1, pre = self.params, self.c1, self.prefix
+        replica_id = _fr(c1.replica_id, f"{pre}.replica_id")
+        comm_d = _fr(c1.comm_d, f"{pre}.comm_d")
+        comm_r = _fr(c1.comm_r, f"{pre}.comm_r")
+        parts = c1.partitions
+        base = f"{pre}.vanilla_proofs.{self.seal_proof.v1_name}"
+        if len(parts) != p.partitions:
+            raise C1Error(base, f"{len(parts)} partitions, {c1.registered_proof} has {p.partitions}")
+        tree_variant = "Top" if p.top_arity else ("Sub" if p.sub_arity else "Single")
+        comm_r_last = comm_c = None
+        out = []
+        for k, proofs in enumerate(parts):
+            if len(proofs) != p.challenges_per_partition:
+                raise C1Error(f"{base}[{k}]", f"{len(proofs)} challenges, expected {p.challenges_per_partition}")
+            expected = interactive_challenges(bytes(c1.replica_id), bytes(c1.seed), p.nodes, p.challenges_per_partition, k)
+            challenges, inputs = [], [replica_id, comm_d, comm_r]
+            for i, (vp, challenge) in enumerate(zip(proofs, expected)):
+                path = f"{base}[{k}][{i}]"
+                ch = self._challenge(vp, challenge, path, tree_variant, comm_d)
+                root_r = _fr(vp.comm_r_last_proof.data.proof.root, f"{path}.comm_r_last_proof.root")
+                root_c = _fr(vp.replica_column_proofs.c_x.inclusion_proof.data.proof.root,
+                             f"{path}.replica_column_proofs.c_x.inclusion_proof.root")
+                if comm_r_last is None:
+                    comm_r_last, comm_c = root_r, root_c
+                elif root_r != comm_r_last:
+                    raise C1Error(f"{path}.comm_r_last_proof", "inconsistent comm_r_last across challenges")
+                elif root_c != comm_c:
+                    raise C1Error(f"{path}.replica_column_proofs.c_x", "inconsistent comm_c across challenges")
+                challenges.append(ch)
+                drg = self.graph.drg_parents(challenge)
+                exp = self.graph.exp_parents(challenge)
+                inputs += [challenge, *drg, *exp, challenge, challenge, challenge]
+            out.append((challenges, inputs))
+        if poseidon_hash([comm_c, comm_r_last]) != comm_r:
+            raise C1Error(f"{pre}.comm_r", "is not Poseidon(comm_c, comm_r_last) of the vanilla proofs")
+        return [
+            _Partition(PartitionWitness(replica_id, comm_d, comm_r, comm_r_last, comm_c, chs), inputs)
+            for chs, inputs in out
+        ]
+
+    def _column(self, cp: ColumnProof, node: int, path: str, variant: str) -> ColumnOpening:
+        p = self.params
+        if cp.column.index != node:
+            raise C1Error(f"{path}.column.index", f"is {cp.column.index}, the graph says {node}")
+        if len(cp.column.rows) != p.layers:
+            raise C1Error(f"{path}.column.rows", f"{len(cp.column.rows)} rows, the sector has {p.layers} layers")
+        levels = _levels(cp.inclusion_proof, p.tree_arities, f"{path}.inclusion_proof", variant)
+        if _path_index(levels) != node:
+            raise C1Error(f"{path}.inclusion_proof", f"path indices address node {_path_index(levels)}, not {node}")
+        rows = [_fr(r, f"{path}.column.rows[{j}]") for j, r in enumerate(cp.column.rows)]
+        return ColumnOpening(rows, levels)
+
+    def _challenge(self, vp, challenge: int, path: str, variant: str, comm_d: int) -> ChallengeWitness:
+        p = self.params
+        if len(vp.labeling_proofs) != p.layers:
+            raise C1Error(f"{path}.labeling_proofs", f"{len(vp.labeling_proofs)} proofs, expected {p.layers}")
+        node = vp.labeling_proofs[0].node
+        if node != challenge:
+            raise C1Error(f"{path}.labeling_proofs[0].node",
+                          f"challenge {node}, but replica_id and seed derive {challenge}")
+        d_levels = _levels(vp.comm_d_proofs, [2] * p.data_levels, f"{path}.comm_d_proofs", "Single")
+        if _path_index(d_levels) != challenge:
+            raise C1Error(f"{path}.comm_d_proofs", f"path addresses node {_path_index(d_levels)}, not {challenge}")
+        if _fr(vp.comm_d_proofs.data.proof.root, f"{path}.comm_d_proofs.root") != comm_d:
+            raise C1Error(f"{path}.comm_d_proofs.data.Single.root", "is not comm_d")
+        r_levels = _levels(vp.comm_r_last_proof, p.tree_arities, f"{path}.comm_r_last_proof", variant)
+        rcp = vp.replica_column_proofs
+        c_levels = _levels(rcp.c_x.inclusion_proof, p.tree_arities, f"{path}.replica_column_proofs.c_x.inclusion_proof", variant)
+        for what, levels in (("comm_r_last_proof", r_levels), ("replica_column_proofs.c_x.inclusion_proof", c_levels)):
+            if _path_index(levels) != challenge:
+                raise C1Error(f"{path}.{what}", f"path addresses node {_path_index(levels)}, not {challenge}")
+        drg_nodes, exp_nodes = self.graph.drg_parents(challenge), self.graph.exp_parents(challenge)
+        if len(rcp.drg_parents) != BASE_DEGREE:
+            raise C1Error(f"{path}.replica_column_proofs.drg_parents", f"{len(rcp.drg_parents)} columns, expected {BASE_DEGREE}")
+        if len(rcp.exp_parents) != EXP_DEGREE:
+            raise C1Error(f"{path}.replica_column_proofs.exp_parents", f"{len(rcp.exp_parents)} columns, expected {EXP_DEGREE}")
+        drg = [self._column(cp, n, f"{path}.replica_column_proofs.drg_parents[{j}]", variant)
+               for j, (cp, n) in enumerate(zip(rcp.drg_parents, drg_nodes))]
+        exp = [self._column(cp, n, f"{path}.replica_column_proofs.exp_parents[{j}]", variant)
+               for j, (cp, n) in enumerate(zip(rcp.exp_parents, exp_nodes))]
+        data_leaf = _fr(vp.comm_d_proofs.data.proof.leaf, f"{path}.comm_d_proofs.data.Single.leaf")
+        return ChallengeWitness(challenge, data_leaf, d_levels, drg, exp, r_levels, c_levels)
+
+    # -- synthesis --------------------------------------------------------------------------
+
+    def circuit(self, k: int):
+        """(R1CS, inputs, aux) of partition k; raises :class:`WitnessError` naming the part of
+        the circuit whose constraint the C1's values violate."""
+        cs = FastConstraintSystem()
+        regions: list[tuple[int, str]] = []
+        with _gc_paused():
+            synthesize_partition(cs, self.params, self._partitions[k].witness, regions=regions)
+            r1cs, inputs, aux = cs.finish()
+            bad = r1cs.first_unsatisfied(r1cs.assignment(inputs, aux))
+        if bad is not None:
+            where = next((name for start, name in reversed(regions) if start <= bad), "partition header")
+            raise WitnessError(
+                f"partition {k}: the C1's values violate constraint {bad} of {r1cs.num_constraints} "
+                f"({where}); the C1 is corrupted or inconsistent, nothing was proved")
+        got = [int(x) for x in limbs_to_objects(inputs[1:])]
+        if got != self._partitions[k].public_inputs:
+            raise WitnessError(f"partition {k}: synthesized public inputs differ from the verifier's")
+        return r1cs, inputs, aux
+
+    def synthesize(self, k: int):
+        """(SynthesizedPartition, public inputs without ONE) of partition k, witness checked."""
+        r1cs, inputs, aux = self.circuit(k)
+        return synthesize_r1cs(r1cs, inputs, aux, check=False), self.public_inputs(k)
+
+
+def porep_partitions(raw: bytes | str) -> PorepJob:
+    """A PoRep job from Curio's C1 envelope (``{"SectorNum", "Phase1Out", "SectorSize"}``) or
+    from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path."""
+    try:
+        top = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise C1Error("$", f"not JSON ({exc})") from None
+    if isinstance(top, dict) and "Phase1Out" in top:
+        env, c1 = parse_envelope(raw)
+        return PorepJob(c1, sector_id=env.SectorNum, prefix="$.Phase1Out")
+    return PorepJob(parse_c1(raw))

@@ -1,0 +1,25 @@
+"""Fixtures for the Filecoin circuit tests: one sealed 2 KiB sector and its C1 JSON per session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cuzk_plugin.filecoin.seal import c1_json, seal
+
+
+@pytest.fixture(scope="session")
+def sealed():
+    return seal("StackedDrg2KiBV1_1", miner_id=1000, sector_id=7, data_seed=1)
+
+
+@pytest.fixture(scope="session")
+def c1_bytes(sealed) -> bytes:
+    return c1_json(sealed)
+
+
+@pytest.fixture
+def c1_dict(c1_bytes) -> dict:
+    """A fresh, mutable copy of the C1 JSON."""
+    return json.loads(c1_bytes)
