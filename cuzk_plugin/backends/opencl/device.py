@@ -25,6 +25,8 @@ PROGRAM_SOURCES = {
     "g1": ("limbs.cl", "fq.cl", "group_g1.cl", "curve_xyzz.cl", "msm.cl"),
     "g2": ("limbs.cl", "fq.cl", "fq2.cl", "group_g2.cl", "curve_xyzz.cl", "msm.cl"),
 }
+#: The field each program computes in (limbs.cl is built for exactly one).
+PROGRAM_FIELD = {"ntt": "FR", "g1": "FQ", "g2": "FQ"}
 
 
 def default_limb_bits(device) -> int:
@@ -133,7 +135,8 @@ def program_source(name: str, limb_bits: int) -> str:
     """The full OpenCL C text of program ``name`` for limbs of ``limb_bits`` bits."""
     folder = resources.files("cuzk_plugin.backends.opencl") / "kernels"
     limb_file = f"limb{limb_bits}.cl"
-    parts = [f"/* ---- {limb_file} ---- */\n" + (folder / limb_file).read_text(), constants_header(limb_bits)]
+    parts = [f"/* ---- {limb_file} ---- */\n" + (folder / limb_file).read_text(), constants_header(limb_bits),
+             f"#define NLIMBS {PROGRAM_FIELD[name]}_NLIMBS\n"]
     for file in PROGRAM_SOURCES[name]:
         parts.append(f"/* ---- {file} ---- */\n" + (folder / file).read_text())
     return "\n".join(parts)

@@ -2,6 +2,10 @@
  * Constants (FQ_MODULUS, FQ_MINV, FQ_R2, FQ_ONE, FQ_MODULUS_MINUS_2) come from the
  * generated header. */
 
+#if NLIMBS != FQ_NLIMBS
+#error "fq.cl needs a program built for its field (NLIMBS = FQ_NLIMBS)"
+#endif
+
 typedef struct { limb_t l[FQ_NLIMBS]; } fq_t;
 
 inline fq_t fq_from_constant(__constant const limb_t *c) {
@@ -19,14 +23,14 @@ inline fq_t fq_zero(void) {
 }
 
 inline fq_t fq_one(void) { return fq_from_constant(FQ_ONE); }
-inline int fq_is_zero(fq_t a) { return limbs_is_zero(a.l, FQ_NLIMBS); }
-inline int fq_eq(fq_t a, fq_t b) { return limbs_eq(a.l, b.l, FQ_NLIMBS); }
+inline int fq_is_zero(fq_t a) { return limbs_is_zero(a.l); }
+inline int fq_eq(fq_t a, fq_t b) { return limbs_eq(a.l, b.l); }
 
-inline fq_t fq_add(fq_t a, fq_t b) { fq_t r; limbs_add_mod(r.l, a.l, b.l, FQ_MODULUS, FQ_NLIMBS); return r; }
-inline fq_t fq_sub(fq_t a, fq_t b) { fq_t r; limbs_sub_mod(r.l, a.l, b.l, FQ_MODULUS, FQ_NLIMBS); return r; }
+inline fq_t fq_add(fq_t a, fq_t b) { fq_t r; limbs_add_mod(r.l, a.l, b.l, FQ_MODULUS); return r; }
+inline fq_t fq_sub(fq_t a, fq_t b) { fq_t r; limbs_sub_mod(r.l, a.l, b.l, FQ_MODULUS); return r; }
 inline fq_t fq_dbl(fq_t a) { return fq_add(a, a); }
 inline fq_t fq_neg(fq_t a) { return fq_sub(fq_zero(), a); }
-inline fq_t fq_mul(fq_t a, fq_t b) { fq_t r; limbs_mont_mul(r.l, a.l, b.l, FQ_MODULUS, FQ_MINV, FQ_NLIMBS); return r; }
+inline fq_t fq_mul(fq_t a, fq_t b) { fq_t r; limbs_mont_mul(r.l, a.l, b.l, FQ_MODULUS, FQ_MINV); return r; }
 inline fq_t fq_sqr(fq_t a) { return fq_mul(a, a); }
 
 inline fq_t fq_to_mont(fq_t a) { return fq_mul(a, fq_from_constant(FQ_R2)); }
