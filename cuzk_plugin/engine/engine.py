@@ -140,7 +140,8 @@ class Engine:
             self._janitor.cancel()
         if self._own_pool:
             await asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.shutdown)
-        self._gpu_threads.shutdown(wait=False, cancel_futures=True)
+        # Backend calls of cancelled jobs may still run: let them return before keys are freed.
+        await asyncio.get_running_loop().run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True, cancel_futures=True))
         self._io_threads.shutdown(wait=False, cancel_futures=True)
         self.srs.close()
 
@@ -391,16 +392,18 @@ class Engine:
                 job.timings.srs_load += t1 - t0
                 job.event("srs", p, slot.name, t0, t1, attempt)
             loop = asyncio.get_running_loop()
+            shared.hold()
             fut = loop.run_in_executor(self._gpu_threads, prove_step, lane, handle, shared.partition, key.vk, job.cancel_flag)
             proof, times = await asyncio.shield(fut)
         except PartitionCancelled:
             raise asyncio.CancelledError() from None
         finally:
             if fut is not None and not fut.done():
-                # Cancelled while the backend call runs: the slot and the key stay taken until it returns.
-                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id))
+                # Cancelled while the backend call runs: its slot, key and partition memory stay
+                # taken until the call returns.
+                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id, shared))
             else:
-                self._release_gpu(slot, job.circuit_id)
+                self._release_gpu(slot, job.circuit_id, shared if fut is not None else None)
         job.lanes_used.add(lane.name)
         job.event("gpu_start", p, slot.name, times.start, times.started, attempt)
         job.event("gpu_finish", p, slot.name, times.started, times.assembled, attempt)
@@ -409,7 +412,9 @@ class Engine:
         self.metrics.partitions.labels(lane.name).inc()
         return proof
 
-    def _release_gpu(self, slot: WorkerSlot, circuit_id: str) -> None:
+    def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None) -> None:
+        if shared is not None:
+            shared.release()
         self.srs.drop_ref(circuit_id)
         self.slots.release(slot)
 

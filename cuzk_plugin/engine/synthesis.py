@@ -69,17 +69,24 @@ def export_partition(part: SynthesizedPartition, public_inputs: list[int], secon
 
 
 class SharedPartition:
-    """A partition mapped from shared memory (engine side); ``release`` unmaps and unlinks it."""
+    """A partition mapped from shared memory (engine side), reference counted: the owner holds
+    one reference, a backend call in flight another (``hold``); the last ``release`` unmaps and
+    unlinks the block, so a cancelled job never pulls the memory from under a running call."""
 
     def __init__(self, ref: SharedPartitionRef):
+        self._refs = 1
         self.ref = ref
         self._shm = shared_memory.SharedMemory(name=ref.shm_name)  # registered here, unregistered by unlink
         views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._shm.buf, offset=off) for name, off, shape, dt in ref.layout}
         self.partition = SynthesizedPartition(**views)
         self.nbytes = self._shm.size
 
+    def hold(self) -> None:
+        self._refs += 1
+
     def release(self) -> None:
-        if self._shm is None:
+        self._refs -= 1
+        if self._refs > 0 or self._shm is None:
             return
         self.partition = None  # type: ignore[assignment]
         shm, self._shm = self._shm, None
