@@ -7,7 +7,6 @@ Pure Python: fit for 2 KiB sectors (64 nodes), far too slow for production sizes
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from cuzk_plugin.adapters.curio.proofs import (
     RegisteredSealProof, prover_id_from_miner, replica_id as derive_replica_id, seal_proof_by_name,
 )
 from cuzk_plugin.bls12_381.fields import R
+from cuzk_plugin.filecoin.challenges import interactive_challenges
 from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS
 from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import PorepParams, porep_params
@@ -23,17 +23,6 @@ from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.trees import MerklePath, MerkleTree, fr_to_bytes, sha256_fr
 
 __all__ = ["SealedSector", "seal", "interactive_challenges", "c1_output", "c1_json", "expand_parents"]
-
-
-def interactive_challenges(replica_id: bytes, seed: bytes, nodes: int, challenges_per_partition: int,
-                           partition: int) -> list[int]:
-    """InteractiveChallenges::derive: SHA-256(replica_id || seed || j u32 LE) mod (N - 1) + 1."""
-    out = []
-    for i in range(challenges_per_partition):
-        j = challenges_per_partition * partition + i
-        h = hashlib.sha256(replica_id + seed + j.to_bytes(4, "little")).digest()
-        out.append(int.from_bytes(h, "little") % (nodes - 1) + 1)
-    return out
 
 
 def expand_parents(parents: list[int], layer: int) -> list[int]:

@@ -30,7 +30,7 @@ from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, Partit
 from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
-from cuzk_plugin.filecoin.seal import interactive_challenges
+from cuzk_plugin.filecoin.challenges import interactive_challenges
 
 __all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError"]
 

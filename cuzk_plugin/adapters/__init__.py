@@ -1,0 +1,1 @@
+"""Adapters from external request formats (Curio) to proof jobs."""

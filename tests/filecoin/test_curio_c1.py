@@ -1,0 +1,129 @@
+"""Curio C1 models and registered proofs: our sealer's C1 parses; malformed or inconsistent
+C1s are refused with the JSON path of the bad field."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from cuzk_plugin.adapters.curio import (
+    SEAL_PROOFS, C1Error, parse_c1, porep_partitions, prover_id_from_miner, replica_id,
+    seal_proof_by_name, seal_proof_by_number,
+)
+from cuzk_plugin.filecoin.trees import fr_to_bytes
+
+V1 = "StackedDrg2KiBV1"
+
+
+def test_registered_seal_proofs():
+    assert len(SEAL_PROOFS) == 20
+    assert seal_proof_by_number(3).name == "StackedDrg32GiBV1"
+    p = seal_proof_by_number(8)
+    assert (p.name, p.sector_size, p.api_version, p.v1_name) == ("StackedDrg32GiBV1_1", 32 << 30, "1.1.0", "StackedDrg32GiBV1")
+    assert seal_proof_by_number(17).name == "StackedDrg512MiBV1_2_Feat_NonInteractivePoRep"
+    assert seal_proof_by_number(17).go_name == "StackedDrg512MiBV1_2_Feat_NiPoRep"
+    assert seal_proof_by_name("StackedDrg64GiBV1_1_Feat_SyntheticPoRep").number == 14
+    assert seal_proof_by_number(5).porep_id == bytes([5]) + bytes(31)
+    with pytest.raises(ValueError):
+        seal_proof_by_number(20)
+
+
+def test_prover_id_is_leb128():
+    assert prover_id_from_miner(1000)[:3] == bytes([0xE8, 0x07, 0x00])
+    assert prover_id_from_miner(128)[:3] == bytes([0x80, 0x01, 0x00])
+    assert prover_id_from_miner(5) == bytes([5]) + bytes(31)
+
+
+def test_sealer_c1_parses_and_is_consistent(sealed, c1_bytes):
+    c1 = parse_c1(c1_bytes)
+    assert c1.registered_proof == "StackedDrg2KiBV1_1"
+    assert list(c1.vanilla_proofs) == [V1]
+    assert len(c1.partitions) == 1 and len(c1.partitions[0]) == 2
+    vp = c1.partitions[0][0]
+    assert vp.comm_d_proofs.data.variant == "Single"
+    assert len(vp.labeling_proofs) == 2 and len(vp.replica_column_proofs.exp_parents) == 8
+    rid = replica_id(prover_id_from_miner(1000), 7, bytes(c1.ticket), bytes(c1.comm_d), sealed.proof.porep_id)
+    assert rid == bytes(c1.replica_id)
+    job = porep_partitions(c1_bytes)
+    assert job.num_partitions == 1 and job.circuit_id == "porep-2kib"
+    inputs = job.public_inputs(0)
+    assert len(inputs) == 3 + 18 * 2
+    assert inputs[:3] == [int.from_bytes(bytes(c1.replica_id), "little"), sealed.comm_d, sealed.comm_r]
+    ch = inputs[3]
+    assert inputs[3 + 15:3 + 18] == [ch, ch, ch]
+    assert tuple(inputs[4:10]) == sealed.graph.drg_parents(ch)
+
+
+def test_envelope(c1_bytes):
+    env = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(c1_bytes).decode(), "SectorSize": 2048})
+    job = porep_partitions(env.encode())
+    assert job.sector_id == 7
+    bad = json.dumps({"SectorNum": 7, "Phase1Out": "not base64!", "SectorSize": 2048})
+    with pytest.raises(C1Error) as e:
+        porep_partitions(bad)
+    assert e.value.path == "$.Phase1Out"
+    wrong = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(c1_bytes).decode(), "SectorSize": 4096})
+    with pytest.raises(C1Error, match=r"\$\.SectorSize"):
+        porep_partitions(wrong)
+
+
+def _refused(doc) -> C1Error:
+    with pytest.raises(C1Error) as e:
+        porep_partitions(json.dumps(doc).encode())
+    return e.value
+
+
+def test_malformed_fields_named(c1_dict):
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][1]["comm_d_proofs"]["data"]["Single"]["path"]["path"][3]["hashes"][0][5] = 256
+    err = _refused(doc)
+    assert err.path == f"$.vanilla_proofs.{V1}[0][1].comm_d_proofs.data.Single.path.path[3].hashes[0][5]"
+
+    doc = json.loads(json.dumps(c1_dict))
+    del doc["seed"]
+    assert _refused(doc).path == "$.seed"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["registered_proof"] = "StackedDrg3KiBV1"
+    assert _refused(doc).path == "$.registered_proof"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"] = {"StackedDrg32GiBV1": doc["vanilla_proofs"][V1]}
+    assert _refused(doc).path == "$.vanilla_proofs"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][0]["comm_r_last_proof"]["data"]["Sub"] = {}
+    assert _refused(doc).path.startswith(f"$.vanilla_proofs.{V1}[0][0].comm_r_last_proof.data")
+
+
+def test_inconsistent_fields_named(c1_dict):
+    base = f"$.vanilla_proofs.{V1}[0]"
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][1]["labeling_proofs"][0]["node"] += 1
+    assert _refused(doc).path == f"{base}[1].labeling_proofs[0].node"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][0]["replica_column_proofs"]["drg_parents"].pop()
+    assert _refused(doc).path == f"{base}[0].replica_column_proofs.drg_parents"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][0]["replica_column_proofs"]["exp_parents"][2]["column"]["rows"].pop()
+    assert _refused(doc).path == f"{base}[0].replica_column_proofs.exp_parents[2].column.rows"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][0]["comm_r_last_proof"]["data"]["Single"]["path"]["path"][0]["hashes"].pop()
+    assert "comm_r_last_proof" in _refused(doc).path
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["comm_r"] = list(fr_to_bytes(12345))
+    assert _refused(doc).path == "$.comm_r"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["replica_id"] = [255] * 32
+    assert _refused(doc).path == "$.replica_id"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0].pop()
+    assert _refused(doc).path == f"{base}"
