@@ -1,0 +1,93 @@
+"""The `cuzk-daemon` process: starts from a TOML file, serves, stops cleanly on SIGTERM;
+refuses a bad config naming the key."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from cuzk_plugin.server.client import aio_channel
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+from cuzk_plugin.server.proto import cuzk_pb2_grpc
+from daemon_helpers import synthetic_request, verify_synthetic
+
+
+def _daemon(config: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "cuzk_plugin.cli.daemon", "-c", str(config), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+async def _wait_serving(address: str, proc: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    async with aio_channel(address) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        while True:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                r = await health.Check(health_pb2.HealthCheckRequest(service="cuzk.v1.ProvingEngine"), timeout=1)
+                if r.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            assert time.monotonic() < deadline, "daemon did not start"
+            await asyncio.sleep(0.2)
+
+
+async def test_daemon_process_serves_and_stops(param_cache):
+    tmp = Path(tempfile.mkdtemp(prefix="cuzk-cli-"))
+    sock = tmp / "cuzk.sock"
+    config = tmp / "cuzk.toml"
+    config.write_text(f'[daemon]\nlisten = "unix://{sock}"\nstatus_listen = ""\n[srs]\nparam_cache = "{param_cache}"\n'
+                      '[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n[memory]\npinned_budget = "1GiB"\n')
+    proc = _daemon(config, "--log-level", "info")
+    try:
+        await _wait_serving(f"unix://{sock}", proc)
+        async with aio_channel(f"unix://{sock}") as ch:
+            stub = cuzk_pb2_grpc.ProvingEngineStub(ch)
+            res = (await stub.Prove(pb.ProveRequest(submit=synthetic_request("cli-1", log2=4, seed=8)))).result
+            assert res.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(param_cache, 4, 8, res.proof)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        log = proc.stdout.read()
+        assert "pinned_budget is deprecated" in log and "serving on unix://" in log and "stopped" in log
+        assert not sock.exists()  # the socket is removed on a clean stop
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_bad_config_stops_startup(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text("[gpus]\nbackend = 'cpu'\nworkers = 2\n")
+    proc = _daemon(config)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "[gpus] workers: unknown key" in out
+
+
+def test_listen_flag_overrides_the_file(tmp_path, param_cache):
+    """-l wins over [daemon] listen: start on a TCP port given on the command line."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "c.toml"
+    config.write_text(f'[daemon]\nlisten = "unix:///nonexistent-dir-{os.getpid()}/x.sock"\nstatus_listen = ""\n'
+                      f'[srs]\nparam_cache = "{param_cache}"\n[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n')
+    proc = _daemon(config, "-l", f"127.0.0.1:{port}")
+    try:
+        asyncio.run(_wait_serving(f"127.0.0.1:{port}", proc))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
