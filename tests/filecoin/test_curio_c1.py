@@ -47,7 +47,7 @@ def test_sealer_c1_parses_and_is_consistent(sealed, c1_bytes):
     rid = replica_id(prover_id_from_miner(1000), 7, bytes(c1.ticket), bytes(c1.comm_d), sealed.proof.porep_id)
     assert rid == bytes(c1.replica_id)
     job = porep_partitions(c1_bytes)
-    assert job.num_partitions == 1 and job.circuit_id == "porep-2kib"
+    assert job.num_partitions == 1 and job.circuit_id == "porep-2k"
     inputs = job.public_inputs(0)
     assert len(inputs) == 3 + 18 * 2
     assert inputs[:3] == [int.from_bytes(bytes(c1.replica_id), "little"), sealed.comm_d, sealed.comm_r]
@@ -127,3 +127,27 @@ def test_inconsistent_fields_named(c1_dict):
     doc = json.loads(json.dumps(c1_dict))
     doc["vanilla_proofs"][V1][0].pop()
     assert _refused(doc).path == f"{base}"
+
+
+def test_engine_provider_plans_partitions(c1_bytes):
+    import pickle
+
+    from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, PorepKeyGenerator
+    from cuzk_plugin.engine.errors import InvalidRequest
+    from cuzk_plugin.engine.types import ProofKind, ProofRequest
+
+    env = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(c1_bytes).decode(), "SectorSize": 2048})
+    provider = PorepCircuitProvider()
+    plan = provider.plan(ProofRequest("r", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=env.encode()), None)
+    assert plan.circuit_id == "porep-2k" and len(plan.tasks) == 1
+    assert pickle.loads(pickle.dumps(plan.tasks[0])) == plan.tasks[0]
+    doc = json.loads(c1_bytes)
+    doc["seed"][0] = 300
+    bad = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(json.dumps(doc).encode()).decode(), "SectorSize": 2048})
+    with pytest.raises(InvalidRequest, match=r"^vanilla_proof\.Phase1Out\.seed\[0\]: "):
+        provider.plan(ProofRequest("r", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=bad.encode()), None)
+    from pathlib import Path
+    src = provider.key_source("porep-2k", Path("/tmp/cache"))
+    assert isinstance(src.generate, PorepKeyGenerator)
+    assert provider.key_source("porep-32g", Path("/nonexistent")) is None
+    assert provider.key_source("synthetic-k4", Path("/tmp")) is None

@@ -39,9 +39,13 @@ class WitnessError(CircuitError):
     """The C1's values do not satisfy the circuit (e.g. a corrupted Merkle path)."""
 
 
+_SIZE_IDS = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
+
+
 def porep_circuit_id(proof: RegisteredSealProof) -> str:
-    """One circuit per sector size: every API version of a size shares the v28 PoRep circuit."""
-    return f"porep-{proof.v1_name.removeprefix('StackedDrg').removesuffix('V1').lower()}"
+    """The engine's circuit id (``porep-2k`` ... ``porep-64g``): every interactive API version
+    of one sector size shares the v28 PoRep circuit."""
+    return f"porep-{_SIZE_IDS[proof.sector_size]}"
 
 
 @contextmanager
