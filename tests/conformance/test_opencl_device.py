@@ -92,3 +92,16 @@ def test_auto_prefers_opencl_over_cpu_and_says_so(caplog):
     assert backend.name == "opencl"
     assert "chose 'opencl'" in caplog.text
     assert "cuda unavailable" in caplog.text
+
+
+def test_allocation_failure_is_device_out_of_memory():
+    """The engine retries or evicts on DeviceOutOfMemory, so allocation failures must map to it."""
+    import pyopencl as cl
+
+    from cuzk_plugin.backends.opencl import OpenclBackend
+    from cuzk_plugin.backends.opencl.device import device_errors
+    from cuzk_plugin.errors import DeviceOutOfMemory
+
+    backend = OpenclBackend()
+    with pytest.raises(DeviceOutOfMemory, match="huge buffer"), device_errors("huge buffer"):
+        cl.Buffer(backend.context, cl.mem_flags.READ_WRITE, 1 << 50)

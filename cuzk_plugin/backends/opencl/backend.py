@@ -20,6 +20,7 @@ from cuzk_plugin.backends.opencl.device import (
     BuiltPrograms,
     all_devices,
     default_limb_bits,
+    device_errors,
     import_pyopencl,
     select_device,
 )
@@ -131,14 +132,14 @@ class OpenclBackend:
     def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
         n = x.shape[0]
         log2_exact(n)
-        with self._lock:
+        with self._lock, device_errors(f"ntt of size {n}"):
             drv = self._ntt
             out = drv.transform(drv.upload_fr(x), n, inverse=inverse, coset=coset)
             drv.from_mont(out, n)
             return download(self.queue, out, (n, FR_LIMBS))
 
     def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        with self._lock:
+        with self._lock, device_errors(f"quotient_h of {a.shape[0]} rows"):
             h, n = self._ntt.quotient_h(a, b, c)
             return download(self.queue, h, (n, FR_LIMBS))[: n - 1]
 
@@ -152,12 +153,12 @@ class OpenclBackend:
 
     def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
         _check_msm_shapes(bases, scalars, (2, 6))
-        with self._lock:
+        with self._lock, device_errors(f"msm_g1 of {bases.shape[0]} points"):
             return self._msm(self._g1, bases, scalars)
 
     def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
         _check_msm_shapes(bases, scalars, (2, 2, 6))
-        with self._lock:
+        with self._lock, device_errors(f"msm_g2 of {bases.shape[0]} points"):
             return self._msm(self._g2, bases, scalars)
 
     # -- proving -------------------------------------------------------------------------
@@ -168,7 +169,7 @@ class OpenclBackend:
             raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
         vectors = {name: key.vector_limbs(name) for name in ("h", "l", "a", "b_g1", "b_g2")}
         buffers: dict = {}
-        with self._lock:
+        with self._lock, device_errors("load_srs"):
             try:
                 for name, points in vectors.items():
                     drv = self._g2 if name == "b_g2" else self._g1
@@ -196,7 +197,7 @@ class OpenclBackend:
         if part.domain_size - 1 != srs.counts["h"]:
             raise ValueError(f"partition needs {part.domain_size - 1} H points, the key has {srs.counts['h']}")
         b_scalars = part.b_scalars()
-        with self._lock:
+        with self._lock, device_errors(f"proving a partition of {part.num_constraints} constraints"):
             h, _ = self._ntt.quotient_h(part.a, part.b, part.c)
             sums = {"h": self._g1.msm(srs.buffers["h"], h, srs.counts["h"])}
             for name, scalars in (("l", part.aux_assignment), ("a", part.a_scalars()), ("b_g1", b_scalars)):

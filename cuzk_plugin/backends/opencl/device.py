@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 
 from cuzk_plugin.backends.opencl.constants import constants_header
-from cuzk_plugin.errors import BackendError, BackendUnavailable
+from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory
 
 log = logging.getLogger(__name__)
 ENV_DEVICE = "CUZK_OPENCL_DEVICE"
@@ -157,3 +158,22 @@ def build_program(context, source: str, name: str):
                 pass
         text = "\n".join(x for x in logs if x and x.strip()) or str(exc)
         raise BackendError(f"OpenCL build of the '{name}' kernels failed:\n{text}") from exc
+
+
+#: OpenCL status codes that mean the device (or the host, for its side) ran out of memory.
+_OUT_OF_MEMORY_CODES = {-4, -5, -6, -61}  # MEM_OBJECT_ALLOCATION_FAILURE, OUT_OF_RESOURCES, OUT_OF_HOST_MEMORY, INVALID_BUFFER_SIZE
+
+
+@contextmanager
+def device_errors(what: str):
+    """Turn pyopencl's errors into the project's: DeviceOutOfMemory for allocation failures
+    (the engine may retry elsewhere or evict an SRS), BackendError for the rest; the message
+    names the operation."""
+    cl = import_pyopencl()
+    try:
+        yield
+    except cl.Error as exc:
+        code = getattr(exc, "code", None)
+        if code in _OUT_OF_MEMORY_CODES:
+            raise DeviceOutOfMemory(f"opencl {what}: out of device memory ({exc})") from exc
+        raise BackendError(f"opencl {what} failed: {exc}") from exc
