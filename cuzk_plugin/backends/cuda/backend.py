@@ -1,0 +1,220 @@
+"""`CudaBackend`: the backend protocol on an NVIDIA GPU through ``libcuzk_cuda.so``.
+
+The proving key is uploaded once by :meth:`CudaBackend.load_srs` and stays in GPU memory
+until released; :meth:`CudaBackend.prove_start` uploads a partition and returns at once (the
+device work, H then the G1 MSMs, with B in G2 on its own stream, runs on a library thread);
+:meth:`CudaBackend.prove_finish` waits for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cuzk_plugin.backends.cuda.library import call, load_library, u8_ptr, u64_ptr
+from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, less_than_modulus, limbs_to_ints
+from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.errors import BackendUnavailable
+from cuzk_plugin.groth16.params import ProvingKey
+
+
+def canonical_scalars(scalars: np.ndarray) -> np.ndarray:
+    """``(n, 4) uint64`` scalars reduced below r (the kernels' signed windows need k < r)."""
+    arr = np.ascontiguousarray(scalars, dtype=np.uint64)
+    if arr.ndim != 2 or arr.shape[1] != FR_LIMBS:
+        raise ValueError(f"scalars: expected (n, 4) uint64, got {arr.shape}")
+    big = ~less_than_modulus(arr, R)
+    if big.any():
+        arr = arr.copy()
+        arr[big] = ints_to_limbs([v % R for v in limbs_to_ints(arr[big])])
+    return arr
+
+
+def _contiguous(arr: np.ndarray, shape_tail: tuple[int, ...], what: str) -> np.ndarray:
+    out = np.ascontiguousarray(arr, dtype=np.uint64)
+    if out.shape[1:] != shape_tail:
+        raise ValueError(f"{what}: expected (n, {', '.join(map(str, shape_tail))}) uint64, got {out.shape}")
+    return out
+
+
+@dataclass
+class CudaSrs:
+    """A proving key resident in one GPU's memory."""
+
+    handle: ctypes.c_void_p
+    nbytes: int
+    device: int
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            call("cz_srs_free", self.handle)
+
+    def __repr__(self) -> str:
+        return f"CudaSrs(device={self.device}, nbytes={self.nbytes}, released={self.released})"
+
+
+@dataclass
+class CudaPending:
+    """A partition whose device work is running; holds the host arrays the library reads."""
+
+    handle: ctypes.c_void_p
+    keep_alive: tuple
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class CudaBackend:
+    """Groth16 MSMs, NTTs and whole partitions on a CUDA GPU."""
+
+    name = "cuda"
+
+    def __init__(self, device: int = 0, window_bits: int = 0):
+        self.device = device
+        #: Pippenger window in bits; 0 lets the library choose by size.
+        self.window_bits = window_bits
+        self._contexts: dict[int, ctypes.c_void_p] = {}
+
+    @classmethod
+    def probe(cls) -> str | None:
+        """None when the library loads and sees a GPU, else why not (never raises)."""
+        try:
+            lib = load_library()
+            count = ctypes.c_int(0)
+            status = lib.cz_device_count(ctypes.byref(count))
+        except BackendUnavailable as exc:
+            return str(exc)
+        except Exception as exc:  # a broken library must not break backend selection
+            return f"CUDA library unusable: {exc}"
+        if status.code != 0:
+            return f"no usable CUDA device: {status.message.decode(errors='replace')}"
+        if count.value == 0:
+            return "no CUDA device present"
+        return None
+
+    def __repr__(self) -> str:
+        return f"CudaBackend(device={self.device}, window_bits={self.window_bits})"
+
+    def context(self, device: int | None = None) -> ctypes.c_void_p:
+        dev = self.device if device is None else device
+        if dev not in self._contexts:
+            handle = ctypes.c_void_p()
+            call("cz_context_create", dev, ctypes.byref(handle))
+            self._contexts[dev] = handle
+        return self._contexts[dev]
+
+    def close(self) -> None:
+        """Free the per-device contexts (streams, cached NTT tables)."""
+        while self._contexts:
+            _, handle = self._contexts.popitem()
+            call("cz_context_destroy", handle)
+
+    def devices(self) -> list[DeviceInfo]:
+        count = ctypes.c_int(0)
+        call("cz_device_count", ctypes.byref(count))
+        out = []
+        for i in range(count.value):
+            name = ctypes.create_string_buffer(256)
+            mem, sms = ctypes.c_uint64(0), ctypes.c_int(0)
+            call("cz_device_info", i, name, 256, ctypes.byref(mem), ctypes.byref(sms))
+            out.append(DeviceInfo(index=i, name=name.value.decode(), memory_bytes=mem.value, kind="gpu"))
+        return out
+
+    # -- primitives --------------------------------------------------------------------
+    def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        data = _contiguous(x, (FR_LIMBS,), "ntt input").copy()
+        n = data.shape[0]
+        if n == 0 or n & (n - 1):
+            raise ValueError(f"NTT size must be a power of two, got {n}")
+        call("cz_ntt", self.context(), u64_ptr(data), n.bit_length() - 1, int(inverse), int(coset))
+        return data
+
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        a, b, c = (_contiguous(v, (FR_LIMBS,), "quotient_h input") for v in (a, b, c))
+        m = a.shape[0]
+        if b.shape[0] != m or c.shape[0] != m or m == 0:
+            raise ValueError("quotient_h: a, b, c must have the same non-zero length")
+        n = 1 << max(0, (m - 1).bit_length())
+        h = np.zeros((n - 1, FR_LIMBS), dtype=np.uint64)
+        call("cz_quotient_h", self.context(), u64_ptr(a), u64_ptr(b), u64_ptr(c), m, u64_ptr(h))
+        return h
+
+    def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        return self._msm("cz_msm_g1", _contiguous(bases, (2, 6), "G1 bases"), scalars, (2, 6))
+
+    def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        return self._msm("cz_msm_g2", _contiguous(bases, (2, 2, 6), "G2 bases"), scalars, (2, 2, 6))
+
+    def _msm(self, fn: str, bases: np.ndarray, scalars: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+        k = canonical_scalars(scalars)
+        if bases.shape[0] != k.shape[0]:
+            raise ValueError(f"MSM: {bases.shape[0]} bases but {k.shape[0]} scalars")
+        out = np.zeros(out_shape, dtype=np.uint64)
+        call(fn, self.context(), u64_ptr(bases), u64_ptr(k), k.shape[0], u64_ptr(out), self.window_bits)
+        return out
+
+    # -- proving -------------------------------------------------------------------------
+    def load_srs(self, key: ProvingKey, device: int | None = None) -> CudaSrs:
+        dev = self.device if device is None else device
+        vecs = [np.ascontiguousarray(getattr(key, name), dtype=np.uint8) for name in ("h", "l", "a", "b_g1", "b_g2")]
+        handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+        args = []
+        for v in vecs:
+            args += [u8_ptr(v), v.shape[0]]
+        call("cz_srs_load", self.context(dev), *args, ctypes.byref(handle), ctypes.byref(nbytes))
+        return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev)
+
+    def prove_start(self, srs: CudaSrs, part: SynthesizedPartition) -> CudaPending:
+        if srs.released:
+            raise ValueError("prove_start: the SRS has been released")
+        a, b, c = (np.ascontiguousarray(v, dtype=np.uint64) for v in (part.a, part.b, part.c))
+        inputs = canonical_scalars(part.input_assignment)
+        aux = canonical_scalars(part.aux_assignment)
+        dens = [np.ascontiguousarray(d, dtype=np.uint8) for d in
+                (part.a_aux_density, part.b_input_density, part.b_aux_density)]
+        handle = ctypes.c_void_p()
+        call("cz_prove_start", self.context(srs.device), srs.handle, u64_ptr(a), u64_ptr(b), u64_ptr(c),
+             part.num_constraints, u64_ptr(inputs), inputs.shape[0], u64_ptr(aux), aux.shape[0],
+             u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle))
+        return CudaPending(handle=handle, keep_alive=(a, b, c, inputs, aux, *dens))
+
+    def prove_finish(self, pending: CudaPending) -> ProofSums:
+        out = np.zeros(72, dtype=np.uint64)
+        times = (ctypes.c_double * 4)()
+        call("cz_prove_finish", pending.handle, u64_ptr(out), times)
+        pending.timings_ms = dict(zip(("h", "g1_msm", "g2_wait", "total"), list(times)))
+        return ProofSums(
+            h=out[0:12].reshape(2, 6).copy(),
+            l=out[12:24].reshape(2, 6).copy(),
+            a=out[24:36].reshape(2, 6).copy(),
+            b_g1=out[36:48].reshape(2, 6).copy(),
+            b_g2=out[48:72].reshape(2, 2, 6).copy(),
+        )
+
+    # -- benchmarks on device-made inputs --------------------------------------------------
+    def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1) -> tuple[list[float], bool]:
+        """Wall milliseconds of ``repeat`` MSMs of 2^log_n random bases/scalars made on the
+        device, and whether the result matched (sum s_i k_i) G."""
+        times = (ctypes.c_double * max(repeat, 1))()
+        ok = ctypes.c_int(0)
+        call("cz_bench_msm", self.context(), int(g2), log_n, repeat, seed, self.window_bits, times, ctypes.byref(ok))
+        return list(times)[:repeat], bool(ok.value)
+
+    def bench_ntt(self, log_n: int, repeat: int, *, inverse: bool = False, coset: bool = False) -> tuple[list[float], bool]:
+        """Event-timed milliseconds of ``repeat`` device-resident NTTs (natural in, bit-reversed
+        out), and whether forward-then-inverse returned the input."""
+        times = (ctypes.c_double * max(repeat, 1))()
+        ok = ctypes.c_int(0)
+        call("cz_bench_ntt", self.context(), log_n, repeat, int(inverse), int(coset), times, ctypes.byref(ok))
+        return list(times)[:repeat], bool(ok.value)
+
+    def bench_prove(self, log_n: int, repeat: int, *, frac_bits: float = 0.95) -> tuple[list[float], dict[str, float]]:
+        """Milliseconds of ``repeat`` synthetic 2^log_n-constraint partitions (device-made key
+        and witness), and the stage split of the last one."""
+        times = (ctypes.c_double * max(repeat, 1))()
+        stages = (ctypes.c_double * 4)()
+        call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, times, stages)
+        return list(times)[:repeat], dict(zip(("h", "g1_msm", "g2_wait", "total"), list(stages)))

@@ -1,0 +1,395 @@
+// The library's C ABI: plain pointers, counts and flags in; a cz_status {code, message} out.
+// Host arrays use the package's boundary layout (canonical little-endian limbs, which are
+// byte-identical to our 32-bit limb structs). Results are affine canonical limbs; the
+// identity is all zeros.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gen.cuh"
+#include "ntt.cuh"
+#include "prove.cuh"
+
+namespace {
+
+int log2_exact(size_t n) {
+    int k = 0;
+    while ((1ull << k) < n) k++;
+    CZ_REQUIRE((1ull << k) == n, "size must be a power of two");
+    return k;
+}
+
+template <class F>
+void write_affine(const xyzz_t<F>& p, uint64_t* out) {
+    affine_t<F> a = p.to_affine();
+    affine_t<F> canon = {a.x.from_mont(), a.y.from_mont()};
+    if (p.is_identity()) canon = {F::zero(), F::zero()};
+    std::memcpy(out, &canon, sizeof canon);
+}
+
+template <class F>
+void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
+              int window_bits) {
+    CZ_CHECK(cudaSetDevice(ctx->device));
+    cudaStream_t s = ctx->stream;
+    dev_buf<affine_t<F>> d_bases(n, s);
+    dev_buf<fr_t> d_scalars(n, s);
+    if (n) {
+        CZ_CHECK(cudaMemcpyAsync(d_bases.get(), bases, n * sizeof(affine_t<F>), cudaMemcpyHostToDevice, s));
+        CZ_CHECK(cudaMemcpyAsync(d_scalars.get(), scalars, n * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+    }
+    affine_to_montgomery<F>(s, d_bases.get(), n);
+    msm_options opt;
+    opt.window_bits = window_bits;
+    write_affine<F>(msm_device<F>(*ctx, s, d_bases.get(), d_scalars.get(), n, opt), out);
+}
+
+double event_ms(cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0;
+    CZ_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+struct event_pair {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    event_pair() {
+        CZ_CHECK(cudaEventCreate(&start));
+        CZ_CHECK(cudaEventCreate(&stop));
+    }
+    ~event_pair() {
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
+    }
+};
+
+template <class F>
+void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, int window_bits, double* times_ms,
+               int* check_ok) {
+    cudaStream_t s = ctx->stream;
+    size_t n = 1ull << log_n;
+    dev_buf<affine_t<F>> bases(n, s);
+    dev_buf<fr_t> scalars(n, s), dlog(n, s);
+    random_bases<F>(s, bases.get(), n, seed, dlog.get());
+    random_scalars(s, scalars.get(), n, seed + 7, 0.0);
+    fr_t e = dot_mod_r(s, scalars.get(), dlog.get(), n);
+    dlog = dev_buf<fr_t>();  // free before timing
+    msm_options opt;
+    opt.window_bits = window_bits;
+    xyzz_t<F> got = msm_device<F>(*ctx, s, bases.get(), scalars.get(), n, opt);  // warm-up + check
+    affine_t<F> want = mul_generator_host<F>(e).to_affine(), have = got.to_affine();
+    *check_ok = want.x == have.x && want.y == have.y;
+    for (int r = 0; r < repeat; r++) {
+        CZ_CHECK(cudaStreamSynchronize(s));
+        auto t0 = std::chrono::steady_clock::now();
+        msm_device<F>(*ctx, s, bases.get(), scalars.get(), n, opt);
+        times_ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+}
+
+// fill a partition with Filecoin-like statistics: random a, b, c; aux mostly bits.
+void synthetic_partition(cz_context* ctx, int log_n, size_t n_inputs, double frac_bits, uint64_t seed,
+                         std::vector<dev_buf<fr_t>>& fr_bufs, std::vector<dev_buf<uint8_t>>& flag_bufs,
+                         partition_device& part) {
+    cudaStream_t s = ctx->stream;
+    size_t n = 1ull << log_n, n_aux = n - n_inputs;
+    for (int i = 0; i < 5; i++) fr_bufs.emplace_back(i < 3 ? n : i == 3 ? n_inputs : n_aux, s);
+    for (int i = 0; i < 3; i++) random_scalars(s, fr_bufs[i].get(), n, seed + i, 0.0);
+    random_scalars(s, fr_bufs[3].get(), n_inputs, seed + 3, 0.0);
+    random_scalars(s, fr_bufs[4].get(), n_aux, seed + 4, frac_bits);
+    flag_bufs.emplace_back(n_aux, s);      // a_aux density: all
+    flag_bufs.emplace_back(n_inputs, s);   // b_input density: all
+    flag_bufs.emplace_back(n_aux, s);      // b_aux density: all (upper bound of Filecoin's B)
+    for (auto& f : flag_bufs) CZ_CHECK(cudaMemsetAsync(f.get(), 1, f.bytes(), s));
+    part.log_n = log_n;
+    part.a = fr_bufs[0].get(), part.b = fr_bufs[1].get(), part.c = fr_bufs[2].get();
+    part.inputs = fr_bufs[3].get(), part.n_inputs = n_inputs;
+    part.aux = fr_bufs[4].get(), part.n_aux = n_aux;
+    part.a_aux_density = flag_bufs[0].get(), part.b_input_density = flag_bufs[1].get();
+    part.b_aux_density = flag_bufs[2].get();
+}
+
+}  // namespace
+
+// A proof in flight: the host thread that runs it and what it returns.
+struct cz_pending {
+    std::future<proof_sums> result;
+    prove_timings timings;
+    std::vector<dev_buf<fr_t>> fr_bufs;
+    std::vector<dev_buf<uint8_t>> flag_bufs;
+    partition_device part;
+};
+
+extern "C" {
+
+cz_status cz_device_count(int* out) {
+    return cz_guard([&] {
+        *out = 0;
+        CZ_CHECK(cudaGetDeviceCount(out));
+    });
+}
+
+cz_status cz_device_info(int device, char* name, int name_len, uint64_t* memory_bytes, int* sm_count) {
+    return cz_guard([&] {
+        cudaDeviceProp prop;
+        CZ_CHECK(cudaGetDeviceProperties(&prop, device));
+        std::snprintf(name, name_len, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);
+        *memory_bytes = prop.totalGlobalMem;
+        *sm_count = prop.multiProcessorCount;
+    });
+}
+
+cz_status cz_context_create(int device, cz_context** out) {
+    return cz_guard([&] {
+        auto ctx = std::make_unique<cz_context>();
+        ctx->device = device;
+        CZ_CHECK(cudaSetDevice(device));
+        CZ_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+        CZ_CHECK(cudaStreamCreateWithFlags(&ctx->g2_stream, cudaStreamNonBlocking));
+        CZ_CHECK(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
+        // Keep freed pool memory: repeated proofs reuse it instead of returning it to the driver.
+        cudaMemPool_t pool;
+        CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+        uint64_t keep = ~0ull;
+        CZ_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        *out = ctx.release();
+    });
+}
+
+cz_status cz_context_destroy(cz_context* ctx) {
+    return cz_guard([&] {
+        if (!ctx) return;
+        std::unique_ptr<cz_context> own(ctx);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_CHECK(cudaDeviceSynchronize());
+        for (auto& kv : ctx->twiddles) CZ_CHECK(cudaFree(kv.second));
+        CZ_CHECK(cudaStreamDestroy(ctx->stream));
+        CZ_CHECK(cudaStreamDestroy(ctx->g2_stream));
+    });
+}
+
+// In place on host data: (2^log_n, 4) uint64 canonical Fr.
+cz_status cz_ntt(cz_context* ctx, uint64_t* data, int log_n, int inverse, int coset) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_REQUIRE(log_n >= 0 && log_n <= 32, "NTT size must be 2^0 .. 2^32");
+        size_t n = 1ull << log_n;
+        dev_buf<fr_t> d(n, ctx->stream);
+        CZ_CHECK(cudaMemcpyAsync(d.get(), data, n * sizeof(fr_t), cudaMemcpyHostToDevice, ctx->stream));
+        ntt_natural(*ctx, d.get(), log_n, inverse != 0, coset != 0);
+        CZ_CHECK(cudaMemcpyAsync(data, d.get(), n * sizeof(fr_t), cudaMemcpyDeviceToHost, ctx->stream));
+        CZ_CHECK(cudaStreamSynchronize(ctx->stream));
+    });
+}
+
+// a, b, c: m rows each; h_out: N - 1 rows (N = next power of two >= m).
+cz_status cz_quotient_h(cz_context* ctx, const uint64_t* a, const uint64_t* b, const uint64_t* c, size_t m,
+                        uint64_t* h_out) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_REQUIRE(m >= 1, "quotient_h needs at least one constraint");
+        size_t n = 1;
+        while (n < m) n <<= 1;
+        int log_n = log2_exact(n);
+        cudaStream_t s = ctx->stream;
+        dev_buf<fr_t> da(n, s), db(n, s), dc(n, s), dh(n, s);
+        const uint64_t* src[3] = {a, b, c};
+        fr_t* dst[3] = {da.get(), db.get(), dc.get()};
+        for (int i = 0; i < 3; i++) {
+            CZ_CHECK(cudaMemsetAsync(dst[i], 0, n * sizeof(fr_t), s));
+            CZ_CHECK(cudaMemcpyAsync(dst[i], src[i], m * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+            to_montgomery(*ctx, dst[i], n);
+        }
+        quotient_h_device(*ctx, da.get(), db.get(), dc.get(), dh.get(), log_n);
+        from_montgomery(*ctx, dh.get(), n);
+        if (n > 1) CZ_CHECK(cudaMemcpyAsync(h_out, dh.get(), (n - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
+        CZ_CHECK(cudaStreamSynchronize(s));
+    });
+}
+
+// bases (n, 2, 6) canonical affine; scalars (n, 4) canonical < r; out (2, 6).
+cz_status cz_msm_g1(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
+                    int window_bits) {
+    return cz_guard([&] { msm_host<fq_t>(ctx, bases, scalars, n, out, window_bits); });
+}
+
+// bases (n, 2, 2, 6); out (2, 2, 6).
+cz_status cz_msm_g2(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
+                    int window_bits) {
+    return cz_guard([&] { msm_host<fq2_t>(ctx, bases, scalars, n, out, window_bits); });
+}
+
+cz_status cz_srs_load(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
+                      const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1, const uint8_t* b_g2,
+                      size_t n_b_g2, cz_srs** out, uint64_t* nbytes) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        auto srs = srs_load(*ctx, h, n_h, l, n_l, a, n_a, b_g1, n_b_g1, b_g2, n_b_g2);
+        *nbytes = srs->nbytes;
+        *out = srs.release();
+    });
+}
+
+cz_status cz_srs_free(cz_srs* srs) {
+    return cz_guard([&] { delete srs; });
+}
+
+// Uploads the partition and starts its work on a host thread; host arrays must stay alive
+// until cz_prove_finish.
+cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, const uint64_t* b,
+                         const uint64_t* c, size_t m, const uint64_t* inputs, size_t n_inputs, const uint64_t* aux,
+                         size_t n_aux, const uint8_t* a_aux_density, const uint8_t* b_input_density,
+                         const uint8_t* b_aux_density, cz_pending** out) {
+    return cz_guard([&] {
+        CZ_REQUIRE(m >= 1, "a partition needs at least one constraint");
+        auto pending = std::make_unique<cz_pending>();
+        cz_pending* p = pending.get();
+        p->result = std::async(std::launch::async, [=]() {
+            CZ_CHECK(cudaSetDevice(ctx->device));
+            cudaStream_t s = ctx->stream;
+            size_t n = 1;
+            while (n < m) n <<= 1;
+            auto upload = [&](const void* src, size_t count, size_t width) {
+                p->fr_bufs.emplace_back(std::max<size_t>(count, 1), s);
+                if (count)
+                    CZ_CHECK(cudaMemcpyAsync(p->fr_bufs.back().get(), src, count * width, cudaMemcpyHostToDevice, s));
+                return p->fr_bufs.back().get();
+            };
+            for (const uint64_t* v : {a, b, c}) {
+                p->fr_bufs.emplace_back(n, s);
+                CZ_CHECK(cudaMemsetAsync(p->fr_bufs.back().get(), 0, n * sizeof(fr_t), s));
+                CZ_CHECK(cudaMemcpyAsync(p->fr_bufs.back().get(), v, m * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+            }
+            partition_device& part = p->part;
+            part.log_n = log2_exact(n);
+            part.a = p->fr_bufs[0].get(), part.b = p->fr_bufs[1].get(), part.c = p->fr_bufs[2].get();
+            part.inputs = upload(inputs, n_inputs, sizeof(fr_t)), part.n_inputs = n_inputs;
+            part.aux = upload(aux, n_aux, sizeof(fr_t)), part.n_aux = n_aux;
+            const uint8_t* flags[3] = {a_aux_density, b_input_density, b_aux_density};
+            size_t counts[3] = {n_aux, n_inputs, n_aux};
+            for (int i = 0; i < 3; i++) {
+                p->flag_bufs.emplace_back(std::max<size_t>(counts[i], 1), s);
+                if (counts[i])
+                    CZ_CHECK(cudaMemcpyAsync(p->flag_bufs.back().get(), flags[i], counts[i], cudaMemcpyHostToDevice, s));
+            }
+            part.a_aux_density = p->flag_bufs[0].get(), part.b_input_density = p->flag_bufs[1].get();
+            part.b_aux_density = p->flag_bufs[2].get();
+            return prove_device(*ctx, *srs, part, &p->timings);
+        });
+        *out = pending.release();
+    });
+}
+
+// out: h, l, a, b_g1 as (2, 6) each, then b_g2 (2, 2, 6): 72 uint64. timings_ms: h, g1 msm,
+// g2 wait, total. Frees the pending proof.
+cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms) {
+    return cz_guard([&] {
+        std::unique_ptr<cz_pending> own(pending);
+        proof_sums sums = pending->result.get();
+        write_affine<fq_t>(sums.h, out);
+        write_affine<fq_t>(sums.l, out + 12);
+        write_affine<fq_t>(sums.a, out + 24);
+        write_affine<fq_t>(sums.b_g1, out + 36);
+        write_affine<fq2_t>(sums.b_g2, out + 48);
+        const prove_timings& t = pending->timings;
+        timings_ms[0] = t.h_ms, timings_ms[1] = t.g1_msm_ms, timings_ms[2] = t.g2_wait_ms, timings_ms[3] = t.total_ms;
+    });
+}
+
+// Benchmarks on inputs made on the device. times_ms gets `repeat` wall times (host clock
+// around a synchronous call, so host-side steps such as the final Horner are included).
+cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t seed, int window_bits,
+                       double* times_ms, int* check_ok) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        if (g2)
+            bench_msm<fq2_t>(ctx, log_n, repeat, seed, window_bits, times_ms, check_ok);
+        else
+            bench_msm<fq_t>(ctx, log_n, repeat, seed, window_bits, times_ms, check_ok);
+    });
+}
+
+// NTT of 2^log_n device-resident elements (Montgomery, natural order in, bit-reversed out for
+// the plain forward transform as in the anchors). check_ok: inverse(forward(x)) == x with the
+// natural-order wrappers.
+cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int coset, double* times_ms,
+                       int* check_ok) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        cudaStream_t s = ctx->stream;
+        size_t n = 1ull << log_n;
+        dev_buf<fr_t> x(n, s), y(n, s);
+        random_scalars(s, x.get(), n, 99, 0.0);
+        CZ_CHECK(cudaMemcpyAsync(y.get(), x.get(), x.bytes(), cudaMemcpyDeviceToDevice, s));
+        ntt_natural(*ctx, y.get(), log_n, false, coset != 0);
+        ntt_natural(*ctx, y.get(), log_n, true, coset != 0);
+        std::vector<fr_t> hx(n), hy(n);
+        CZ_CHECK(cudaMemcpyAsync(hx.data(), x.get(), x.bytes(), cudaMemcpyDeviceToHost, s));
+        CZ_CHECK(cudaMemcpyAsync(hy.data(), y.get(), y.bytes(), cudaMemcpyDeviceToHost, s));
+        CZ_CHECK(cudaStreamSynchronize(s));
+        *check_ok = std::memcmp(hx.data(), hy.data(), x.bytes()) == 0;
+        to_montgomery(*ctx, x.get(), n);
+        event_pair ev;
+        fr_t g = fr_coset_shift();
+        for (int r = -1; r < repeat; r++) {  // r = -1: warm-up
+            CZ_CHECK(cudaEventRecord(ev.start, s));
+            if (coset) scale_by_powers(*ctx, x.get(), log_n, g, fr_t::one(), false);
+            ntt_dif(*ctx, x.get(), log_n, inverse != 0);
+            CZ_CHECK(cudaEventRecord(ev.stop, s));
+            CZ_CHECK(cudaEventSynchronize(ev.stop));
+            if (r >= 0) times_ms[r] = event_ms(ev.start, ev.stop);
+        }
+    });
+}
+
+// A whole synthetic partition of 2^log_n constraints (random a, b, c; aux values bits with
+// probability frac_bits), with a benchmark key made on the device: H's bases are random
+// multiples of G, and L, A, B in G1 reuse them (same work, a third of the memory).
+// times_ms: `repeat` totals; stages_ms: h, g1 msm, g2 wait, total of the last run.
+cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bits, double* times_ms,
+                         double* stages_ms) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        cudaStream_t s = ctx->stream;
+        const size_t n = 1ull << log_n, n_inputs = 16;
+        cz_srs srs;
+        srs.device = ctx->device;
+        srs.shared_g1 = true;
+        CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs.h), n * sizeof(g1_affine_t)));
+        CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs.b_g2), n * sizeof(g2_affine_t)));
+        random_bases<fq_t>(s, srs.h, n, 1, nullptr);
+        random_bases<fq2_t>(s, srs.b_g2, n, 2, nullptr);
+        srs.l = srs.a = srs.b_g1 = srs.h;
+        srs.n_h = n - 1, srs.n_l = n - n_inputs, srs.n_a = n, srs.n_b_g1 = n, srs.n_b_g2 = n;
+        CZ_CHECK(cudaStreamSynchronize(s));
+        for (int r = -1; r < repeat; r++) {
+            std::vector<dev_buf<fr_t>> fr_bufs;
+            std::vector<dev_buf<uint8_t>> flag_bufs;
+            partition_device part;
+            synthetic_partition(ctx, log_n, n_inputs, frac_bits, 1000 + r, fr_bufs, flag_bufs, part);
+            CZ_CHECK(cudaStreamSynchronize(s));
+            prove_timings t;
+            prove_device(*ctx, srs, part, &t);
+            if (r >= 0) {
+                times_ms[r] = t.total_ms;
+                stages_ms[0] = t.h_ms, stages_ms[1] = t.g1_msm_ms, stages_ms[2] = t.g2_wait_ms, stages_ms[3] = t.total_ms;
+            }
+        }
+    });
+}
+
+// Host-only arithmetic checks (no GPU needed): k * G with the same field and curve code the
+// kernels use, so a machine without a GPU can still test the math. out: affine canonical.
+cz_status cz_host_mul_generator(int g2, const uint64_t* k_canonical, uint64_t* out) {
+    return cz_guard([&] {
+        fr_t k;
+        std::memcpy(&k, k_canonical, sizeof k);
+        if (g2)
+            write_affine<fq2_t>(mul_generator_host<fq2_t>(k.to_mont()), out);
+        else
+            write_affine<fq_t>(mul_generator_host<fq_t>(k.to_mont()), out);
+    });
+}
+
+}  // extern "C"

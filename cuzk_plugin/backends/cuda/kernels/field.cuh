@@ -1,0 +1,263 @@
+// Prime fields Fr (255-bit, 8 x 32-bit limbs) and Fq (381-bit, 12 x 32-bit limbs) in
+// Montgomery form, usable on host and device. 32-bit limbs because NVIDIA GPUs multiply
+// 32x32 -> 64 natively (IMAD.WIDE); 64-bit multiplies are emulated with several of those.
+//
+// Montgomery form of x is x * 2^(32N) mod p. Multiplication is CIOS (coarsely integrated
+// operand scanning, Koc-Acar-Kaliski 1996): for each word b_i, t += a * b_i, then
+// m = t_0 * (-p^-1 mod 2^32), t = (t + m p) / 2^32; a final conditional subtraction keeps
+// the result in [0, p).
+#pragma once
+#include <cstdint>
+
+#include "field_ptx.cuh"
+
+#define CZ_HD __host__ __device__ __forceinline__
+// Big curve formulas are called, not inlined: fully inlined G2 kernels take ptxas tens of
+// minutes and spill anyway; a call costs little next to the ~10^4 instructions inside.
+#define CZ_HD_CALL __host__ __device__ __noinline__
+
+// BLS12-381 base field: p = 0x1a0111ea...ffffaaab (little-endian 32-bit limbs).
+struct fq_config {
+    static constexpr int N = 12;
+    static constexpr uint32_t INV = 0xfffcfffdu;  // -p^-1 mod 2^32
+    CZ_HD static constexpr uint32_t mod(int i) {
+        constexpr uint32_t m[12] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
+                                    0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
+                                    0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+        return m[i];
+    }
+    CZ_HD static constexpr uint32_t r2(int i) {  // 2^(2*384) mod p: to_mont multiplier
+        constexpr uint32_t m[12] = {0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u,
+                                    0x4c95b6d5u, 0x8de5476cu, 0x939d83c0u, 0x67eb88a9u,
+                                    0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u};
+        return m[i];
+    }
+    CZ_HD static constexpr uint32_t one(int i) {  // 2^384 mod p: Montgomery form of 1
+        constexpr uint32_t m[12] = {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu,
+                                    0x53c758bau, 0x5f489857u, 0x70525745u, 0x77ce5853u,
+                                    0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+        return m[i];
+    }
+};
+
+// BLS12-381 scalar field: r = 0x73eda753...00000001.
+struct fr_config {
+    static constexpr int N = 8;
+    static constexpr uint32_t INV = 0xffffffffu;
+    CZ_HD static constexpr uint32_t mod(int i) {
+        constexpr uint32_t m[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                                   0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+        return m[i];
+    }
+    CZ_HD static constexpr uint32_t r2(int i) {
+        constexpr uint32_t m[8] = {0xf3f29c6du, 0xc999e990u, 0x87925c23u, 0x2b6cedcbu,
+                                   0x7254398fu, 0x05d31496u, 0x9f59ff11u, 0x0748d9d9u};
+        return m[i];
+    }
+    CZ_HD static constexpr uint32_t one(int i) {
+        constexpr uint32_t m[8] = {0xfffffffeu, 0x00000001u, 0x00034802u, 0x5884b7fau,
+                                   0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u};
+        return m[i];
+    }
+};
+
+// Device carry chains by limb count (field_ptx.cuh).
+template <int N>
+struct mad_chains;
+template <>
+struct mad_chains<8> {
+    __device__ __forceinline__ static void lo(uint32_t* t, const uint32_t* a, uint32_t b) { mad_lo_chain8(t, a, b); }
+    __device__ __forceinline__ static void hi(uint32_t* t, const uint32_t* a, uint32_t b) { mad_hi_chain8(t, a, b); }
+};
+template <>
+struct mad_chains<12> {
+    __device__ __forceinline__ static void lo(uint32_t* t, const uint32_t* a, uint32_t b) { mad_lo_chain12(t, a, b); }
+    __device__ __forceinline__ static void hi(uint32_t* t, const uint32_t* a, uint32_t b) { mad_hi_chain12(t, a, b); }
+};
+
+template <class C>
+struct alignas(16) mont_t {
+    static constexpr int N = C::N;
+    uint32_t v[N];
+
+    CZ_HD static mont_t zero() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    CZ_HD static mont_t one() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = C::one(i);
+        return r;
+    }
+    CZ_HD static mont_t r2() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = C::r2(i);
+        return r;
+    }
+    // Plain (non-Montgomery) small integer; multiply by r2() to enter Montgomery form.
+    CZ_HD static mont_t raw_u32(uint32_t x) {
+        mont_t r = zero();
+        r.v[0] = x;
+        return r;
+    }
+    CZ_HD bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    CZ_HD bool operator==(const mont_t& o) const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ o.v[i];
+        return acc == 0;
+    }
+    CZ_HD bool operator!=(const mont_t& o) const { return !(*this == o); }
+
+    // r = x - p if x >= p (x < 2p; 'hi' is a carry word above the N limbs).
+    CZ_HD static mont_t reduce_once(const uint32_t* x, uint32_t hi) {
+        mont_t d;
+        uint32_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t t = (uint64_t)x[i] - C::mod(i) - borrow;
+            d.v[i] = (uint32_t)t;
+            borrow = (uint32_t)(t >> 63);
+        }
+        if (hi == 0 && borrow) {  // x < p: keep x
+#pragma unroll
+            for (int i = 0; i < N; i++) d.v[i] = x[i];
+        }
+        return d;
+    }
+
+    CZ_HD friend mont_t operator+(const mont_t& a, const mont_t& b) {
+        uint32_t s[N];
+        uint64_t c = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            c += (uint64_t)a.v[i] + b.v[i];
+            s[i] = (uint32_t)c;
+            c >>= 32;
+        }
+        return reduce_once(s, (uint32_t)c);
+    }
+
+    CZ_HD friend mont_t operator-(const mont_t& a, const mont_t& b) {
+        mont_t d;
+        uint32_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t t = (uint64_t)a.v[i] - b.v[i] - borrow;
+            d.v[i] = (uint32_t)t;
+            borrow = (uint32_t)(t >> 63);
+        }
+        if (borrow) {  // went below zero: add p back
+            uint64_t c = 0;
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                c += (uint64_t)d.v[i] + C::mod(i);
+                d.v[i] = (uint32_t)c;
+                c >>= 32;
+            }
+        }
+        return d;
+    }
+
+    CZ_HD mont_t neg() const { return is_zero() ? *this : zero() - *this; }
+    CZ_HD mont_t dbl() const { return *this + *this; }
+
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+    // CIOS with PTX carry chains: per word b_i, t += a b_i (low halves, then high halves one
+    // word up), m = t_0 (-p^-1), t += m p, shift one word. About 4 N^2 multiply-adds.
+    __device__ __forceinline__ static mont_t mul_chains(const mont_t& a, const mont_t& b) {
+        uint32_t t[N + 2], p[N];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) p[j] = C::mod(j);
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            mad_chains<N>::lo(t, a.v, b.v[i]);
+            mad_chains<N>::hi(t, a.v, b.v[i]);
+            uint32_t m = t[0] * C::INV;
+            mad_chains<N>::lo(t, p, m);  // makes t_0 zero
+            mad_chains<N>::hi(t, p, m);
+#pragma unroll
+            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
+            t[N + 1] = 0;
+        }
+        return reduce_once(t, t[N]);
+    }
+#endif
+
+    // Montgomery product a * b / 2^(32N) mod p, CIOS.
+    CZ_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+        return mul_chains(a, b);
+#else
+        uint32_t t[N + 2];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t carry = 0;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                uint64_t x = (uint64_t)a.v[j] * b.v[i] + t[j] + carry;
+                t[j] = (uint32_t)x;
+                carry = x >> 32;
+            }
+            uint64_t x = (uint64_t)t[N] + carry;
+            t[N] = (uint32_t)x;
+            t[N + 1] = (uint32_t)(x >> 32);
+            uint32_t m = t[0] * C::INV;
+            x = (uint64_t)m * C::mod(0) + t[0];
+            carry = x >> 32;
+#pragma unroll
+            for (int j = 1; j < N; j++) {
+                x = (uint64_t)m * C::mod(j) + t[j] + carry;
+                t[j - 1] = (uint32_t)x;
+                carry = x >> 32;
+            }
+            x = (uint64_t)t[N] + carry;
+            t[N - 1] = (uint32_t)x;
+            t[N] = t[N + 1] + (uint32_t)(x >> 32);
+        }
+        return reduce_once(t, t[N]);
+#endif
+    }
+
+    CZ_HD mont_t sqr() const { return *this * *this; }
+    CZ_HD mont_t to_mont() const { return *this * r2(); }
+    CZ_HD mont_t from_mont() const { return *this * raw_u32(1); }
+
+    // x^e for an exponent given as little-endian 32-bit words (square and multiply).
+    CZ_HD mont_t pow_words(const uint32_t* e, int nwords) const {
+        mont_t acc = one();
+        for (int w = nwords - 1; w >= 0; w--)
+            for (int b = 31; b >= 0; b--) {
+                acc = acc.sqr();
+                if ((e[w] >> b) & 1) acc = acc * *this;
+            }
+        return acc;
+    }
+    // Fermat: x^(p-2) = x^-1 (0 maps to 0).
+    CZ_HD mont_t inverse() const {
+        uint32_t e[N];
+        uint32_t borrow = 2;
+        for (int i = 0; i < N; i++) {
+            uint64_t t = (uint64_t)C::mod(i) - borrow;
+            e[i] = (uint32_t)t;
+            borrow = (uint32_t)(t >> 63);
+        }
+        return pow_words(e, N);
+    }
+};
+
+using fq_t = mont_t<fq_config>;
+using fr_t = mont_t<fr_config>;

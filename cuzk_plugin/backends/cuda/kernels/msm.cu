@@ -1,0 +1,338 @@
+// Pippenger's bucket method with signed windows (see msm.cuh for the contract).
+//
+// Signed digits without a carry pass: with M = sum_w 2^(c w + c - 1), the base-2^c digits u_w
+// of K = k + M give k = sum_w (u_w - 2^(c-1)) 2^(c w), digits in [-2^(c-1), 2^(c-1)). Valid
+// while K < 2^(c W), which holds for k < r and c W >= 256 because r < 0.91 * 2^255.
+// A digit d goes to bucket |d| of its window, with the base negated when d < 0, so a window
+// has 2^(c-1) buckets instead of 2^c.
+//
+// Per window: (1) digits -> (bucket, index|sign) pairs, (2) radix sort by bucket (CUB),
+// (3) bucket ranges, (4) ranges cut into items of at most L points (so one huge bucket does
+// not serialise the launch), (5) one thread an item sums its points with mixed XYZZ
+// additions, (6) one thread a bucket adds its items. Then all windows at once:
+// sum_b b * S_b per window with running sums over segments of buckets, a tree over the
+// segments, and Horner over the windows on the host (a few hundred doublings: faster on the
+// CPU than on one GPU thread).
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <vector>
+
+#include "msm.cuh"
+
+namespace {
+
+constexpr uint32_t kSignBit = 0x80000000u;
+
+struct digit_offset {  // M = sum_w 2^(c w + c - 1), 9 words (c W <= 288)
+    uint32_t w[9];
+};
+
+__global__ void classify_kernel(const fr_t* __restrict__ s, size_t n, uint8_t* is_one, uint8_t* is_big) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t k = s[i];
+    uint32_t high = 0;
+#pragma unroll
+    for (int j = 1; j < 8; j++) high |= k.v[j];
+    bool one = high == 0 && k.v[0] == 1;
+    bool zero = high == 0 && k.v[0] == 0;
+    is_one[i] = one;
+    is_big[i] = !one && !zero;
+}
+
+__global__ void digits_kernel(const fr_t* __restrict__ s, const uint32_t* __restrict__ idx, size_t n, int window,
+                              int c, digit_offset m, uint32_t* keys, uint32_t* vals) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t id = idx[i];
+    fr_t k = s[id];
+    uint32_t K[9];
+    uint64_t carry = 0;
+#pragma unroll
+    for (int j = 0; j < 9; j++) {
+        carry += (uint64_t)(j < 8 ? k.v[j] : 0) + m.w[j];
+        K[j] = (uint32_t)carry;
+        carry >>= 32;
+    }
+    int bit = window * c;
+    int word = bit >> 5, sh = bit & 31;
+    uint64_t two = (uint64_t)K[word] | ((uint64_t)(word + 1 < 9 ? K[word + 1] : 0) << 32);
+    int32_t d = (int32_t)((two >> sh) & ((1u << c) - 1)) - (1 << (c - 1));
+    keys[i] = d < 0 ? (uint32_t)(-d) : (uint32_t)d;
+    vals[i] = id | (d < 0 ? kSignBit : 0);
+}
+
+// start[k] / end[k]: the range of sorted entries with key k.
+__global__ void bucket_ranges_kernel(const uint32_t* keys, size_t n, uint32_t* start, uint32_t* end) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t k = keys[i];
+    if (i == 0 || keys[i - 1] != k) start[k] = (uint32_t)i;
+    if (i == n - 1 || keys[i + 1] != k) end[k] = (uint32_t)(i + 1);
+}
+
+__global__ void item_counts_kernel(const uint32_t* start, const uint32_t* end, uint32_t nb, uint32_t L,
+                                   uint32_t* nitems) {
+    uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b > nb) return;  // nitems has nb + 2 entries; the last stays 0 so the scan yields the total
+    uint32_t cnt = end[b] - start[b];
+    nitems[b] = b == 0 ? 0 : (cnt + L - 1) / L;
+}
+
+__global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, const uint32_t* nitems,
+                                    const uint32_t* offs, uint32_t nb, uint32_t L, uint32_t* item_bucket,
+                                    uint32_t* item_start, uint32_t* item_len) {
+    uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b == 0 || b > nb) return;
+    uint32_t o = offs[b], st = start[b], e = end[b];
+    for (uint32_t k = 0; k < nitems[b]; k++) {
+        uint32_t s0 = st + k * L;
+        item_bucket[o + k] = b;
+        item_start[o + k] = s0;
+        item_len[o + k] = min(L, e - s0);
+    }
+}
+
+template <class F>
+__global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
+                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
+                                  xyzz_t<F>* partials) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= *total) return;
+    uint32_t st = item_start[i], len = item_len[i];
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    for (uint32_t k = 0; k < len; k++) {
+        uint32_t v = vals[st + k];
+        affine_t<F> p = bases[v & ~kSignBit];
+        if (v & kSignBit) p = p.neg();
+        acc = acc.add_affine(p);
+    }
+    partials[i] = acc;
+}
+
+template <class F>
+__global__ void merge_items_kernel(const xyzz_t<F>* partials, const uint32_t* nitems, const uint32_t* offs,
+                                   uint32_t nb, xyzz_t<F>* buckets) {
+    uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b > nb) return;
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    if (b != 0)
+        for (uint32_t k = 0; k < nitems[b]; k++) acc = acc.add(partials[offs[b] + k]);
+    buckets[b] = acc;
+}
+
+// Segment j of window w: sum_{b in [lo, hi)} b * S_b by running sums, buckets 1..nb.
+template <class F>
+__global__ void segment_kernel(const xyzz_t<F>* buckets, uint32_t nb, uint32_t nwin, uint32_t nseg, uint32_t seg_len,
+                               xyzz_t<F>* out) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nwin * nseg) return;
+    uint32_t w = t / nseg, j = t % nseg;
+    const xyzz_t<F>* B = buckets + (size_t)w * (nb + 1);
+    uint32_t lo = 1 + j * seg_len, hi = min(lo + seg_len, nb + 1);
+    xyzz_t<F> run = xyzz_t<F>::identity(), acc = xyzz_t<F>::identity();
+    for (uint32_t b = hi; b-- > lo;) {
+        run = run.add(B[b]);
+        acc = acc.add(run);  // acc = sum (b - lo + 1) S_b
+    }
+    out[t] = lo > hi ? xyzz_t<F>::identity() : acc.add(run.mul_small(lo - 1));
+}
+
+// In each window's row of `width` entries, entry i += entry i + half.
+template <class F>
+__global__ void fold_kernel(xyzz_t<F>* rows, uint32_t nwin, uint32_t width, uint32_t half) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nwin * half) return;
+    uint32_t w = t / half, i = t % half;
+    xyzz_t<F>* row = rows + (size_t)w * width;
+    row[i] = row[i].add(row[i + half]);
+}
+
+// Sum of bases[idx[i]] for i < n: each of the launch's threads sums a strided share.
+template <class F>
+__global__ void sum_selected_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ idx,
+                                    const uint32_t* count, xyzz_t<F>* partials, uint32_t nthreads) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nthreads) return;
+    uint32_t n = *count;
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    for (uint32_t i = t; i < n; i += nthreads) acc = acc.add_affine(bases[idx[i]]);
+    partials[t] = acc;
+}
+
+template <class F>
+__global__ void to_mont_affine_kernel(affine_t<F>* p, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = {p[i].x.to_mont(), p[i].y.to_mont()};
+}
+
+// Tree-sums `rows` rows of `width` (a power of two) entries each, in place, into entry 0.
+template <class F>
+void fold_rows(cudaStream_t stream, xyzz_t<F>* rows, uint32_t nwin, uint32_t width) {
+    for (uint32_t half = width / 2; half >= 1; half /= 2) {
+        uint32_t threads = nwin * half;
+        fold_kernel<F><<<blocks_for(threads, 128), 128, 0, stream>>>(rows, nwin, width, half);
+        CZ_CHECK_LAUNCH();
+    }
+}
+
+uint32_t next_pow2(uint64_t x) {
+    uint32_t p = 1;
+    while (p < x) p <<= 1;
+    return p;
+}
+
+// Sum of the bases whose scalar is 1.
+template <class F>
+xyzz_t<F> sum_ones(cudaStream_t stream, const affine_t<F>* bases, const uint32_t* idx, const uint32_t* d_count,
+                   uint32_t count) {
+    if (count == 0) return xyzz_t<F>::identity();
+    uint32_t nthreads = next_pow2(count < (1u << 16) ? (count + 15) / 16 : (1u << 16));
+    dev_buf<xyzz_t<F>> partials(nthreads, stream);
+    sum_selected_kernel<F><<<blocks_for(nthreads, 128), 128, 0, stream>>>(bases, idx, d_count, partials.get(), nthreads);
+    CZ_CHECK_LAUNCH();
+    fold_rows<F>(stream, partials.get(), 1, nthreads);
+    xyzz_t<F> out;
+    CZ_CHECK(cudaMemcpyAsync(&out, partials.get(), sizeof out, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+    return out;
+}
+
+template <class F>
+xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, const uint32_t* idx,
+                    uint32_t n, int c) {
+    if (n == 0) return xyzz_t<F>::identity();
+    const int nwin = (256 + c - 1) / c;
+    const uint32_t nb = 1u << (c - 1);  // buckets 1..nb
+    const uint32_t L = std::min<uint32_t>(1024, std::max<uint32_t>(8, n >> 17));
+    const size_t item_cap = n / L + nb + 2;
+
+    digit_offset m{};
+    for (int w = 0; w < nwin; w++) {
+        int bit = w * c + c - 1;
+        m.w[bit >> 5] |= 1u << (bit & 31);
+    }
+
+    dev_buf<uint32_t> keys_in(n, stream), keys_out(n, stream), vals_in(n, stream), vals_out(n, stream);
+    dev_buf<uint32_t> start(nb + 1, stream), end(nb + 1, stream), nitems(nb + 2, stream), offs(nb + 2, stream);
+    dev_buf<uint32_t> item_bucket(item_cap, stream), item_start(item_cap, stream), item_len(item_cap, stream);
+    dev_buf<xyzz_t<F>> partials(item_cap, stream);
+    dev_buf<xyzz_t<F>> buckets((size_t)nwin * (nb + 1), stream);
+
+    size_t sort_bytes = 0, scan_bytes = 0;
+    CZ_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in.get(), keys_out.get(), vals_in.get(),
+                                             vals_out.get(), n, 0, c, stream));
+    CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, nitems.get(), offs.get(), nb + 2, stream));
+    dev_buf<uint8_t> temp(std::max(sort_bytes, scan_bytes), stream);
+
+    for (int w = 0; w < nwin; w++) {
+        digits_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, idx, n, w, c, m, keys_in.get(), vals_in.get());
+        CZ_CHECK_LAUNCH();
+        size_t bytes = sort_bytes;
+        CZ_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, keys_in.get(), keys_out.get(), vals_in.get(),
+                                                 vals_out.get(), n, 0, c, stream));
+        CZ_CHECK(cudaMemsetAsync(start.get(), 0, start.bytes(), stream));
+        CZ_CHECK(cudaMemsetAsync(end.get(), 0, end.bytes(), stream));
+        CZ_CHECK(cudaMemsetAsync(nitems.get(), 0, nitems.bytes(), stream));
+        bucket_ranges_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(keys_out.get(), n, start.get(), end.get());
+        CZ_CHECK_LAUNCH();
+        item_counts_kernel<<<blocks_for(nb + 1, 256), 256, 0, stream>>>(start.get(), end.get(), nb, L, nitems.get());
+        CZ_CHECK_LAUNCH();
+        bytes = scan_bytes;
+        CZ_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), bytes, nitems.get(), offs.get(), nb + 2, stream));
+        expand_items_kernel<<<blocks_for(nb + 1, 256), 256, 0, stream>>>(start.get(), end.get(), nitems.get(),
+                                                                         offs.get(), nb, L, item_bucket.get(),
+                                                                         item_start.get(), item_len.get());
+        CZ_CHECK_LAUNCH();
+        accumulate_kernel<F><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
+            bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
+        CZ_CHECK_LAUNCH();
+        merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
+            partials.get(), nitems.get(), offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
+        CZ_CHECK_LAUNCH();
+    }
+
+    // Bucket reduction for all windows at once: ~2^16 threads in total.
+    uint32_t nseg = next_pow2(std::max<uint32_t>(1, (1u << 16) / nwin));
+    if (nseg > nb) nseg = nb;
+    uint32_t seg_len = (nb + nseg - 1) / nseg;
+    dev_buf<xyzz_t<F>> segs((size_t)nwin * nseg, stream);
+    segment_kernel<F><<<blocks_for(nwin * nseg, 64), 64, 0, stream>>>(buckets.get(), nb, nwin, nseg, seg_len, segs.get());
+    CZ_CHECK_LAUNCH();
+    fold_rows<F>(stream, segs.get(), nwin, nseg);
+    std::vector<xyzz_t<F>> wins(nwin);
+    CZ_CHECK(cudaMemcpy2DAsync(wins.data(), sizeof(xyzz_t<F>), segs.get(), nseg * sizeof(xyzz_t<F>),
+                               sizeof(xyzz_t<F>), nwin, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    for (int w = nwin - 1; w >= 0; w--) {
+        for (int i = 0; i < c; i++) acc = acc.dbl();
+        acc = acc.add(wins[w]);
+    }
+    return acc;
+}
+
+}  // namespace
+
+int msm_default_window(size_t count) {
+    if (const char* env = std::getenv("CZ_MSM_WINDOW")) {
+        int c = std::atoi(env);
+        if (c >= 2 && c <= 24) return c;
+    }
+    // Cost model: windows * (points + 2 bucket additions a bucket), XYZZ additions.
+    int best = 4;
+    double best_cost = 1e300;
+    for (int c = 4; c <= 22; c++) {
+        int nwin = (256 + c - 1) / c;
+        double cost = nwin * ((double)count + 2.0 * (double)(1u << (c - 1)));
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = c;
+        }
+    }
+    return best;
+}
+
+template <class F>
+xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
+                     const msm_options& opt) {
+    (void)ctx;
+    CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
+    if (n == 0) return xyzz_t<F>::identity();
+    dev_buf<uint8_t> is_one(n, stream), is_big(n, stream);
+    dev_buf<uint32_t> one_idx(n, stream), big_idx(n, stream), counts(2, stream);
+    classify_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, n, is_one.get(), is_big.get());
+    CZ_CHECK_LAUNCH();
+    thrust::counting_iterator<uint32_t> iota(0);
+    size_t sel_bytes = 0;
+    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, sel_bytes, iota, is_one.get(), one_idx.get(), counts.get(), n, stream));
+    dev_buf<uint8_t> temp(sel_bytes, stream);
+    size_t bytes = sel_bytes;
+    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, iota, is_one.get(), one_idx.get(), counts.get(), n, stream));
+    bytes = sel_bytes;
+    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, iota, is_big.get(), big_idx.get(), counts.get() + 1, n, stream));
+    uint32_t host_counts[2];
+    CZ_CHECK(cudaMemcpyAsync(host_counts, counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+
+    xyzz_t<F> ones = sum_ones<F>(stream, bases, one_idx.get(), counts.get(), host_counts[0]);
+    int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
+    xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c);
+    return big.add(ones);
+}
+
+template <class F>
+void affine_to_montgomery(cudaStream_t stream, affine_t<F>* pts, size_t n) {
+    if (n == 0) return;
+    to_mont_affine_kernel<F><<<blocks_for(n, 256), 256, 0, stream>>>(pts, n);
+    CZ_CHECK_LAUNCH();
+}
+
+template xyzz_t<fq_t> msm_device<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, const fr_t*, size_t,
+                                       const msm_options&);
+template xyzz_t<fq2_t> msm_device<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, const fr_t*, size_t,
+                                         const msm_options&);
+template void affine_to_montgomery<fq_t>(cudaStream_t, affine_t<fq_t>*, size_t);
+template void affine_to_montgomery<fq2_t>(cudaStream_t, affine_t<fq2_t>*, size_t);

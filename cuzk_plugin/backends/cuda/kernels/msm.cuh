@@ -1,0 +1,24 @@
+// Multi-scalar multiplication sum_i k_i P_i on the device, for G1 (F = fq_t) and G2 (fq2_t).
+#pragma once
+#include "context.cuh"
+#include "curve.cuh"
+
+struct msm_options {
+    int window_bits = 0;  // 0: chosen from the size of the large-scalar tail
+};
+
+// bases: affine, Montgomery, on the device; scalars: canonical Fr limbs (< r) on the device.
+// Scalars equal to 0 are skipped, scalars equal to 1 are summed directly (batch addition:
+// most Filecoin witness values are bits), the rest go through Pippenger with signed
+// windows and digits sorted by bucket. Runs on `stream`; returns the sum (XYZZ, Montgomery)
+// on the host once the device work is done.
+template <class F>
+xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars,
+                     size_t n, const msm_options& opt = {});
+
+// Window bits used for a Pippenger tail of `count` scalars (exposed for benchmarks).
+int msm_default_window(size_t count);
+
+// Converts canonical affine limbs to Montgomery in place (host layout (n, 2, 6) / (n, 2, 2, 6)).
+template <class F>
+void affine_to_montgomery(cudaStream_t stream, affine_t<F>* pts, size_t n);

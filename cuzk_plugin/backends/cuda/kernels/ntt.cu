@@ -1,0 +1,249 @@
+// Radix-2 NTT over Fr with several stages per launch in shared memory.
+//
+// A launch covers g consecutive stages, i.e. index bits [low, low + g). Each block loads the
+// 2^g elements that differ only in those bits (times 2^cols neighbouring columns so global
+// loads come in runs of 2^cols consecutive 32-byte elements), runs its g butterfly stages in
+// shared memory, and writes back. log N = 27 takes three launches instead of 27.
+// Stage s (1..log N) works on blocks of 2^s with twiddle omega_{2^s}^j = omega_N^(j 2^(logN - s)).
+#include "ntt.cuh"
+
+namespace {
+
+constexpr int kMaxGroupLog = 10;  // 2^10 elements x 32 B = 32 KB of shared memory a block
+
+template <bool DIT>
+__global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low,
+                                 int g, int cols) {
+    extern __shared__ fr_t sh[];
+    const uint32_t E = 1u << (g + cols);
+    const uint32_t T = E >> 1;
+    const uint32_t col_mask = (1u << cols) - 1;
+    const uint32_t lo_blocks_log = low - cols;  // low index bits not covered by cols
+    const uint64_t b = blockIdx.x;
+    const uint64_t lo_base = (b & ((1ull << lo_blocks_log) - 1)) << cols;
+    const uint64_t hi = b >> lo_blocks_log;
+    const int top = low + g;
+
+    for (uint32_t e = threadIdx.x; e < E; e += T) {
+        uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
+        sh[e] = d[gi];
+    }
+    __syncthreads();
+
+    for (int step = 0; step < g; step++) {
+        const int p = DIT ? step : g - 1 - step;  // local bit of this stage
+        const int s = low + p + 1;                 // global stage
+        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
+            uint32_t lo_off = u & col_mask;
+            uint32_t q = u >> cols;
+            uint32_t t0 = ((q >> p) << (p + 1)) | (q & ((1u << p) - 1));
+            uint32_t t1 = t0 + (1u << p);
+            uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
+            fr_t w = tw[j << (log_n - s)];
+            fr_t x = sh[(t0 << cols) | lo_off];
+            fr_t y = sh[(t1 << cols) | lo_off];
+            if (DIT) {
+                fr_t wy = w * y;
+                sh[(t0 << cols) | lo_off] = x + wy;
+                sh[(t1 << cols) | lo_off] = x - wy;
+            } else {
+                sh[(t0 << cols) | lo_off] = x + y;
+                sh[(t1 << cols) | lo_off] = (x - y) * w;
+            }
+        }
+        __syncthreads();
+    }
+
+    for (uint32_t e = threadIdx.x; e < E; e += T) {
+        uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
+        d[gi] = sh[e];
+    }
+}
+
+// tw[e] = w^e for e < count: each thread makes 64 consecutive powers from one exponentiation.
+__global__ void twiddle_kernel(fr_t* tw, size_t count, fr_t w) {
+    size_t start = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 64;
+    if (start >= count) return;
+    uint32_t e[2] = {(uint32_t)start, (uint32_t)(start >> 32)};
+    fr_t x = w.pow_words(e, 2);
+    for (size_t i = start; i < count && i < start + 64; i++) {
+        tw[i] = x;
+        x = x * w;
+    }
+}
+
+// table[i] = factor * base^i for i < count (small counts: one exponentiation a thread).
+__global__ void power_table_kernel(fr_t* table, uint32_t count, fr_t base, fr_t factor) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) table[i] = factor * base.pow_words(&i, 1);
+}
+
+__global__ void scale_kernel(fr_t* d, uint64_t n, int log_n, const fr_t* lo, const fr_t* hi, int lo_bits,
+                             bool bitrev_exponent) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint64_t e = bitrev_exponent ? (log_n ? (__brevll(i) >> (64 - log_n)) : 0) : i;
+    d[i] = d[i] * lo[e & ((1ull << lo_bits) - 1)] * hi[e >> lo_bits];
+}
+
+__global__ void bit_reverse_kernel(const fr_t* __restrict__ in, fr_t* __restrict__ out, uint64_t n, int log_n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[log_n ? (__brevll(i) >> (64 - log_n)) : 0] = in[i];
+}
+
+__global__ void to_mont_kernel(fr_t* d, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) d[i] = d[i].to_mont();
+}
+
+__global__ void from_mont_kernel(fr_t* d, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) d[i] = d[i].from_mont();
+}
+
+// q = (a b - c) / Z, Z = g^N - 1 on the coset; written into a.
+__global__ void quotient_kernel(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n, fr_t z_inv) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = (a[i] * b[i] - c[i]) * z_inv;
+}
+
+const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
+    auto key = std::make_pair(log_n, inverse);
+    auto it = ctx.twiddles.find(key);
+    if (it != ctx.twiddles.end()) return it->second;
+    size_t count = log_n ? (1ull << (log_n - 1)) : 1;
+    fr_t* tw = nullptr;
+    CZ_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tw), count * sizeof(fr_t), ctx.stream));
+    fr_t w = fr_root_of_unity(log_n);
+    if (inverse) w = w.inverse();
+    size_t threads = (count + 63) / 64;
+    twiddle_kernel<<<blocks_for(threads, 256), 256, 0, ctx.stream>>>(tw, count, w);
+    CZ_CHECK_LAUNCH();
+    ctx.twiddles[key] = tw;
+    return tw;
+}
+
+void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
+    if (log_n == 0) return;
+    const fr_t* tw = twiddles(ctx, log_n, inverse);
+    int ngroups = (log_n + kMaxGroupLog - 1) / kMaxGroupLog;
+    // Split log_n bits into ngroups groups as evenly as possible.
+    int sizes[8];
+    for (int i = 0; i < ngroups; i++) sizes[i] = log_n / ngroups + (i < log_n % ngroups ? 1 : 0);
+    // DIT walks bit groups from low to high, DIF from high to low.
+    int low_of[8];
+    int acc = 0;
+    for (int i = 0; i < ngroups; i++) {
+        low_of[i] = acc;
+        acc += sizes[i];
+    }
+    for (int k = 0; k < ngroups; k++) {
+        int i = dit ? k : ngroups - 1 - k;
+        int g = sizes[i], low = low_of[i];
+        int cols = low < kMaxGroupLog - g ? low : kMaxGroupLog - g;
+        uint32_t elems = 1u << (g + cols);
+        unsigned threads = elems / 2;
+        uint64_t blocks = 1ull << (log_n - g - cols);
+        size_t smem = elems * sizeof(fr_t);
+        if (dit)
+            ntt_group_kernel<true><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+        else
+            ntt_group_kernel<false><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+        CZ_CHECK_LAUNCH();
+    }
+}
+
+}  // namespace
+
+fr_t fr_from_u64(uint64_t x) {
+    fr_t r = fr_t::zero();
+    r.v[0] = (uint32_t)x;
+    r.v[1] = (uint32_t)(x >> 32);
+    return r.to_mont();
+}
+
+fr_t fr_root_of_unity(int log_n) {
+    CZ_REQUIRE(log_n >= 0 && log_n <= 32, "NTT size exceeds Fr's 2-adicity (2^32)");
+    // 7^((r - 1) / 2^32), canonical limbs (fields.py FR_ROOT_OF_UNITY).
+    const uint32_t root32[8] = {0x439f0d2bu, 0x3829971fu, 0x8c2280b9u, 0xb6368350u,
+                                0x22c813b4u, 0xd09b6819u, 0xdfe81f20u, 0x16a2a19eu};
+    fr_t w;
+    for (int i = 0; i < 8; i++) w.v[i] = root32[i];
+    w = w.to_mont();
+    for (int i = log_n; i < 32; i++) w = w.sqr();
+    return w;
+}
+
+fr_t fr_coset_shift() { return fr_from_u64(7); }
+
+void ntt_dif(cz_context& ctx, fr_t* d, int log_n, bool inverse) { run_stages(ctx, d, log_n, inverse, false); }
+void ntt_dit(cz_context& ctx, fr_t* d, int log_n, bool inverse) { run_stages(ctx, d, log_n, inverse, true); }
+
+void bit_reverse(cz_context& ctx, const fr_t* in, fr_t* out, int log_n) {
+    uint64_t n = 1ull << log_n;
+    bit_reverse_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(in, out, n, log_n);
+    CZ_CHECK_LAUNCH();
+}
+
+void scale_by_powers(cz_context& ctx, fr_t* d, int log_n, fr_t base, fr_t factor, bool bitrev_exponent) {
+    int lo_bits = log_n < 12 ? log_n : 12;
+    uint32_t lo_count = 1u << lo_bits, hi_count = 1u << (log_n - lo_bits);
+    dev_buf<fr_t> lo(lo_count, ctx.stream), hi(hi_count, ctx.stream);
+    fr_t base_hi = base;
+    for (int i = 0; i < lo_bits; i++) base_hi = base_hi.sqr();  // base^(2^lo_bits)
+    power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, base, fr_t::one());
+    CZ_CHECK_LAUNCH();
+    power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, base_hi, factor);
+    CZ_CHECK_LAUNCH();
+    uint64_t n = 1ull << log_n;
+    scale_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(d, n, log_n, lo.get(), hi.get(), lo_bits,
+                                                              bitrev_exponent);
+    CZ_CHECK_LAUNCH();
+}
+
+void to_montgomery(cz_context& ctx, fr_t* d, size_t n) {
+    to_mont_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(d, n);
+    CZ_CHECK_LAUNCH();
+}
+
+void from_montgomery(cz_context& ctx, fr_t* d, size_t n) {
+    from_mont_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(d, n);
+    CZ_CHECK_LAUNCH();
+}
+
+void ntt_natural(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool coset) {
+    uint64_t n = 1ull << log_n;
+    dev_buf<fr_t> tmp(n, ctx.stream);
+    to_montgomery(ctx, d, n);
+    if (coset && !inverse) scale_by_powers(ctx, d, log_n, fr_coset_shift(), fr_t::one(), false);
+    ntt_dif(ctx, d, log_n, inverse);
+    bit_reverse(ctx, d, tmp.get(), log_n);
+    if (inverse) {
+        fr_t n_inv = fr_from_u64(n).inverse();
+        fr_t base = coset ? fr_coset_shift().inverse() : fr_t::one();
+        scale_by_powers(ctx, tmp.get(), log_n, base, n_inv, false);
+    }
+    from_montgomery(ctx, tmp.get(), n);
+    CZ_CHECK(cudaMemcpyAsync(d, tmp.get(), n * sizeof(fr_t), cudaMemcpyDeviceToDevice, ctx.stream));
+}
+
+void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int log_n) {
+    uint64_t n = 1ull << log_n;
+    fr_t n_inv = fr_from_u64(n).inverse();
+    fr_t g = fr_coset_shift();
+    for (fr_t* v : {a, b, c}) {
+        ntt_dif(ctx, v, log_n, true);                             // -> N * coefficients, bit-reversed
+        scale_by_powers(ctx, v, log_n, g, n_inv, true);          // coefficient i times g^i / N
+        ntt_dit(ctx, v, log_n, false);                            // -> evaluations on g<w>, natural
+    }
+    // Z(g w^k) = g^N - 1 for every k.
+    fr_t g_n = g;
+    for (int i = 0; i < log_n; i++) g_n = g_n.sqr();
+    fr_t z_inv = (g_n - fr_t::one()).inverse();
+    quotient_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, c, n, z_inv);
+    CZ_CHECK_LAUNCH();
+    ntt_dif(ctx, a, log_n, true);
+    scale_by_powers(ctx, a, log_n, g.inverse(), n_inv, true);   // coefficient i of q(gX) times g^-i / N
+    bit_reverse(ctx, a, h, log_n);
+}

@@ -1,0 +1,158 @@
+// Partition proving on the device (see prove.cuh).
+#include <cub/cub.cuh>
+
+#include <chrono>
+#include <thread>
+
+#include "ntt.cuh"
+#include "prove.cuh"
+
+namespace {
+
+// Big-endian 48-byte field element (flag bits cleared when `flags`) -> little-endian limbs.
+__device__ fq_t fq_from_be(const uint8_t* p, bool flags) {
+    fq_t x;
+#pragma unroll
+    for (int j = 0; j < 12; j++) {
+        const uint8_t* q = p + 44 - 4 * j;
+        x.v[j] = ((uint32_t)q[0] << 24) | ((uint32_t)q[1] << 16) | ((uint32_t)q[2] << 8) | q[3];
+    }
+    if (flags) x.v[11] &= 0x1fffffffu;  // compressed / infinity / sign bits
+    return x.to_mont();
+}
+
+__global__ void g1_from_raw_kernel(const uint8_t* raw, size_t n, g1_affine_t* out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint8_t* p = raw + i * 96;
+    out[i] = {fq_from_be(p, true), fq_from_be(p + 48, false)};
+}
+
+__global__ void g2_from_raw_kernel(const uint8_t* raw, size_t n, g2_affine_t* out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint8_t* p = raw + i * 192;
+    out[i] = {{fq_from_be(p + 48, false), fq_from_be(p, true)}, {fq_from_be(p + 144, false), fq_from_be(p + 96, false)}};
+}
+
+template <class P>
+P* upload_points(cz_context& ctx, const uint8_t* raw, size_t n, size_t width, size_t& nbytes) {
+    P* out = nullptr;
+    if (n == 0) return out;
+    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(P)));
+    nbytes += n * sizeof(P);
+    const size_t chunk = 1u << 20;
+    dev_buf<uint8_t> staging(std::min(n, chunk) * width, ctx.stream);
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t cnt = std::min(chunk, n - off);
+        CZ_CHECK(cudaMemcpyAsync(staging.get(), raw + off * width, cnt * width, cudaMemcpyHostToDevice, ctx.stream));
+        if (width == 96)
+            g1_from_raw_kernel<<<blocks_for(cnt, 256), 256, 0, ctx.stream>>>(
+                staging.get(), cnt, reinterpret_cast<g1_affine_t*>(out) + off);
+        else
+            g2_from_raw_kernel<<<blocks_for(cnt, 256), 256, 0, ctx.stream>>>(
+                staging.get(), cnt, reinterpret_cast<g2_affine_t*>(out) + off);
+        CZ_CHECK_LAUNCH();
+    }
+    CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+    return out;
+}
+
+// out[0..k) = in[i] where flags[i], k returned (host sync).
+size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags, size_t n, fr_t* out) {
+    if (n == 0) return 0;
+    dev_buf<uint32_t> count(1, stream);
+    size_t bytes = 0;
+    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out, count.get(), n, stream));
+    dev_buf<uint8_t> temp(bytes, stream);
+    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, in, flags, out, count.get(), n, stream));
+    uint32_t k = 0;
+    CZ_CHECK(cudaMemcpyAsync(&k, count.get(), sizeof k, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+    return k;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+cz_srs::~cz_srs() {
+    cudaSetDevice(device);
+    cudaFree(h);
+    if (!shared_g1) {
+        cudaFree(l);
+        cudaFree(a);
+        cudaFree(b_g1);
+    }
+    cudaFree(b_g2);
+}
+
+std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
+                                 const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1,
+                                 const uint8_t* b_g2, size_t n_b_g2) {
+    auto srs = std::make_unique<cz_srs>();
+    srs->device = ctx.device;
+    srs->n_h = n_h, srs->n_l = n_l, srs->n_a = n_a, srs->n_b_g1 = n_b_g1, srs->n_b_g2 = n_b_g2;
+    srs->h = upload_points<g1_affine_t>(ctx, h, n_h, 96, srs->nbytes);
+    srs->l = upload_points<g1_affine_t>(ctx, l, n_l, 96, srs->nbytes);
+    srs->a = upload_points<g1_affine_t>(ctx, a, n_a, 96, srs->nbytes);
+    srs->b_g1 = upload_points<g1_affine_t>(ctx, b_g1, n_b_g1, 96, srs->nbytes);
+    srs->b_g2 = upload_points<g2_affine_t>(ctx, b_g2, n_b_g2, 192, srs->nbytes);
+    return srs;
+}
+
+proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& part, prove_timings* timings) {
+    auto t0 = std::chrono::steady_clock::now();
+    cudaStream_t s = ctx.stream;
+    const size_t n = 1ull << part.log_n;
+    CZ_REQUIRE(srs.n_h + 1 == n || (n == 1 && srs.n_h == 0), "the key's H vector does not match the domain");
+    CZ_REQUIRE(srs.n_l == part.n_aux, "the key's L vector does not match the aux count");
+
+    // Scalars of the A and B queries: selected by density, inputs first (as a_scalars(), b_scalars()).
+    dev_buf<fr_t> a_scalars(srs.n_a, s), b_scalars(srs.n_b_g1, s);
+    CZ_REQUIRE(srs.n_a >= part.n_inputs, "the key's A vector is shorter than the inputs");
+    CZ_CHECK(cudaMemcpyAsync(a_scalars.get(), part.inputs, part.n_inputs * sizeof(fr_t), cudaMemcpyDeviceToDevice, s));
+    size_t na = part.n_inputs + select_flagged(s, part.aux, part.a_aux_density, part.n_aux, a_scalars.get() + part.n_inputs);
+    CZ_REQUIRE(na == srs.n_a, "A density does not match the key's A vector");
+    size_t nb_in = select_flagged(s, part.inputs, part.b_input_density, part.n_inputs, b_scalars.get());
+    CZ_REQUIRE(nb_in <= srs.n_b_g1, "B density does not match the key's B vectors");
+    size_t nb = nb_in + select_flagged(s, part.aux, part.b_aux_density, part.n_aux, b_scalars.get() + nb_in);
+    CZ_REQUIRE(nb == srs.n_b_g1 && nb == srs.n_b_g2, "B density does not match the key's B vectors");
+
+    // B in G2 overlaps everything else: its own stream, its own host thread.
+    CZ_CHECK(cudaStreamSynchronize(s));
+    const fr_t* b_ptr = b_scalars.get();
+    auto g2 = std::async(std::launch::async, [&ctx, &srs, b_ptr, nb]() {
+        CZ_CHECK(cudaSetDevice(ctx.device));
+        return msm_device<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb);
+    });
+
+    proof_sums out;
+    try {
+        auto th = std::chrono::steady_clock::now();
+        dev_buf<fr_t> hbuf(n, s);
+        for (fr_t* v : {part.a, part.b, part.c}) to_montgomery(ctx, v, n);
+        quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);
+        from_montgomery(ctx, hbuf.get(), n);  // MSM scalars are canonical
+        CZ_CHECK(cudaStreamSynchronize(s));
+        if (timings) timings->h_ms = ms_since(th);
+        auto tm = std::chrono::steady_clock::now();
+        out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h);
+        out.l = msm_device<fq_t>(ctx, s, srs.l, part.aux, part.n_aux);
+        out.a = msm_device<fq_t>(ctx, s, srs.a, a_scalars.get(), na);
+        out.b_g1 = msm_device<fq_t>(ctx, s, srs.b_g1, b_scalars.get(), nb);
+        if (timings) timings->g1_msm_ms = ms_since(tm);
+    } catch (...) {
+        if (g2.valid()) g2.wait();  // b_scalars must outlive the G2 work
+        throw;
+    }
+    auto tw = std::chrono::steady_clock::now();
+    out.b_g2 = g2.get();
+    if (timings) {
+        timings->g2_wait_ms = ms_since(tw);
+        timings->total_ms = ms_since(t0);
+    }
+    return out;
+}

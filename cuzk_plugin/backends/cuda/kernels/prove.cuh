@@ -1,0 +1,47 @@
+// A Groth16 partition on the device: the proving key resident in GPU memory, H computed and
+// consumed on the device, the five MSMs, the G2 one on its own stream and host thread.
+#pragma once
+#include <future>
+#include <memory>
+
+#include "msm.cuh"
+
+// A proving key's point vectors in device memory (affine, Montgomery), until cz_srs_free.
+struct cz_srs {
+    int device = 0;
+    size_t n_h = 0, n_l = 0, n_a = 0, n_b_g1 = 0, n_b_g2 = 0;
+    g1_affine_t *h = nullptr, *l = nullptr, *a = nullptr, *b_g1 = nullptr;
+    g2_affine_t* b_g2 = nullptr;
+    size_t nbytes = 0;
+    bool shared_g1 = false;  // benchmark keys: l, a, b_g1 alias h's memory
+    ~cz_srs();
+};
+
+// One partition's witness side on the device (canonical Fr limbs).
+struct partition_device {
+    int log_n = 0;
+    fr_t *a = nullptr, *b = nullptr, *c = nullptr;  // N entries each (zero padded); clobbered
+    fr_t* inputs = nullptr;
+    size_t n_inputs = 0;
+    fr_t* aux = nullptr;
+    size_t n_aux = 0;
+    uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
+};
+
+struct proof_sums {
+    g1_xyzz_t h, l, a, b_g1;
+    g2_xyzz_t b_g2;
+};
+
+// Milliseconds per stage of the last proof (for benchmarks and logs).
+struct prove_timings {
+    double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
+};
+
+// Loads raw Filecoin encodings (G1: x||y big-endian 96 B; G2: x.c1||x.c0||y.c1||y.c0 192 B).
+std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
+                                 const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1,
+                                 const uint8_t* b_g2, size_t n_b_g2);
+
+// Runs the whole partition; blocks until the five sums are on the host.
+proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& part, prove_timings* timings);

@@ -1,0 +1,111 @@
+"""ctypes binding of ``libcuzk_cuda.so``: finds the library, declares its C ABI, and turns each
+returned ``cz_status`` into a Python exception (:mod:`cuzk_plugin.errors`)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import POINTER, c_char, c_char_p, c_double, c_int, c_size_t, c_uint8, c_uint64, c_void_p
+from pathlib import Path
+
+from cuzk_plugin.backends.cuda.build import LIBRARY_NAME, library_path
+from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory
+
+# Status codes, as in kernels/check.cuh.
+CZ_OK = 0
+CZ_CUDA_ERROR = 1
+CZ_OUT_OF_MEMORY = 2
+CZ_INVALID_ARGUMENT = 3
+CZ_NO_DEVICE = 4
+
+BUILD_HINT = "build it with: python -m cuzk_plugin.backends.cuda.build"
+
+
+class CzStatus(ctypes.Structure):
+    _fields_ = [("code", c_int), ("message", c_char * 480)]
+
+
+def check(status: CzStatus, what: str) -> None:
+    """Raise the exception matching a non-zero status."""
+    if status.code == CZ_OK:
+        return
+    msg = f"{what}: {status.message.decode(errors='replace')}"
+    if status.code == CZ_OUT_OF_MEMORY:
+        raise DeviceOutOfMemory(msg)
+    if status.code == CZ_NO_DEVICE:
+        raise BackendUnavailable(msg)
+    if status.code == CZ_INVALID_ARGUMENT:
+        raise ValueError(msg)
+    raise BackendError(msg)
+
+
+_U64P = POINTER(c_uint64)
+_U8P = POINTER(c_uint8)
+_VPP = POINTER(c_void_p)
+
+# name -> argument types (every function returns CzStatus).
+_SIGNATURES = {
+    "cz_device_count": [POINTER(c_int)],
+    "cz_device_info": [c_int, c_char_p, c_int, _U64P, POINTER(c_int)],
+    "cz_context_create": [c_int, _VPP],
+    "cz_context_destroy": [c_void_p],
+    "cz_ntt": [c_void_p, _U64P, c_int, c_int, c_int],
+    "cz_quotient_h": [c_void_p, _U64P, _U64P, _U64P, c_size_t, _U64P],
+    "cz_msm_g1": [c_void_p, _U64P, _U64P, c_size_t, _U64P, c_int],
+    "cz_msm_g2": [c_void_p, _U64P, _U64P, c_size_t, _U64P, c_int],
+    "cz_srs_load": [c_void_p, _U8P, c_size_t, _U8P, c_size_t, _U8P, c_size_t, _U8P, c_size_t, _U8P, c_size_t,
+                    _VPP, _U64P],
+    "cz_srs_free": [c_void_p],
+    "cz_prove_start": [c_void_p, c_void_p, _U64P, _U64P, _U64P, c_size_t, _U64P, c_size_t, _U64P, c_size_t,
+                       _U8P, _U8P, _U8P, _VPP],
+    "cz_prove_finish": [c_void_p, _U64P, POINTER(c_double)],
+    "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, POINTER(c_double), POINTER(c_int)],
+    "cz_bench_ntt": [c_void_p, c_int, c_int, c_int, c_int, POINTER(c_double), POINTER(c_int)],
+    "cz_bench_prove": [c_void_p, c_int, c_int, c_double, POINTER(c_double), POINTER(c_double)],
+    "cz_host_mul_generator": [c_int, _U64P, _U64P],
+}
+
+
+def candidate_paths() -> list[Path]:
+    """Where the library may be: ``CUZK_CUDA_LIBRARY``, then the build directory."""
+    paths = []
+    if os.environ.get("CUZK_CUDA_LIBRARY"):
+        paths.append(Path(os.environ["CUZK_CUDA_LIBRARY"]))
+    paths.append(library_path())
+    return paths
+
+
+_LIB: ctypes.CDLL | None = None
+
+
+def load_library() -> ctypes.CDLL:
+    """The loaded library (cached); BackendUnavailable if it is not built or does not load."""
+    global _LIB
+    if _LIB is not None:
+        return _LIB
+    found = [p for p in candidate_paths() if p.exists()]
+    if not found:
+        raise BackendUnavailable(f"{LIBRARY_NAME} not found (looked in {', '.join(map(str, candidate_paths()))}); {BUILD_HINT}")
+    try:
+        lib = ctypes.CDLL(str(found[0]))
+    except OSError as exc:
+        raise BackendUnavailable(f"cannot load {found[0]}: {exc}; {BUILD_HINT}") from exc
+    for name, argtypes in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = CzStatus
+    _LIB = lib
+    return lib
+
+
+def call(name: str, *args) -> None:
+    """Call ``name`` and raise on a non-zero status."""
+    check(getattr(load_library(), name)(*args), name)
+
+
+def u64_ptr(arr):
+    return arr.ctypes.data_as(_U64P)
+
+
+def u8_ptr(arr):
+    return arr.ctypes.data_as(_U8P)

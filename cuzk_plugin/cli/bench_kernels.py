@@ -1,0 +1,87 @@
+"""``cuzk-bench kernels``: time one backend primitive (MSM in G1 or G2, NTT, whole partition)
+at size 2^K on inputs made on the device, print median and spread, and the ratio to the
+anchor measured on the H200 (../shared/anchors.md) where one exists."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from cuzk_plugin.backends.registry import get_backend
+
+#: Anchor medians in milliseconds (sppark on an H200, 2026-12-02), by (op, log2 size).
+ANCHORS_MS: dict[tuple[str, int], float] = {
+    ("msm-g1", 20): 21.8,
+    ("msm-g1", 22): 54.2,
+    ("msm-g1", 24): 160.0,
+    ("msm-g1", 26): 559.0,
+    ("msm-g1", 27): 1099.0,
+    ("ntt", 24): 4.43,
+    ("ntt", 26): 21.0,
+    ("ntt", 27): 42.4,
+    ("ntt-inverse", 24): 4.67,
+    ("ntt-inverse", 26): 23.6,
+    ("ntt-inverse", 27): 44.3,
+    ("ntt-coset", 24): 5.01,
+    ("ntt-coset", 26): 24.9,
+    ("ntt-coset", 27): 46.5,
+}
+
+#: Our targets (issue 4), milliseconds.
+TARGETS_MS: dict[tuple[str, int], float] = {
+    ("msm-g1", 24): 120.0,
+    ("msm-g1", 27): 825.0,
+    ("msm-g2", 27): 3000.0,
+    ("ntt", 27): 35.0,
+    ("prove", 27): 1500.0,
+}
+
+OPS = ("msm-g1", "msm-g2", "ntt", "ntt-inverse", "ntt-coset", "prove")
+
+
+def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("kernels", help="time a backend primitive on device-made inputs")
+    p.add_argument("--backend", default="cuda", help="backend name (only backends with bench_* methods)")
+    p.add_argument("--op", choices=OPS, required=True)
+    p.add_argument("--log2", type=int, required=True, help="size 2^K (points, elements or constraints)")
+    p.add_argument("--repeat", type=int, default=5, help="timed repetitions after one warm-up")
+    p.add_argument("--window", type=int, default=0, help="MSM window bits (0: chosen by size)")
+    p.add_argument("--frac-bits", type=float, default=0.95, help="prove: fraction of aux values in {0, 1}")
+    p.set_defaults(handler=run_kernels)
+
+
+def measure(backend, op: str, log2: int, repeat: int, frac_bits: float) -> tuple[list[float], str]:
+    """Times in ms and a one-line note (self-check or stage split)."""
+    if op in ("msm-g1", "msm-g2"):
+        times, ok = backend.bench_msm(log2, repeat, g2=op == "msm-g2")
+        return times, f"check {'ok' if ok else 'FAILED'}"
+    if op.startswith("ntt"):
+        times, ok = backend.bench_ntt(log2, repeat, inverse=op == "ntt-inverse", coset=op == "ntt-coset")
+        return times, f"round trip {'ok' if ok else 'FAILED'}"
+    times, stages = backend.bench_prove(log2, repeat, frac_bits=frac_bits)
+    split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
+    return times, f"last run ms: {split}"
+
+
+def format_report(op: str, log2: int, times: list[float], note: str) -> str:
+    med = statistics.median(times)
+    spread = (max(times) - min(times)) / med * 100 if med else 0.0
+    line = f"{op} 2^{log2}: median {med:.2f} ms (min {min(times):.2f}, max {max(times):.2f}, spread {spread:.1f}%, n={len(times)})"
+    anchor = ANCHORS_MS.get((op, log2))
+    if anchor:
+        line += f"; {med / anchor:.2f}x anchor ({anchor} ms)"
+    target = TARGETS_MS.get((op, log2))
+    if target:
+        line += f"; target {target} ms {'met' if med <= target else 'MISSED'}"
+    return f"{line}; {note}"
+
+
+def run_kernels(args: argparse.Namespace) -> int:
+    backend = get_backend(args.backend)
+    if not hasattr(backend, "bench_msm"):
+        raise SystemExit(f"backend '{backend.name}' has no device benchmarks")
+    if args.window:
+        backend.window_bits = args.window
+    times, note = measure(backend, args.op, args.log2, max(1, args.repeat), args.frac_bits)
+    print(format_report(args.op, args.log2, times, note), flush=True)
+    return 0 if "FAILED" not in note else 1
