@@ -1,0 +1,53 @@
+"""PNG timeline of a `cuzk-bench batch`: one row per worker (synthesis processes, GPU worker
+slots), one bar per partition stage, coloured by stage. Needs matplotlib (``pip install
+cuzk-plugin[plot]``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cuzk_plugin.cli.bench_daemon import ProofRecord
+
+STAGE_COLORS = {"synthesis": "#4c72b0", "srs": "#dd8452", "gpu_start": "#55a868", "gpu_finish": "#8fd19e",
+                "verify": "#c44e52", "queue": "#cccccc"}
+
+
+def timeline_bars(records: list[ProofRecord]) -> dict[str, list[tuple[float, float, str, str]]]:
+    """Row name -> [(start_ms, duration_ms, stage, label)] in batch time (from the client's send time)."""
+    rows: dict[str, list[tuple[float, float, str, str]]] = {}
+    for r in records:
+        base = r.submit_s * 1000.0
+        for e in r.timeline:
+            if e["stage"] == "queue":
+                continue
+            row = e["lane"] if e["lane"] and e["lane"] != "host" else f"host ({e['stage']})"
+            label = f"{r.job_id.rsplit('-', 1)[-1]}.{e['partition']}" if e["partition"] >= 0 else r.job_id.rsplit("-", 1)[-1]
+            rows.setdefault(row, []).append((base + e["start_ms"], max(0.5, e["end_ms"] - e["start_ms"]), e["stage"], label))
+    return rows
+
+
+def plot_timeline(records: list[ProofRecord], path: str, title: str = "") -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+    except ImportError as exc:
+        raise SystemExit(f"--plot needs matplotlib: pip install 'cuzk-plugin[plot]' ({exc})") from None
+    rows = timeline_bars(records)
+    names = sorted(rows, key=lambda n: (not n.startswith("synth"), n))
+    fig, ax = plt.subplots(figsize=(12, 1 + 0.45 * len(names)))
+    for y, name in enumerate(names):
+        bars = rows[name]
+        ax.broken_barh([(s, d) for s, d, _, _ in bars], (y - 0.4, 0.8),
+                       facecolors=[STAGE_COLORS.get(st, "#999999") for _, _, st, _ in bars], edgecolor="white", linewidth=0.3)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("ms since the batch started")
+    ax.set_title(title or "cuzk batch timeline")
+    ax.legend(handles=[Patch(color=c, label=s) for s, c in STAGE_COLORS.items() if s != "queue"], loc="upper right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
