@@ -7,6 +7,7 @@ import argparse
 import logging
 import sys
 
+from cuzk_plugin.cli.bench_daemon import add_daemon_commands
 from cuzk_plugin.cli.bench_kernels import add_kernels_command
 
 
@@ -15,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_kernels_command(subparsers)
+    add_daemon_commands(subparsers)
     return parser
 
 
