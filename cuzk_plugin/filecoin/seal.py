@@ -173,3 +173,31 @@ def c1_output(s: SealedSector) -> dict:
 def c1_json(s: SealedSector) -> bytes:
     return json.dumps(c1_output(s)).encode()
 
+
+
+def _main(argv: list[str] | None = None) -> int:
+    import argparse
+    import base64
+
+    ap = argparse.ArgumentParser(description="Seal a 2 KiB test sector and write its C1 output JSON")
+    ap.add_argument("--out", required=True, help="where to write the C1 JSON")
+    ap.add_argument("--envelope", action="store_true", help="wrap it as Curio's {SectorNum, Phase1Out, SectorSize}")
+    ap.add_argument("--proof", default="StackedDrg2KiBV1_1")
+    ap.add_argument("--miner-id", type=int, default=1000)
+    ap.add_argument("--sector-id", type=int, default=1)
+    ap.add_argument("--data-seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    sector = seal(args.proof, miner_id=args.miner_id, sector_id=args.sector_id, data_seed=args.data_seed)
+    raw = c1_json(sector)
+    if args.envelope:
+        raw = json.dumps({"SectorNum": args.sector_id, "Phase1Out": base64.b64encode(raw).decode(),
+                          "SectorSize": sector.params.sector_size}).encode()
+    with open(args.out, "wb") as fh:
+        fh.write(raw)
+    print(f"wrote {args.out}: {sector.proof.name}, comm_d {fr_to_bytes(sector.comm_d).hex()}, "
+          f"comm_r {fr_to_bytes(sector.comm_r).hex()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -104,6 +105,8 @@ class PorepJob:
         self.sector_id = sector_id
         self.prefix = prefix
         self.seal_proof = c1.seal_proof
+        #: seconds spent in the last :meth:`circuit` call: synthesize_s, finish_s, check_s
+        self.timings: dict[str, float] = {}
         self.params: PorepParams = porep_params(self.seal_proof.sector_size)
         if not self.seal_proof.interactive or self.seal_proof.synthetic:
             raise C1Error(f"{prefix}.registered_proof",
@@ -224,9 +227,13 @@ class PorepJob:
         cs = FastConstraintSystem()
         regions: list[tuple[int, str]] = []
         with _gc_paused():
+            t0 = time.perf_counter()
             synthesize_partition(cs, self.params, self._partitions[k].witness, regions=regions)
+            t1 = time.perf_counter()
             r1cs, inputs, aux = cs.finish()
+            t2 = time.perf_counter()
             bad = r1cs.first_unsatisfied(r1cs.assignment(inputs, aux))
+            self.timings = {"synthesize_s": t1 - t0, "finish_s": t2 - t1, "check_s": time.perf_counter() - t2}
         if bad is not None:
             where = next((name for start, name in reversed(regions) if start <= bad), "partition header")
             raise WitnessError(
