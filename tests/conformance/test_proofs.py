@@ -13,7 +13,7 @@ from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
 from cuzk_plugin.circuit.examples import CORE_CIRCUITS, filecoin_like
 from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.errors import EncodingError
-from cuzk_plugin.groth16.prover import prove
+from cuzk_plugin.groth16.prover import assemble, prove
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
 from tests.conformance.checks import check_proof_bytes
@@ -50,10 +50,9 @@ def test_proof_with_fresh_randomness_verifies(backend, seed, circuit):
     part, public = _instance(circuit, seed)
     proof = prove(key, part, backend)
     assert verify(key.vk, proof, public), f"{backend.name}: proof of {circuit} does not verify"
-    wrong = list(public) or []
-    if wrong:
-        wrong[0] = (wrong[0] + 1) % R
-        assert not verify(key.vk, proof, wrong)
+    if public:
+        wrong = [(public[0] + 1) % R] + list(public[1:])
+        assert not verify(key.vk, proof, wrong), f"{backend.name}: {circuit} proof accepted a wrong input"
 
 
 def test_resident_srs_serves_several_partitions(backend, seed):
@@ -67,8 +66,6 @@ def test_resident_srs_serves_several_partitions(backend, seed):
     finally:
         srs.release()
     for (part, public), s in zip(instances, sums):
-        from cuzk_plugin.groth16.prover import assemble
-
         proof = assemble(key.vk, s, random.Random(seed).randrange(R), random.Random(seed + 7).randrange(R))
         assert verify(key.vk, proof, public)
 
