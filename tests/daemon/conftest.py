@@ -66,6 +66,8 @@ async def make_daemon(synth_pool, param_cache) -> AsyncIterator[Callable]:
 
     async def make(backends=None, providers: ProviderRegistry | None = None, status_listen: str = "", **sections) -> Daemon:
         config = daemon_config(param_cache, **sections)
+        # Built-in providers only: plug-ins (e.g. the PoRep circuit) must not change what this suite checks.
+        providers = providers or ProviderRegistry(load_plugins=False)
         engine = Engine(config, backends=backends or [CpuBackend()], providers=providers, synthesis_pool=synth_pool)
         await engine.start()
         unix = f"unix://{sockdir}/d{len(made)}.sock"

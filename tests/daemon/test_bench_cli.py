@@ -1,0 +1,57 @@
+"""cuzk-bench's daemon commands against a live daemon: batch (summary, JSON, PNG timeline),
+status, preload, evict, metrics; -a accepts host:port and unix:///path."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from cuzk_plugin.cli.bench_daemon import run_batch, summarize
+from cuzk_plugin.cli.bench_daemon_plot import plot_timeline, timeline_bars
+from daemon_helpers import verify_synthetic
+
+
+async def _bench(*args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "cuzk_plugin.cli.bench", *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await proc.communicate()
+    return proc.returncode, out.decode()
+
+
+async def test_batch_summary_and_timeline(make_daemon, tmp_path):
+    d = await make_daemon()
+    args = argparse.Namespace(log2=4, partitions=2, seed=1, priority=None, c1=None, circuit=None)
+    records, wall = await run_batch(d.unix, args, count=6, concurrency=3, show_progress=False)
+    s = summarize(records, wall, partitions=2)
+    assert s["completed"] == 6 and s["failed"] == 0 and s["proofs_per_s"] > 0
+    assert s["latency_ms"]["min"] <= s["latency_ms"]["median"] <= s["latency_ms"]["max"]
+    assert all(verify_synthetic(d.param_cache, 4, r.seed, r.proof) for r in records)
+    rows = timeline_bars(records)
+    assert any(name.startswith("cpu:0/w") for name in rows) and any(name.startswith("synth/") for name in rows)
+    png = tmp_path / "timeline.png"
+    plot_timeline(records, str(png), title="test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+async def test_bench_commands(make_daemon):
+    d = await make_daemon()
+    for addr in (d.tcp, d.unix):
+        rc, out = await _bench("single", "-a", addr, "--log2", "4", "--json")
+        assert rc == 0 and json.loads(out)["status"] == "COMPLETED"
+    rc, out = await _bench("batch", "-a", d.tcp, "--log2", "4", "-c", "4", "-j", "2", "--json")
+    batch = json.loads(out)
+    assert rc == 0 and batch["completed"] == 4 and len({r["job_id"] for r in batch["records"]}) == 4
+    rc, out = await _bench("preload", "-a", d.unix, "synthetic-k5", "--json")
+    assert rc == 0 and json.loads(out) == {"circuit_id": "synthetic-k5", "already_loaded": False, "load_time_ms": json.loads(out)["load_time_ms"]}
+    rc, out = await _bench("status", "-a", d.unix, "--json")
+    status = json.loads(out)
+    assert rc == 0 and status["totalProofsCompleted"] == "6"
+    assert {s["circuitId"] for s in status["loadedSrs"]} == {"synthetic-k4", "synthetic-k5"}
+    rc, out = await _bench("evict", "-a", d.tcp, "synthetic-k5")
+    assert rc == 0 and "evicted, freed" in out
+    rc, out = await _bench("status", "-a", d.tcp)
+    assert rc == 0 and "srs synthetic-k5: COLD" in out and "proofs completed 6" in out
+    rc, out = await _bench("metrics", "-a", d.tcp)
+    assert rc == 0 and 'cuzk_jobs_total{kind="synthetic",status="completed"} 6.0' in out

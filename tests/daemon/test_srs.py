@@ -1,0 +1,66 @@
+"""The key manager: one budget (LRU eviction of idle keys), idle eviction, in-use keys kept."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from cuzk_plugin.engine.srs import COLD, HOT
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+from daemon_helpers import SlowBackend, synthetic_request
+
+
+def _tiers(engine) -> dict[str, int]:
+    return {s.circuit_id: s.tier for s in engine.srs.snapshot()}
+
+
+async def test_budget_evicts_the_least_recently_used_idle_key(make_daemon, param_cache):
+    # Make sure both keys exist, then size the budget for one of the larger pair only.
+    probe = await make_daemon()
+    for k in (5, 6):
+        await probe.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id=f"synthetic-k{k}"))
+    sizes = {s.circuit_id: s.size_bytes for s in probe.engine.srs.snapshot()}
+    budget = sizes["synthetic-k6"] + sizes["synthetic-k5"] // 2
+    d = await make_daemon(memory={"total_budget": budget})
+    stub = d.stub()
+    await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k5"))
+    assert _tiers(d.engine) == {"synthetic-k5": HOT}
+    res = (await stub.Prove(pb.ProveRequest(submit=synthetic_request("k6", log2=6)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED
+    assert _tiers(d.engine) == {"synthetic-k5": COLD, "synthetic-k6": HOT}
+    assert d.engine.srs.used_bytes <= budget
+    too_small = await make_daemon(memory={"total_budget": 1000})
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await too_small.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k5"))
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "budget" in err.value.details()
+
+
+async def test_idle_keys_are_evicted(make_daemon):
+    d = await make_daemon(memory={"eviction_min_idle": "300ms"})
+    await d.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k4"))
+    assert _tiers(d.engine)["synthetic-k4"] == HOT
+    for _ in range(40):
+        await asyncio.sleep(0.1)
+        if _tiers(d.engine)["synthetic-k4"] == COLD:
+            break
+    assert _tiers(d.engine)["synthetic-k4"] == COLD
+    assert d.engine.srs.used_bytes == 0
+
+
+async def test_a_key_in_use_is_not_evicted(make_daemon):
+    backend = SlowBackend(0.8)
+    d = await make_daemon(backends=[backend])
+    stub = d.stub()
+    await stub.SubmitProof(synthetic_request("busy", log2=4))
+    await asyncio.get_running_loop().run_in_executor(None, backend.running.wait, 10)
+    st = await stub.GetStatus(pb.GetStatusRequest())
+    assert [s.ref_count for s in st.loaded_srs if s.circuit_id == "synthetic-k4"] == [1]
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.EvictSRS(pb.EvictSrsRequest(circuit_id="synthetic-k4"))
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "in use" in err.value.details()
+    res = await stub.AwaitProof(pb.AwaitProofRequest(job_id="busy"))
+    assert res.status == pb.AwaitProofResponse.COMPLETED
+    ev = await stub.EvictSRS(pb.EvictSrsRequest(circuit_id="synthetic-k4"))
+    assert ev.was_loaded and ev.freed_bytes > 0
