@@ -51,16 +51,23 @@ def test_create_label_count_matches_rust_fil_proofs():
 def test_sealed_2kib_witness_satisfies_every_constraint(c1_bytes):
     job = porep_partitions(c1_bytes)
     r1cs, inputs, aux = job.circuit(0)  # raises WitnessError on the first violated constraint
+    assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None  # and again on the matrices
     assert r1cs.num_constraints == COUNT_2KIB
     assert r1cs.num_inputs == INPUTS_2KIB == inputs.shape[0]
     assert aux.shape[0] == r1cs.num_aux
 
 
-@pytest.mark.slow
-def test_flipped_byte_in_merkle_path_fails_before_proving(c1_dict):
-    proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]
-    level = proof["comm_r_last_proof"]["data"]["Single"]["path"]["path"][1]
-    level["hashes"][3][7] ^= 0x01
+@pytest.mark.parametrize("tree,where", [
+    ("comm_d_proofs", "comm_d inclusion of the data leaf"),
+    ("drg0", "DRG parent 0: column hash and comm_c inclusion"),
+])
+def test_flipped_byte_in_merkle_path_fails_before_proving(c1_dict, tree, where):
+    proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]
+    if tree == "drg0":
+        merkle = proof["replica_column_proofs"]["drg_parents"][0]["inclusion_proof"]
+    else:
+        merkle = proof[tree]
+    merkle["data"]["Single"]["path"]["path"][1]["hashes"][0][7] ^= 0x01
     job = porep_partitions(json.dumps(c1_dict).encode())  # well-formed: parsing accepts it
-    with pytest.raises(WitnessError, match=r"challenge 1 \(node \d+\): encoding and comm_r_last inclusion"):
+    with pytest.raises(WitnessError, match=rf"challenge 0 \(node \d+\): {where}\); the C1 is corrupted"):
         job.circuit(0)

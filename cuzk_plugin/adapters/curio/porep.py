@@ -222,23 +222,26 @@ class PorepJob:
     # -- synthesis --------------------------------------------------------------------------
 
     def circuit(self, k: int):
-        """(R1CS, inputs, aux) of partition k; raises :class:`WitnessError` naming the part of
-        the circuit whose constraint the C1's values violate."""
-        cs = FastConstraintSystem()
+        """(R1CS, inputs, aux) of partition k. Every constraint is checked as it is enforced;
+        the first one the C1's values violate raises :class:`WitnessError` naming the part of
+        the circuit it belongs to, before the rest is synthesized."""
+        cs = FastConstraintSystem(check_as_you_go=True)
         regions: list[tuple[int, str]] = []
         with _gc_paused():
             t0 = time.perf_counter()
-            synthesize_partition(cs, self.params, self._partitions[k].witness, regions=regions)
+            try:
+                synthesize_partition(cs, self.params, self._partitions[k].witness, regions=regions)
+            except CircuitError as exc:
+                bad = getattr(exc, "constraint", None)
+                if bad is None:
+                    raise
+                where = next((name for start, name in reversed(regions) if start <= bad), "partition header")
+                raise WitnessError(
+                    f"partition {k}: the C1's values violate constraint {bad} ({where}); the C1 is "
+                    f"corrupted or inconsistent, nothing was proved") from None
             t1 = time.perf_counter()
             r1cs, inputs, aux = cs.finish()
-            t2 = time.perf_counter()
-            bad = r1cs.first_unsatisfied(r1cs.assignment(inputs, aux))
-            self.timings = {"synthesize_s": t1 - t0, "finish_s": t2 - t1, "check_s": time.perf_counter() - t2}
-        if bad is not None:
-            where = next((name for start, name in reversed(regions) if start <= bad), "partition header")
-            raise WitnessError(
-                f"partition {k}: the C1's values violate constraint {bad} of {r1cs.num_constraints} "
-                f"({where}); the C1 is corrupted or inconsistent, nothing was proved")
+            self.timings = {"synthesize_and_check_s": t1 - t0, "finish_s": time.perf_counter() - t1}
         got = [int(x) for x in limbs_to_objects(inputs[1:])]
         if got != self._partitions[k].public_inputs:
             raise WitnessError(f"partition {k}: synthesized public inputs differ from the verifier's")
