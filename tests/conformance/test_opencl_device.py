@@ -105,3 +105,19 @@ def test_allocation_failure_is_device_out_of_memory():
     backend = OpenclBackend()
     with pytest.raises(DeviceOutOfMemory, match="huge buffer"), device_errors("huge buffer"):
         cl.Buffer(backend.context, cl.mem_flags.READ_WRITE, 1 << 50)
+
+
+@pytest.mark.parametrize("n", [1, 5, 4095, 4096, 4097, 100_000, 4096 * 4096 + 3])
+def test_device_exclusive_scan(n, rng):
+    """The MSM's offsets come from this scan; sizes cross one, two and three block levels."""
+    from cuzk_plugin.backends.opencl import OpenclBackend
+    from cuzk_plugin.backends.opencl.launch import download, empty, upload
+
+    backend = OpenclBackend()
+    drv = backend._g1
+    values = rng.integers(0, 200, n, dtype=np.uint32)
+    d_in = upload(backend.context, backend.queue, values)
+    d_out = empty(backend.context, 4 * n)
+    drv.exclusive_scan(d_in, d_out, n)
+    want = np.concatenate([[0], np.cumsum(values, dtype=np.uint64)[:-1]]).astype(np.uint32)
+    assert np.array_equal(download(backend.queue, d_out, (n,), np.uint32), want)

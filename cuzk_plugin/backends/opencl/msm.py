@@ -1,15 +1,19 @@
 """Device Pippenger MSM for G1 and G2, driving the kernels of ``msm.cl`` (see its header for
-the algorithm). The host only turns the bucket-size histogram into offsets and segments:
-a few numpy operations over nw * 2^(c-1) counters, never over the points."""
+the algorithm) and ``scan.cl``. The host only chooses sizes and enqueues; nothing is read
+back before the result, so the device never waits for the host mid-MSM."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from cuzk_plugin.backends.opencl.device import import_pyopencl
 from cuzk_plugin.backends.opencl.launch import download, empty, launch, u32, upload
 from cuzk_plugin.bls12_381.fields import FQ_LIMBS
 
 XYZZ_COORDS = 4
+#: Work-group size and elements per item of the scan kernels (a block is 4096 elements).
+SCAN_GROUP = 256
+SCAN_ITEMS = 16
 
 
 def window_bits(n: int) -> int:
@@ -53,46 +57,62 @@ class MsmDriver:
         shape = (2, FQ_LIMBS) if self.group == 1 else (2, 2, FQ_LIMBS)
         return np.zeros(shape, dtype=np.uint64)
 
+    def exclusive_scan(self, d_in, d_out, n: int) -> None:
+        """d_out[i] = sum of d_in[:i] for i < n, on the device (scan.cl), recursively over
+        the per-block totals; nothing is read back."""
+        per_block = SCAN_GROUP * SCAN_ITEMS
+        blocks = -(-n // per_block)
+        d_sums = empty(self.context, 4 * blocks)
+        launch(self.queue, self.k["scan_blocks"], blocks * SCAN_GROUP, d_in, d_out, u32(n), d_sums,
+               import_pyopencl().LocalMemory(4 * SCAN_GROUP), local=SCAN_GROUP)
+        if blocks > 1:
+            d_block_offsets = empty(self.context, 4 * blocks)
+            self.exclusive_scan(d_sums, d_block_offsets, blocks)
+            launch(self.queue, self.k["scan_add_blocks"], n, d_out, u32(n), u32(per_block), d_block_offsets)
+
     def msm(self, bases, scalars, n: int) -> np.ndarray:
         """sum_i scalars[i] * bases[i] over device buffers (Montgomery affine bases, canonical
-        Fr scalars); returns the affine result as canonical limbs (zeros = identity)."""
+        Fr scalars); returns the affine result as canonical limbs (zeros = identity).
+        Every stage runs on the device; only the result comes back."""
         if n == 0:
             return self.identity()
         c = window_bits(n)
         nw = 255 // c + 1
         nbuckets = 1 << (c - 1)
+        nbk = nw * nbuckets
+        seg = segment_size(n, nbuckets)
+        # Bucket sizes, then offsets (nbk + 1 entries: the last is the entry total).
         digits = empty(self.context, 4 * nw * n)
-        counts = upload(self.context, self.queue, np.zeros(nw * nbuckets, dtype=np.uint32))
+        counts = upload(self.context, self.queue, np.zeros(nbk + 1, dtype=np.uint32))
         launch(self.queue, self.k["msm_digits"], n, scalars, u32(n), u32(c), u32(nw), digits, counts)
-        sizes = download(self.queue, counts, (nw * nbuckets,), np.uint32).astype(np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        total = int(offsets[-1])
-        if total == 0:
-            return self.identity()
-        cursors = upload(self.context, self.queue, offsets[:-1].astype(np.uint32))
-        sorted_entries = empty(self.context, 4 * total)
+        offsets = empty(self.context, 4 * (nbk + 1))
+        self.exclusive_scan(counts, offsets, nbk + 1)
+        # Segments: at most `seg` entries each; seg_offsets[nbk] is their number.
+        segs = empty(self.context, 4 * (nbk + 1))
+        launch(self.queue, self.k["msm_segment_counts"], nbk + 1, counts, u32(nbk), u32(seg), segs)
+        seg_offsets = empty(self.context, 4 * (nbk + 1))
+        self.exclusive_scan(segs, seg_offsets, nbk + 1)
+        max_segs = -(-(n * nw) // seg) + nbk  # sum of ceil(size / seg) <= entries / seg + buckets
+        seg_bounds = empty(self.context, 4 * (max_segs + 1))
+        launch(self.queue, self.k["msm_segments"], nbk, offsets, seg_offsets, u32(nbk), u32(seg), seg_bounds)
+        # Counting sort into bucket order; `cursors` starts as a copy of the offsets.
+        cursors = empty(self.context, 4 * (nbk + 1))
+        import_pyopencl().enqueue_copy(self.queue, cursors, offsets, byte_count=4 * (nbk + 1))
+        sorted_entries = empty(self.context, 4 * n * nw)
         launch(self.queue, self.k["msm_scatter"], nw * n, digits, u32(n), u32(nw), u32(nbuckets), cursors,
                sorted_entries)
-
-        seg = segment_size(n, nbuckets)
-        segs_per_bucket = -(-sizes // seg)
-        bucket_segs = np.concatenate([[0], np.cumsum(segs_per_bucket)])
-        nseg = int(bucket_segs[-1])
-        seg_bucket = np.repeat(np.arange(sizes.size), segs_per_bucket)
-        seg_start = offsets[seg_bucket] + seg * (np.arange(nseg) - bucket_segs[seg_bucket])
-        seg_bounds = np.concatenate([seg_start, [total]]).astype(np.uint32)
-        d_bounds = upload(self.context, self.queue, seg_bounds)
-        d_bucket_segs = upload(self.context, self.queue, bucket_segs.astype(np.uint32))
-        partials = empty(self.context, self.xyzz_bytes * nseg)
-        launch(self.queue, self.k["msm_accumulate"], nseg, bases, sorted_entries, d_bounds, u32(nseg), partials)
-
+        # Bucket accumulation, reduction, combination.
+        partials = empty(self.context, self.xyzz_bytes * max_segs)
+        launch(self.queue, self.k["msm_accumulate"], max_segs, bases, sorted_entries, seg_bounds, seg_offsets,
+               u32(nbk), partials)
         group_size = 1 << ((c - 1) // 2)
         ngroups = nbuckets // group_size
         group_sums = empty(self.context, self.xyzz_bytes * nw * ngroups)
-        launch(self.queue, self.k["msm_reduce"], nw * ngroups, partials, d_bucket_segs, u32(nbuckets),
+        launch(self.queue, self.k["msm_reduce"], nw * ngroups, partials, seg_offsets, u32(nbuckets),
                u32(group_size), u32(ngroups), u32(nw), group_sums)
         window_sums = empty(self.context, self.xyzz_bytes * nw)
         launch(self.queue, self.k["msm_windows"], nw, group_sums, u32(ngroups), u32(nw), window_sums)
         out = empty(self.context, 8 * self.affine_limbs)
         launch(self.queue, self.k["msm_combine"], 1, window_sums, u32(nw), u32(c), out, local=1)
         return download(self.queue, out, self.identity().shape)
+

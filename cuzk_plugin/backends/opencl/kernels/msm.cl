@@ -8,9 +8,11 @@
  *
  * Stages (one kernel each; the host chains them):
  *   msm_digits      scalar -> nw digits, and a histogram of bucket sizes (atomics);
- *   (host)          exclusive prefix sum of the histogram -> bucket offsets, and the split of
- *                   every bucket into segments of at most S entries (bounds a work-item's work
- *                   when scalars repeat, e.g. all-equal or Filecoin's 0/1 witnesses);
+ *   (scan.cl)       exclusive prefix sum of the histogram -> bucket offsets;
+ *   msm_segment_counts, (scan.cl), msm_segments
+ *                   every bucket split into segments of at most S entries (bounds a
+ *                   work-item's work when scalars repeat, e.g. all-equal or Filecoin's 0/1
+ *                   witnesses) and the segments' start offsets;
  *   msm_scatter     counting sort: (point index, sign) into its bucket's slice;
  *   msm_accumulate  one work-item per segment: mixed additions into an XYZZ partial sum;
  *   msm_reduce      one work-item per (window, group of m buckets): bucket sums from their
@@ -18,6 +20,8 @@
  *   msm_windows     one work-item per window: sum of its groups;
  *   msm_combine     one work-item: Horner over windows, sum_w 2^(c w) W_w, then affine and
  *                   canonical coordinates.
+ * Nothing goes back to the host until the result: launch sizes use upper bounds and the
+ * kernels read the true counts from device memory.
  */
 
 #define SIGN_BIT 0x80000000U
@@ -57,11 +61,32 @@ __kernel void msm_scatter(__global const int *digits, const uint n, const uint n
     sorted[pos] = i | (d < 0 ? SIGN_BIT : 0U);
 }
 
+/* segs[b] = ceil(counts[b] / seg_size) for the nbk buckets (segs[nbk] = 0 for the scan). */
+__kernel void msm_segment_counts(__global const uint *counts, const uint nbk, const uint seg_size,
+                                 __global uint *segs) {
+    uint b = get_global_id(0);
+    if (b > nbk) return;
+    segs[b] = b < nbk ? (counts[b] + seg_size - 1) / seg_size : 0U;
+}
+
+/* seg_bounds[seg_offsets[b] + j] = offsets[b] + j * seg_size: segment starts in `sorted`.
+ * Buckets are contiguous and in order, so segment k ends where k + 1 starts; the last
+ * bucket's item also writes the end of everything, offsets[nbk]. */
+__kernel void msm_segments(__global const uint *offsets, __global const uint *seg_offsets,
+                           const uint nbk, const uint seg_size, __global uint *seg_bounds) {
+    uint b = get_global_id(0);
+    if (b >= nbk) return;
+    uint first = seg_offsets[b], count = seg_offsets[b + 1] - first;
+    for (uint j = 0; j < count; j++) seg_bounds[first + j] = offsets[b] + j * seg_size;
+    if (b == nbk - 1) seg_bounds[seg_offsets[nbk]] = offsets[nbk];
+}
+
+/* Launched over an upper bound of the segment count; seg_offsets[nbk] is the true one. */
 __kernel void msm_accumulate(__global const affine_t *bases, __global const uint *sorted,
-                             __global const uint *seg_bounds, const uint nseg,
-                             __global xyzz_t *partials) {
+                             __global const uint *seg_bounds, __global const uint *seg_offsets,
+                             const uint nbk, __global xyzz_t *partials) {
     uint k = get_global_id(0);
-    if (k >= nseg) return;
+    if (k >= seg_offsets[nbk]) return;
     xyzz_t acc = xyzz_identity();
     for (uint e = seg_bounds[k]; e < seg_bounds[k + 1]; e++) {
         uint entry = sorted[e];
