@@ -121,3 +121,12 @@ def test_device_exclusive_scan(n, rng):
     drv.exclusive_scan(d_in, d_out, n)
     want = np.concatenate([[0], np.cumsum(values, dtype=np.uint64)[:-1]]).astype(np.uint32)
     assert np.array_equal(download(backend.queue, d_out, (n,), np.uint32), want)
+
+
+def test_probe_names_a_missing_pyopencl(monkeypatch):
+    import sys
+
+    from cuzk_plugin.backends.opencl import OpenclBackend
+
+    monkeypatch.setitem(sys.modules, "pyopencl", None)  # makes `import pyopencl` fail
+    assert "pyopencl is not installed" in OpenclBackend.probe()
