@@ -16,20 +16,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-LIBRARY_NAME = "libcuzk_cuda.so"
+from cuzk_plugin.backends.cuda.paths import KERNEL_DIR, LIBRARY_NAME, build_dir
+
 DEFAULT_ARCH = ["-gencode", "arch=compute_90,code=[sm_90,compute_90]"]
 NVCC_FLAGS = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr"]
-
-
-def build_dir() -> Path:
-    """Where the library and objects go (``CUZK_CUDA_BUILD_DIR`` or ``<package>/build``)."""
-    env = os.environ.get("CUZK_CUDA_BUILD_DIR")
-    return Path(env) if env else Path(__file__).resolve().parent / "build"
-
-
-def library_path() -> Path:
-    return build_dir() / LIBRARY_NAME
 
 
 def find_nvcc() -> str | None:

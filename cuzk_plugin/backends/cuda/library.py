@@ -8,7 +8,7 @@ import os
 from ctypes import POINTER, c_char, c_char_p, c_double, c_int, c_size_t, c_uint8, c_uint64, c_void_p
 from pathlib import Path
 
-from cuzk_plugin.backends.cuda.build import LIBRARY_NAME, library_path
+from cuzk_plugin.backends.cuda.paths import LIBRARY_NAME, library_path
 from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory
 
 # Status codes, as in kernels/check.cuh.

@@ -106,7 +106,11 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
         uint32_t v = vals[st + k];
         affine_t<F> p = bases[v & ~kSignBit];
         if (v & kSignBit) p = p.neg();
-        acc = acc.add_affine(p);
+        // G1 additions inlined (the hot loop); G2's stay calls (code size, compile time).
+        if constexpr (sizeof(F) == sizeof(fq_t))
+            acc = acc.add_affine_inline(p);
+        else
+            acc = acc.add_affine(p);
     }
     partials[i] = acc;
 }
