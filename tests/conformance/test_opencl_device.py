@@ -130,3 +130,17 @@ def test_probe_names_a_missing_pyopencl(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "pyopencl", None)  # makes `import pyopencl` fail
     assert "pyopencl is not installed" in OpenclBackend.probe()
+
+
+def test_chunked_upload_equals_whole_upload(g2_pool):
+    """load_srs streams vectors in chunks; odd chunk sizes must give the same device data."""
+    from cuzk_plugin.backends.opencl import OpenclBackend
+    from cuzk_plugin.backends.opencl.launch import download
+
+    backend = OpenclBackend()
+    drv = backend._g2
+    _, limbs = g2_pool.take(100)
+    whole = drv.points_to_device(limbs)
+    chunked = drv.points_to_device_chunked(100, lambda start, stop: limbs[start:stop], chunk=7)
+    shape = (100,) + limbs.shape[1:]
+    assert np.array_equal(download(backend.queue, whole, shape), download(backend.queue, chunked, shape))

@@ -163,25 +163,26 @@ class OpenclBackend:
 
     # -- proving -------------------------------------------------------------------------
     def load_srs(self, key: ProvingKey, device: int = 0) -> OpenclSrs:
-        """Decode the key's vectors, move them to the device and check every point is on
-        its curve (the subgroup check is skipped, as production readers do)."""
+        """Decode the key's vectors chunk by chunk straight into device buffers (host memory
+        holds one chunk, not a second copy of the key) and check every point is on its curve
+        (the subgroup check is skipped, as production readers do)."""
         if device != 0:
             raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
-        vectors = {name: key.vector_limbs(name) for name in ("h", "l", "a", "b_g1", "b_g2")}
+        counts = {name: int(getattr(key, name).shape[0]) for name in ("h", "l", "a", "b_g1", "b_g2")}
         buffers: dict = {}
         with self._lock, device_errors("load_srs"):
             try:
-                for name, points in vectors.items():
+                for name, n in counts.items():
                     drv = self._g2 if name == "b_g2" else self._g1
-                    buffers[name] = drv.points_to_device(points)
-                    bad = drv.points_off_curve(buffers[name], points.shape[0])
+                    buffers[name] = drv.points_to_device_chunked(
+                        n, lambda start, stop, name=name: key.vector_limbs(name, start, stop))
+                    bad = drv.points_off_curve(buffers[name], n)
                     if bad.size:
                         raise EncodingError(f"{name}[{int(bad[0])}]: not on the curve")
             except Exception:
                 for buf in buffers.values():
                     buf.release()
                 raise
-        counts = {name: int(points.shape[0]) for name, points in vectors.items()}
         return OpenclSrs(buffers=buffers, counts=counts, nbytes=key.vectors_nbytes)
 
     def prove_start(self, srs: OpenclSrs, part: SynthesizedPartition) -> Future:

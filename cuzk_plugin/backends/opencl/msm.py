@@ -47,6 +47,19 @@ class MsmDriver:
         launch(self.queue, self.k["points_to_mont"], n, buf, u32(n))
         return buf
 
+    def points_to_device_chunked(self, n: int, chunk_of, chunk: int = 1 << 20):
+        """Like points_to_device for n points produced ``chunk`` at a time by
+        ``chunk_of(start, stop)``, so a large SRS vector never exists twice in host memory."""
+        cl = import_pyopencl()
+        point_bytes = 8 * self.affine_limbs
+        buf = empty(self.context, n * point_bytes)
+        for start in range(0, n, chunk):
+            part = np.ascontiguousarray(chunk_of(start, min(n, start + chunk)), dtype=np.uint64)
+            cl.enqueue_copy(self.queue, buf, part, dst_offset=start * point_bytes)  # blocking: part may go
+        if n:
+            launch(self.queue, self.k["points_to_mont"], n, buf, u32(n))
+        return buf
+
     def points_off_curve(self, buf, n: int) -> np.ndarray:
         """Indices of the device points that are neither the identity nor on the curve."""
         bad = empty(self.context, 4 * n)
