@@ -4,7 +4,7 @@
 #   bench/daemon-bench.sh [backend ...]      (default: cpu)   -> JSON lines on stdout
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
+PY=${PY:-.venv/bin/python}
 REPEAT=${REPEAT:-3}
 SHAPES=${SHAPES:-"10:2:20:4 6:1:200:16 12:1:6:2"}   # log2:partitions:count:concurrency
 for backend in "${@:-cpu}"; do
