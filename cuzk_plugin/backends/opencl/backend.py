@@ -89,6 +89,16 @@ class OpenclBackend:
         return (f"OpenclBackend(device={self.device.name.strip()!r}, "
                 f"platform={self.device.platform.name.strip()!r}, limb_bits={self.limb_bits})")
 
+    def close(self) -> None:
+        """Stop the proving worker thread (pending work finishes first)."""
+        self._worker.shutdown(wait=True)
+
+    def __enter__(self) -> OpenclBackend:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     @classmethod
     def probe(cls) -> str | None:
         """None when pyopencl imports and some OpenCL device exists, else the reason."""
