@@ -57,7 +57,7 @@ async def test_cancel_mid_gpu_frees_the_slot(make_daemon):
     t0 = time.monotonic()
     assert (await stub.CancelProof(pb.CancelProofRequest(job_id="gpu-cancel"))).was_running
     res = await stub.AwaitProof(pb.AwaitProofRequest(job_id="gpu-cancel"))
-    assert res.status == pb.AwaitProofResponse.CANCELLED and time.monotonic() - t0 < 0.5
+    assert res.status == pb.AwaitProofResponse.CANCELLED and time.monotonic() - t0 < 0.9
     # The in-flight backend call ends on its own; then the slot is free and no more partitions run.
     await _until(lambda: d.engine.status().gpus[0].current_job_id == "")
     assert backend.calls == 1
@@ -73,7 +73,7 @@ async def test_await_timeout_then_completion(make_daemon):
     t0 = time.monotonic()
     res = await stub.AwaitProof(pb.AwaitProofRequest(job_id="slow", timeout_ms=100))
     waited = time.monotonic() - t0
-    assert res.status == pb.AwaitProofResponse.TIMEOUT and 0.09 <= waited < 0.5
+    assert res.status == pb.AwaitProofResponse.TIMEOUT and 0.09 <= waited < 1.0
     assert res.proof == b"" and "100 ms" in res.error_message
     res = await stub.AwaitProof(pb.AwaitProofRequest(job_id="slow", timeout_ms=20_000))
     assert res.status == pb.AwaitProofResponse.COMPLETED  # the job kept running
