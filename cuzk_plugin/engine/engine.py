@@ -22,7 +22,7 @@ import time
 import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -30,7 +30,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from cuzk_plugin.backends.protocol import Backend
 from cuzk_plugin.config import Config
 from cuzk_plugin.engine.circuits import ProviderRegistry, param_cache_dir
-from cuzk_plugin.engine.errors import CircuitUnavailable, JobNotFound, SelfVerificationFailed
+from cuzk_plugin.engine.errors import CircuitUnavailable, InvalidRequest, JobNotFound, SelfVerificationFailed
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
@@ -164,36 +164,61 @@ class Engine:
             self._synth_slots.release()
 
     # -- jobs ------------------------------------------------------------------------------
-    def submit(self, request: ProofRequest, *, via_prove: bool = False) -> tuple[Job, bool]:
+    async def submit(self, request: ProofRequest, *, via_prove: bool = False) -> tuple[Job, bool]:
         """Queue a job (or attach to the running one with this request id): (job, attached).
 
-        Raises InvalidRequest for a malformed request; a request whose circuit is missing
-        becomes a FAILED job (AwaitProof answers with the reason)."""
+        The request is planned (parsed, validated, split into partitions) off the event loop,
+        so a 50 MB PoRep C1 never stalls other calls. Raises InvalidRequest for a malformed
+        request; a request whose circuit is missing becomes a FAILED job (AwaitProof answers
+        with the reason)."""
         job_id = request.request_id or str(uuid.uuid4())
         existing = self._jobs.get(job_id)
         if existing is not None and not existing.status.finished:
             if not via_prove:
                 existing.prove_only = False
             log.info("job %s: repeated request id, attached to the running job (%s)", job_id, existing.status.name.lower())
+            await existing.planned.wait()
+            if existing.plan_error is not None:
+                raise existing.plan_error
             return existing, True
         if existing is not None:
             del self._jobs[job_id]  # a finished job's id used again: a new attempt
-        try:
-            plan = self.providers.plan(request, self.param_cache)
-            error = None
-        except CircuitUnavailable as exc:
-            plan, error = None, str(exc)
         job = Job(id=job_id, seq=next(self._seq), request=request, priority=request.effective_priority,
-                  plan=plan, prove_only=via_prove)
+                  plan=None, prove_only=via_prove)
         self._remember(job)
-        if error is not None:
-            log.warning("job %s (%s): FAILED at once: %s", job.id, job.kind.name, error)
-            self._finish(job, JobStatus.FAILED, error=error)
-            return job, False
+        job.task = asyncio.get_running_loop().create_task(self._run_job(job), name=f"job-{job.id}")
+        await job.planned.wait()
+        if job.plan_error is not None:
+            raise job.plan_error
+        return job, False
+
+    async def _plan(self, job: Job) -> bool:
+        """Plan the job; False when it ended here (refused, circuit missing, cancelled)."""
+        loop = asyncio.get_running_loop()
+        try:
+            job.plan = await loop.run_in_executor(self._io_threads, self.providers.plan, job.request, self.param_cache)
+        except InvalidRequest as exc:
+            job.plan_error = exc  # the caller gets INVALID_ARGUMENT; the request never becomes a job
+            if self._jobs.get(job.id) is job:
+                del self._jobs[job.id]
+            job.finish(JobStatus.FAILED, error=str(exc))
+            return False
+        except CircuitUnavailable as exc:
+            log.warning("job %s (%s): FAILED at once: %s", job.id, job.kind.name, exc)
+            self._finish(job, JobStatus.FAILED, error=str(exc))
+            return False
+        except asyncio.CancelledError:
+            self._finish(job, JobStatus.CANCELLED, error="cancelled")
+            return False
+        except Exception as exc:
+            log.exception("job %s: planning failed", job.id)
+            self._finish(job, JobStatus.FAILED, error=_describe(exc))
+            return False
+        finally:
+            job.planned.set()
         log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s)",
                  job.id, job.kind.name, job.circuit_id, job.partitions, job.priority.name)
-        job.task = asyncio.get_running_loop().create_task(self._run_job(job), name=f"job-{job.id}")
-        return job, False
+        return True
 
     def _remember(self, job: Job) -> None:
         self._jobs[job.id] = job
@@ -239,11 +264,14 @@ class Engine:
 
     async def prove(self, request: ProofRequest) -> JobResult:
         """Submit and wait. If this caller goes away and nobody else waits, the job is cancelled."""
-        job, _ = self.submit(request, via_prove=True)
+        if not request.request_id:
+            request = replace(request, request_id=str(uuid.uuid4()))
         try:
+            job, _ = await self.submit(request, via_prove=True)
             return await self.wait(job.id)
         except asyncio.CancelledError:
-            if job.prove_only and job.waiters == 0 and not job.status.finished:
+            job = self._jobs.get(request.request_id)
+            if job is not None and job.prove_only and job.waiters == 0 and not job.status.finished:
                 self.cancel(job.id, reason="the caller went away (cancelled or past its deadline)")
             raise
 
@@ -273,6 +301,8 @@ class Engine:
                 f": {error}" if error else "")
 
     async def _run_job(self, job: Job) -> None:
+        if not await self._plan(job):
+            return
         assert job.plan is not None
         key_task = asyncio.create_task(self._warm_key(job))
         parts = [asyncio.create_task(self._run_partition(job, p, task, key_task)) for p, task in enumerate(job.plan.tasks)]
@@ -294,10 +324,9 @@ class Engine:
 
     @staticmethod
     def _cancel_all(parts: list[asyncio.Task], key_task: asyncio.Task) -> None:
-        for t in parts:
+        for t in [*parts, key_task]:
             t.cancel()
-        if not key_task.done():
-            key_task.cancel()
+            t.add_done_callback(_consume)  # the job already has its answer; no "never retrieved" noise
 
     async def _warm_key(self, job: Job) -> ProvingKey:
         t0 = time.perf_counter()
@@ -487,6 +516,11 @@ class Engine:
         m.memory_budget.set(st.memory_limit_bytes)
         m.uptime.set(st.uptime_s)
         return m.text()
+
+
+def _consume(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _is_expected(exc: Exception) -> bool:

@@ -34,6 +34,9 @@ class Job:
     #: Seen by backend threads between prove_start and assembly.
     cancel_flag: threading.Event = field(default_factory=threading.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set once the request is planned (or refused: then plan_error says why).
+    planned: asyncio.Event = field(default_factory=asyncio.Event)
+    plan_error: Exception | None = None
     task: asyncio.Task | None = None
     first_start: float | None = None
 

@@ -42,7 +42,7 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
 
     async def SubmitProof(self, request: pb.SubmitProofRequest, context) -> pb.SubmitProofResponse:
         try:
-            job, _attached = self.engine.submit(convert.request_from_proto(request))
+            job, _attached = await self.engine.submit(convert.request_from_proto(request))
         except Exception as exc:
             await _abort(context, "SubmitProof", exc)
             raise AssertionError("unreachable")
