@@ -18,8 +18,9 @@ SCAN_ITEMS = 16
 
 def window_bits(n: int) -> int:
     """Window width c for n points: about log2(n) - 4, which balances the n * 255/c bucket
-    additions against the 2 * 2^(c-1) * 255/c reduction additions (measured on PoCL: c = 12
-    is the optimum at n = 2^16, within 5% of c = 11 and 13)."""
+    additions against the 2 * 2^(c-1) * 255/c reduction additions. Measured on PoCL (loaded
+    2-core VM): at 2^16, c = 11 and 12 are within noise of each other and c = 13, 14 are
+    ~35% slower; at 2^12, c = 8..10 within noise. Not yet tuned on a GPU."""
     return int(min(20, max(2, round(np.log2(max(n, 1))) - 4)))
 
 
