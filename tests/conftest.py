@@ -13,6 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_addoption(parser):
+    # Here, at the tests' root, so `pytest tests --backend X` works as well as `pytest tests/conformance --backend X`.
+    parser.addoption("--backend", action="store", default=None,
+                     help="run the conformance suite for this backend only (cpu, opencl, cuda, ...)")
+
+
 @pytest.fixture
 def seed(request) -> int:
     """A fresh seed per test (CUZK_TEST_SEED fixes it); shown in the report when a test fails."""

@@ -25,11 +25,6 @@ _SESSION_SEED = int(os.environ.get("CUZK_TEST_SEED", secrets.randbits(32)))
 _BACKENDS: dict[str, object] = {}
 
 
-def pytest_addoption(parser):
-    parser.addoption("--backend", action="store", default=None,
-                     help="run the conformance suite for this backend only (cpu, opencl, cuda, ...)")
-
-
 def selected_backends(config) -> list[str]:
     name = config.getoption("--backend", default=None) or os.environ.get("CUZK_CONFORMANCE_BACKEND")
     return [name] if name else available_backends()
