@@ -102,6 +102,7 @@ struct alignas(16) xyzz_t {
     // k * this for a small non-negative k (double and add, most significant bit first).
     CZ_HD xyzz_t mul_small(uint32_t k) const {
         xyzz_t acc = identity();
+#pragma unroll 1
         for (int b = 31; b >= 0; b--) {
             acc = acc.dbl();
             if ((k >> b) & 1) acc = acc.add(*this);

@@ -239,7 +239,10 @@ struct alignas(16) mont_t {
     // x^e for an exponent given as little-endian 32-bit words (square and multiply).
     CZ_HD mont_t pow_words(const uint32_t* e, int nwords) const {
         mont_t acc = one();
+        // Rolled loops: unrolling 32 x (square + multiply) per inversion only bloats the code.
+#pragma unroll 1
         for (int w = nwords - 1; w >= 0; w--)
+#pragma unroll 1
             for (int b = 31; b >= 0; b--) {
                 acc = acc.sqr();
                 if ((e[w] >> b) & 1) acc = acc * *this;

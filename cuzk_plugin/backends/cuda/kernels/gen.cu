@@ -87,6 +87,7 @@ template <class F>
 __host__ __device__ xyzz_t<F> mul_generator(const fr_t& k_canonical) {
     affine_t<F> g = generator_mont<F>();
     xyzz_t<F> acc = xyzz_t<F>::identity();
+#pragma unroll 1
     for (int b = 254; b >= 0; b--) {
         acc = acc.dbl();
         if ((k_canonical.v[b >> 5] >> (b & 31)) & 1) acc = acc.add_affine(g);

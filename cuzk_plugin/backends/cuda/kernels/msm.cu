@@ -16,6 +16,9 @@
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "msm.cuh"
@@ -102,10 +105,22 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
     if (i >= *total) return;
     uint32_t st = item_start[i], len = item_len[i];
     xyzz_t<F> acc = xyzz_t<F>::identity();
+    if (len == 0) {
+        partials[i] = acc;
+        return;
+    }
+    // Software pipelining: the next base's (random-address) load is issued before this
+    // addition's ~10 multiplications, so its latency hides behind them.
+    uint32_t v = vals[st];
+    affine_t<F> next = bases[v & ~kSignBit];
     for (uint32_t k = 0; k < len; k++) {
-        uint32_t v = vals[st + k];
-        affine_t<F> p = bases[v & ~kSignBit];
-        if (v & kSignBit) p = p.neg();
+        affine_t<F> p = next;
+        bool negate = v & kSignBit;
+        if (k + 1 < len) {
+            v = vals[st + k + 1];
+            next = bases[v & ~kSignBit];
+        }
+        if (negate) p = p.neg();
         // G1 additions inlined (the hot loop); G2's stay calls (code size, compile time).
         if constexpr (sizeof(F) == sizeof(fq_t))
             acc = acc.add_affine_inline(p);
@@ -161,7 +176,12 @@ __global__ void sum_selected_kernel(const affine_t<F>* __restrict__ bases, const
     if (t >= nthreads) return;
     uint32_t n = *count;
     xyzz_t<F> acc = xyzz_t<F>::identity();
-    for (uint32_t i = t; i < n; i += nthreads) acc = acc.add_affine(bases[idx[i]]);
+    for (uint32_t i = t; i < n; i += nthreads) {
+        if constexpr (sizeof(F) == sizeof(fq_t))
+            acc = acc.add_affine_inline(bases[idx[i]]);
+        else
+            acc = acc.add_affine(bases[idx[i]]);
+    }
     partials[t] = acc;
 }
 
@@ -181,6 +201,46 @@ void fold_rows(cudaStream_t stream, xyzz_t<F>* rows, uint32_t nwin, uint32_t wid
     }
 }
 
+// Optional phase timing (CZ_MSM_PROFILE=1): CUDA events between the phases of each window,
+// summed and printed to stderr. Off by default: it costs nothing then.
+struct phase_profile {
+    static constexpr int kPhases = 4;  // digits + sort, bucket ranges + items, accumulate, merge
+    bool on = false;
+    cudaStream_t stream = nullptr;
+    std::vector<cudaEvent_t> events;
+    explicit phase_profile(cudaStream_t s) : stream(s) {
+        const char* env = std::getenv("CZ_MSM_PROFILE");
+        on = env && *env && *env != '0';
+    }
+    void mark() {
+        if (!on) return;
+        cudaEvent_t e;
+        CZ_CHECK(cudaEventCreate(&e));
+        CZ_CHECK(cudaEventRecord(e, stream));
+        events.push_back(e);
+    }
+    // Events are [start, then kPhases a window..., reduction end].
+    void report(uint32_t n, int c, int nwin, double host_ms) {
+        if (!on) return;
+        CZ_CHECK(cudaEventSynchronize(events.back()));
+        double phase[kPhases] = {0, 0, 0, 0};
+        float ms = 0;
+        for (int w = 0; w < nwin; w++)
+            for (int k = 0; k < kPhases; k++) {
+                CZ_CHECK(cudaEventElapsedTime(&ms, events[w * kPhases + k], events[w * kPhases + k + 1]));
+                phase[k] += ms;
+            }
+        CZ_CHECK(cudaEventElapsedTime(&ms, events[nwin * kPhases], events.back()));
+        std::fprintf(stderr,
+                     "msm profile: n=%u c=%d windows=%d | digits+sort %.2f ms | bucket ranges %.2f ms | "
+                     "accumulate %.2f ms | merge %.2f ms | reduction %.2f ms | host horner %.3f ms\n",
+                     n, c, nwin, phase[0], phase[1], phase[2], phase[3], ms, host_ms);
+    }
+    ~phase_profile() {
+        for (auto e : events) cudaEventDestroy(e);
+    }
+};
+
 uint32_t next_pow2(uint64_t x) {
     uint32_t p = 1;
     while (p < x) p <<= 1;
@@ -192,7 +252,8 @@ template <class F>
 xyzz_t<F> sum_ones(cudaStream_t stream, const affine_t<F>* bases, const uint32_t* idx, const uint32_t* d_count,
                    uint32_t count) {
     if (count == 0) return xyzz_t<F>::identity();
-    uint32_t nthreads = next_pow2(count < (1u << 16) ? (count + 15) / 16 : (1u << 16));
+    // ~2^18 threads fill an H200 (132 SMs) several times over; small counts use ~16 points a thread.
+    uint32_t nthreads = next_pow2(count < (1u << 22) ? (count + 15) / 16 : (1u << 18));
     dev_buf<xyzz_t<F>> partials(nthreads, stream);
     sum_selected_kernel<F><<<blocks_for(nthreads, 128), 128, 0, stream>>>(bases, idx, d_count, partials.get(), nthreads);
     CZ_CHECK_LAUNCH();
@@ -230,12 +291,15 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, nitems.get(), offs.get(), nb + 2, stream));
     dev_buf<uint8_t> temp(std::max(sort_bytes, scan_bytes), stream);
 
+    phase_profile prof(stream);
+    prof.mark();
     for (int w = 0; w < nwin; w++) {
         digits_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, idx, n, w, c, m, keys_in.get(), vals_in.get());
         CZ_CHECK_LAUNCH();
         size_t bytes = sort_bytes;
         CZ_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, keys_in.get(), keys_out.get(), vals_in.get(),
                                                  vals_out.get(), n, 0, c, stream));
+        prof.mark();
         CZ_CHECK(cudaMemsetAsync(start.get(), 0, start.bytes(), stream));
         CZ_CHECK(cudaMemsetAsync(end.get(), 0, end.bytes(), stream));
         CZ_CHECK(cudaMemsetAsync(nitems.get(), 0, nitems.bytes(), stream));
@@ -249,12 +313,15 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
                                                                          offs.get(), nb, L, item_bucket.get(),
                                                                          item_start.get(), item_len.get());
         CZ_CHECK_LAUNCH();
+        prof.mark();
         accumulate_kernel<F><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
             bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
         CZ_CHECK_LAUNCH();
+        prof.mark();
         merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
             partials.get(), nitems.get(), offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
         CZ_CHECK_LAUNCH();
+        prof.mark();
     }
 
     // Bucket reduction for all windows at once: ~2^16 threads in total.
@@ -268,13 +335,16 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     std::vector<xyzz_t<F>> wins(nwin);
     CZ_CHECK(cudaMemcpy2DAsync(wins.data(), sizeof(xyzz_t<F>), segs.get(), nseg * sizeof(xyzz_t<F>),
                                sizeof(xyzz_t<F>), nwin, cudaMemcpyDeviceToHost, stream));
+    prof.mark();
     CZ_CHECK(cudaStreamSynchronize(stream));
 
+    auto t0 = std::chrono::steady_clock::now();
     xyzz_t<F> acc = xyzz_t<F>::identity();
     for (int w = nwin - 1; w >= 0; w--) {
         for (int i = 0; i < c; i++) acc = acc.dbl();
         acc = acc.add(wins[w]);
     }
+    prof.report(n, c, nwin, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return acc;
 }
 
@@ -321,7 +391,11 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
     CZ_CHECK(cudaMemcpyAsync(host_counts, counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
     CZ_CHECK(cudaStreamSynchronize(stream));
 
+    auto t_ones = std::chrono::steady_clock::now();
     xyzz_t<F> ones = sum_ones<F>(stream, bases, one_idx.get(), counts.get(), host_counts[0]);
+    if (const char* env = std::getenv("CZ_MSM_PROFILE"); env && *env && *env != '0')
+        std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
+                     host_counts[1], std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_ones).count());
     int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
     xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c);
     return big.add(ones);
