@@ -188,3 +188,32 @@ def test_merkle_inclusion(arities, hasher, seed):
     bad[0] = PathLevel(bad[0].arity, tuple(sib), bad[0].index)
     with pytest.raises(CircuitError):
         synth(bad).check()
+
+
+def test_fast_constraint_system_builds_the_same_r1cs(seed):
+    import numpy as np
+
+    from cuzk_plugin.circuit.gadgets.fast_cs import FastConstraintSystem
+    from cuzk_plugin.circuit.gadgets.num import inputize
+
+    tree, path = _tree_case([8, 2], "poseidon", seed)
+    msg = random.Random(seed).randbytes(40)
+
+    def build(cs):
+        bits = _msg_bits(cs, msg) + [TRUE, FALSE] * 4 + [alloc_bit(cs, True).not_()] * 8
+        digest = sha256(cs, bits)
+        leaf, root = alloc_num(cs, path.leaf), alloc_num(cs, path.root)
+        inputize(cs, root)
+        levels = [PathLevel(a, tuple(sib), pos) for (sib, pos), a in zip(path.levels, [8, 2])]
+        enforce_inclusion(cs, leaf, levels, root, poseidon_node_hash)
+        pack_bits(cs, digest)
+        return cs.finish()
+
+    ref, fast = build(ConstraintSystem()), build(FastConstraintSystem(check_as_you_go=True))
+    assert (ref[0].num_inputs, ref[0].num_aux, ref[0].num_constraints) == \
+        (fast[0].num_inputs, fast[0].num_aux, fast[0].num_constraints)
+    for name in "abc":
+        m1, m2 = getattr(ref[0], name), getattr(fast[0], name)
+        assert np.array_equal(m1.rows, m2.rows) and np.array_equal(m1.cols, m2.cols)
+        assert list(m1.coeffs) == list(m2.coeffs)
+    assert np.array_equal(ref[1], fast[1]) and np.array_equal(ref[2], fast[2])

@@ -1,40 +1,42 @@
 """A witness-mode constraint system with cheaper per-term bookkeeping.
 
-:class:`FastConstraintSystem` is a :class:`ConstraintSystem` (same ``finish``/``check``) whose
-variables cache their hash and whose ``enforce`` appends whole linear combinations at once.
-Gadgets hash variables millions of times (dict linear combinations), and the frozen
-dataclass's generated ``__hash__`` dominated a 2 KiB PoRep synthesis.
+:class:`FastConstraintSystem` is a :class:`ConstraintSystem` (same ``finish``/``check``)
+whose variables are small ``int`` subclasses: their value is the column code ``finish``
+expects (the input index, or ``~index`` for an aux variable), so hashing and dict look-ups
+stay in C, and ``enforce`` appends a linear combination's keys as they are. Gadgets hash
+variables millions of times (dict linear combinations); the frozen dataclass's generated
+``__hash__`` dominated a 2 KiB PoRep synthesis. The shared ``ONE`` (input 0) is the one
+:class:`Variable` that is not such an int; it maps to column 0.
 """
 
 from __future__ import annotations
 
 from cuzk_plugin.bls12_381.fields import R
-from cuzk_plugin.circuit.constraint_system import ConstraintSystem, Variable
+from cuzk_plugin.circuit.constraint_system import ONE, ConstraintSystem, LinearCombination
 from cuzk_plugin.errors import CircuitError
 
 __all__ = ["FastConstraintSystem"]
 
 
-class _Var(Variable):
-    """A Variable whose hash is computed once."""
+class _Var(int):
+    """A variable as its column code: index >= 1 for an input, ~index (< 0) for an aux."""
 
-    def __init__(self, is_input: bool, index: int):
-        object.__setattr__(self, "is_input", is_input)
-        object.__setattr__(self, "index", index)
-        object.__setattr__(self, "_h", hash((is_input, index)))
+    __slots__ = ()
 
-    def __hash__(self) -> int:
-        return self._h
+    @property
+    def is_input(self) -> bool:
+        return self >= 0
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Variable) and self.is_input == other.is_input and self.index == other.index
+    @property
+    def index(self) -> int:
+        return int(self) if self >= 0 else ~int(self)
 
     def __repr__(self) -> str:
         return f"Variable(is_input={self.is_input}, index={self.index})"
 
 
 class FastConstraintSystem(ConstraintSystem):
-    """ConstraintSystem with cached variable hashes and bulk term appends.
+    """ConstraintSystem with int-coded variables and bulk term appends.
 
     With ``check_as_you_go`` every constraint whose values are all known is evaluated when it
     is enforced, and the first violated one raises :class:`CircuitError` at once (its index is
@@ -45,31 +47,40 @@ class FastConstraintSystem(ConstraintSystem):
         super().__init__()
         self.check_as_you_go = check_as_you_go
 
-    def alloc(self, value: int | None = None) -> Variable:
-        self._aux.append(None if value is None else int(value) % R)
-        return _Var(False, len(self._aux) - 1)
+    def alloc(self, value: int | None = None) -> _Var:
+        aux = self._aux
+        aux.append(None if value is None else (value if 0 <= value < 2 else int(value) % R))
+        return _Var(~(len(aux) - 1))
 
-    def alloc_input(self, value: int | None = None) -> Variable:
+    def alloc_input(self, value: int | None = None) -> _Var:
         self._inputs.append(None if value is None else int(value) % R)
-        return _Var(True, len(self._inputs) - 1)
+        return _Var(len(self._inputs) - 1)
 
     def enforce(self, a, b, c) -> None:
         row = self._num_constraints
-        lcs = [lc.terms if hasattr(lc, "terms") else self._as_terms(lc) for lc in (a, b, c)]
+        lcs = [lc.terms if type(lc) is LinearCombination else LinearCombination.of(lc).terms for lc in (a, b, c)]
         for (rows, vars_, coeffs), terms in zip(self._terms, lcs):
             if terms:
                 rows.extend([row] * len(terms))
-                vars_.extend([v.index if v.is_input else ~v.index for v in terms])
+                vars_.extend(terms)  # ONE stays a Variable here; finish maps it to column 0
                 coeffs.extend(terms.values())
         self._num_constraints += 1
         if self.check_as_you_go:
             self._check_row(row, *lcs)
 
+    def finish(self):
+        for _rows, vars_, _coeffs in self._terms:
+            vars_[:] = [0 if v is ONE else v for v in vars_]
+        return super().finish()
+
     def _eval(self, terms: dict) -> int | None:
         total = 0
         inputs, aux = self._inputs, self._aux
         for v, k in terms.items():
-            x = inputs[v.index] if v.is_input else aux[v.index]
+            if v is ONE:
+                total += k
+                continue
+            x = aux[~v] if v < 0 else inputs[v]
             if x is None:
                 return None
             total += k * x
@@ -83,8 +94,3 @@ class FastConstraintSystem(ConstraintSystem):
             err = CircuitError(f"constraint {row} is not satisfied")
             err.constraint = row
             raise err
-
-    @staticmethod
-    def _as_terms(lc) -> dict:
-        from cuzk_plugin.circuit.constraint_system import LinearCombination
-        return LinearCombination.of(lc).terms
