@@ -18,7 +18,7 @@ export CUZK_CUDA_LIBRARY=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
 TESTS=$1
 shift
 if [ "$TESTS" != skip ]; then
-    timeout 300 python3 -m pytest $TESTS -q -rfEs -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.txt"
+    timeout 300 python3 -m pytest $TESTS -rfEs -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.txt"
 fi
 for spec in "$@"; do
     IFS=: read -r op log2 repeat window <<<"$spec"
