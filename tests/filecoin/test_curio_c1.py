@@ -114,7 +114,11 @@ def test_inconsistent_fields_named(c1_dict):
 
     doc = json.loads(json.dumps(c1_dict))
     doc["vanilla_proofs"][V1][0][0]["comm_r_last_proof"]["data"]["Single"]["path"]["path"][0]["hashes"].pop()
-    assert "comm_r_last_proof" in _refused(doc).path
+    assert _refused(doc).path == f"{base}[0].comm_r_last_proof.data.Single.path.path[0].hashes"
+
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][1]["comm_d_proofs"]["data"]["Single"]["path"]["path"][4]["index"] = 2
+    assert _refused(doc).path == f"{base}[1].comm_d_proofs.data.Single.path.path[4].index"
 
     doc = json.loads(json.dumps(c1_dict))
     doc["comm_r"] = list(fr_to_bytes(12345))

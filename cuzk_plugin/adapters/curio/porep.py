@@ -68,18 +68,30 @@ def _fr(d, path: str) -> int:
     return x
 
 
+def _level_path(path: str, variant: str, i: int, n_base: int) -> str:
+    """JSON path of level i (leaf first) of a Single / Sub / Top proof."""
+    if variant == "Single":
+        return f"{path}.data.Single.path.path[{i}]"
+    if i < n_base:
+        return f"{path}.data.{variant}.base_proof.path[{i}]"
+    return f"{path}.data.{variant}.{'sub_proof' if i == n_base else 'top_proof'}.path[0]"
+
+
 def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: str) -> list[PathLevel]:
     if proof.data.variant != expect_variant:
         raise C1Error(f"{path}.data", f"expected a {expect_variant} proof for this sector size, got {proof.data.variant}")
     levels = proof.data.levels()
     if len(levels) != len(arities):
         raise C1Error(f"{path}.data.{expect_variant}", f"{len(levels)} path levels, expected {len(arities)}")
+    n_base = len(arities) - {"Single": 0, "Sub": 1, "Top": 2}[expect_variant]
     out = []
     for i, (el, arity) in enumerate(zip(levels, arities)):
-        if len(el.hashes) != arity - 1 or el.index >= arity:
-            raise C1Error(f"{path}.data.{expect_variant} level {i}",
-                          f"{len(el.hashes)} siblings at index {el.index}, arity {arity} needs {arity - 1} and index < {arity}")
-        out.append(PathLevel(arity, tuple(_fr(h, f"{path} level {i}") for h in el.hashes), el.index))
+        where = _level_path(path, expect_variant, i, n_base)
+        if len(el.hashes) != arity - 1:
+            raise C1Error(f"{where}.hashes", f"{len(el.hashes)} siblings, arity {arity} needs {arity - 1}")
+        if el.index >= arity:
+            raise C1Error(f"{where}.index", f"{el.index} is not below the arity {arity}")
+        out.append(PathLevel(arity, tuple(_fr(h, f"{where}.hashes[{j}]") for j, h in enumerate(el.hashes)), el.index))
     return out
 
 
