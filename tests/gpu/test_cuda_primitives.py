@@ -148,3 +148,10 @@ def test_bench_msm_g2_self_check(cuda):
 def test_bench_ntt_round_trip(cuda, coset):
     _, ok = cuda.bench_ntt(20, 1, coset=coset)
     assert ok
+
+
+def test_msm_g1_inlined_accumulation_variant(cuda, cpu, rng, monkeypatch):
+    """CZ_MSM_ACCUMULATE=inline (the benchmark alternative) computes the same sums."""
+    monkeypatch.setenv("CZ_MSM_ACCUMULATE", "inline")
+    bases, scalars = random_g1(rng, 700), random_fr(rng, 700)
+    np.testing.assert_array_equal(cuda.msm_g1(bases, scalars), cpu.msm_g1(bases, scalars))

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "msm.cuh"
@@ -97,7 +98,11 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
     }
 }
 
-template <class F>
+// INLINE_ADD: the G1 mixed addition inlined into the loop instead of called. Measured on the
+// H200 (bench/cuda-kernels-2026-12-02.md): inlining plus a one-ahead prefetch of the next base
+// made the 2^27 MSM 30% slower (register pressure); the plain call is the default and
+// CZ_MSM_ACCUMULATE=inline selects the inlined loop without prefetch for comparison.
+template <class F, bool INLINE_ADD>
 __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
                                   const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
                                   xyzz_t<F>* partials) {
@@ -105,24 +110,11 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
     if (i >= *total) return;
     uint32_t st = item_start[i], len = item_len[i];
     xyzz_t<F> acc = xyzz_t<F>::identity();
-    if (len == 0) {
-        partials[i] = acc;
-        return;
-    }
-    // Software pipelining: the next base's (random-address) load is issued before this
-    // addition's ~10 multiplications, so its latency hides behind them.
-    uint32_t v = vals[st];
-    affine_t<F> next = bases[v & ~kSignBit];
     for (uint32_t k = 0; k < len; k++) {
-        affine_t<F> p = next;
-        bool negate = v & kSignBit;
-        if (k + 1 < len) {
-            v = vals[st + k + 1];
-            next = bases[v & ~kSignBit];
-        }
-        if (negate) p = p.neg();
-        // G1 additions inlined (the hot loop); G2's stay calls (code size, compile time).
-        if constexpr (sizeof(F) == sizeof(fq_t))
+        uint32_t v = vals[st + k];
+        affine_t<F> p = bases[v & ~kSignBit];
+        if (v & kSignBit) p = p.neg();
+        if constexpr (INLINE_ADD)
             acc = acc.add_affine_inline(p);
         else
             acc = acc.add_affine(p);
@@ -291,6 +283,8 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, nitems.get(), offs.get(), nb + 2, stream));
     dev_buf<uint8_t> temp(std::max(sort_bytes, scan_bytes), stream);
 
+    const char* acc_env = std::getenv("CZ_MSM_ACCUMULATE");
+    const bool inline_add = sizeof(F) == sizeof(fq_t) && acc_env && std::strcmp(acc_env, "inline") == 0;
     phase_profile prof(stream);
     prof.mark();
     for (int w = 0; w < nwin; w++) {
@@ -314,8 +308,12 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
                                                                          item_start.get(), item_len.get());
         CZ_CHECK_LAUNCH();
         prof.mark();
-        accumulate_kernel<F><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
-            bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
+        if (inline_add)
+            accumulate_kernel<F, true><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
+                bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
+        else
+            accumulate_kernel<F, false><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
+                bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
         CZ_CHECK_LAUNCH();
         prof.mark();
         merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
@@ -355,7 +353,11 @@ int msm_default_window(size_t count) {
         int c = std::atoi(env);
         if (c >= 2 && c <= 24) return c;
     }
-    // Cost model: windows * (points + 2 bucket additions a bucket), XYZZ additions.
+    // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): c = 16 beat the cost model's
+    // 19 at 2^22 (136 vs 235 ms) and c = 20 beat 22 and 24 at 2^27 (2949 vs 3021 / 3690 ms).
+    if (count >= (1u << 20) && count < (1u << 23)) return 16;
+    if (count >= (1u << 23)) return 20;
+    // Below 2^20, a cost model: windows * (points + 2 bucket additions a bucket).
     int best = 4;
     double best_cost = 1e300;
     for (int c = 4; c <= 22; c++) {
