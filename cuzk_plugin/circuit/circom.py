@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, less_than_modulus
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, less_than_modulus, limbs_to_ints
 from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix
 from cuzk_plugin.errors import CircuitError
 
@@ -102,39 +102,39 @@ def read_r1cs(path: str | os.PathLike) -> tuple[R1CS, CircomR1csInfo]:
 
 
 def _parse_constraints(path, data, off, size, n_constraints, n8, n_wires):
-    """Walk the variable-length constraint records once, collecting (rows, wires, coeffs) per
-    matrix; coefficients are decoded to ints in one pass at the end."""
+    """Decode the constraint records: a Python pass over the 3 * n_constraints term-count
+    headers only, then every term's wire and coefficient gathered at once with numpy."""
     end = off + size
-    rows = ([], [], [])
-    wires = ([], [], [])
-    coeff_bytes = ([], [], [])
+    stride = 4 + n8
+    n_lcs = 3 * n_constraints
+    starts = np.empty(n_lcs, dtype=np.int64)
+    counts = np.empty(n_lcs, dtype=np.int64)
     unpack_u32 = struct.Struct("<I").unpack_from
-    term = struct.Struct("<I")
-    for j in range(n_constraints):
-        for k in range(3):
-            if off + 4 > end:
-                raise CircuitError(f"{path}: constraints section truncated in constraint {j}")
-            (nterms,) = unpack_u32(data, off)
-            off += 4
-            stride = 4 + n8
-            if off + nterms * stride > end:
-                raise CircuitError(f"{path}: constraints section truncated in constraint {j}")
-            block = data[off : off + nterms * stride]
-            for t in range(nterms):
-                (w,) = term.unpack_from(block, t * stride)
-                wires[k].append(w)
-                coeff_bytes[k].append(block[t * stride + 4 : (t + 1) * stride])
-            rows[k].extend([j] * nterms)
-            off += nterms * stride
+    pos = off
+    for i in range(n_lcs):
+        if pos + 4 > end:
+            raise CircuitError(f"{path}: constraints section truncated in constraint {i // 3}")
+        (nterms,) = unpack_u32(data, pos)
+        starts[i], counts[i] = pos + 4, nterms
+        pos += 4 + nterms * stride
+        if pos > end:
+            raise CircuitError(f"{path}: constraints section truncated in constraint {i // 3}")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    lc_of_term = np.repeat(np.arange(n_lcs, dtype=np.int64), counts)
+    first_term = np.cumsum(counts) - counts
+    term_off = starts[lc_of_term] + (np.arange(lc_of_term.size) - first_term[lc_of_term]) * stride
+    wires = buf[term_off[:, None] + np.arange(4)].copy().view("<u4")[:, 0].astype(np.int64)
+    coeff_limbs = buf[term_off[:, None] + 4 + np.arange(n8)].copy().view("<u8")
+    if wires.size and int(wires.max()) >= n_wires:
+        raise CircuitError(f"{path}: constraint refers to wire {int(wires.max())} of {n_wires}")
+    if wires.size and not less_than_modulus(coeff_limbs, R).all():
+        raise CircuitError(f"{path}: coefficient not below the bls12381 scalar field")
     out = []
-    for k in range(3):
-        w = np.asarray(wires[k], dtype=np.int64)
-        if w.size and int(w.max()) >= n_wires:
-            raise CircuitError(f"{path}: constraint refers to wire {int(w.max())} of {n_wires}")
-        coeffs = [int.from_bytes(b, "little") for b in coeff_bytes[k]]
-        if any(c >= R for c in coeffs):
-            raise CircuitError(f"{path}: coefficient not below the bls12381 scalar field")
-        out.append((rows[k], w, coeffs))
+    for k in range(3):  # A, B, C
+        sel = lc_of_term % 3 == k
+        coeffs = np.empty(int(sel.sum()), dtype=object)
+        coeffs[:] = limbs_to_ints(coeff_limbs[sel])
+        out.append((lc_of_term[sel] // 3, wires[sel], coeffs))
     return out
 
 
