@@ -150,8 +150,15 @@ def test_bench_ntt_round_trip(cuda, coset):
     assert ok
 
 
-def test_msm_g1_inlined_accumulation_variant(cuda, cpu, rng, monkeypatch):
-    """CZ_MSM_ACCUMULATE=inline (the benchmark alternative) computes the same sums."""
-    monkeypatch.setenv("CZ_MSM_ACCUMULATE", "inline")
+@pytest.mark.parametrize("mode", ["call", "inline", "inline4", "inline5"])
+def test_msm_g1_accumulation_variants(cuda, cpu, rng, monkeypatch, mode):
+    """Every CZ_MSM_ACCUMULATE variant (benchmark alternatives) computes the same sums."""
+    monkeypatch.setenv("CZ_MSM_ACCUMULATE", mode)
     bases, scalars = random_g1(rng, 700), random_fr(rng, 700)
     np.testing.assert_array_equal(cuda.msm_g1(bases, scalars), cpu.msm_g1(bases, scalars))
+
+
+def test_msm_unknown_accumulation_mode(cuda, rng, monkeypatch):
+    monkeypatch.setenv("CZ_MSM_ACCUMULATE", "nonsense")
+    with pytest.raises(ValueError, match="CZ_MSM_ACCUMULATE"):
+        cuda.msm_g1(random_g1(rng, 300), random_fr(rng, 300))

@@ -98,14 +98,17 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
     }
 }
 
-// INLINE_ADD: the G1 mixed addition inlined into the loop instead of called. Measured on the
-// H200 (bench/cuda-kernels-2026-12-02.md): inlining plus a one-ahead prefetch of the next base
-// made the 2^27 MSM 30% slower (register pressure); the plain call is the default and
-// CZ_MSM_ACCUMULATE=inline selects the inlined loop without prefetch for comparison.
+// Sums each item's points into one XYZZ partial. INLINE_ADD inlines the mixed addition
+// (G1 only: G2's formulas stay calls for code size). Measured on the H200
+// (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at 2^27; with a
+// one-ahead prefetch of the next base added it was slower than both (register pressure).
+// ncu: 164-168 registers a thread, 3 blocks of 128 an SM (18.75% occupancy), issue slots 35%
+// busy: the serial carry chains of one multiplication need more warps to hide their latency.
 template <class F, bool INLINE_ADD>
-__global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                                  xyzz_t<F>* partials) {
+__device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__ bases,
+                                                 const uint32_t* __restrict__ vals, const uint32_t* item_start,
+                                                 const uint32_t* item_len, const uint32_t* total,
+                                                 xyzz_t<F>* partials) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= *total) return;
     uint32_t st = item_start[i], len = item_len[i];
@@ -120,6 +123,62 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
             acc = acc.add_affine(p);
     }
     partials[i] = acc;
+}
+
+constexpr int kAccumulateThreads = 128;
+
+template <class F, bool INLINE_ADD>
+__global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
+                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
+                                  xyzz_t<F>* partials) {
+    accumulate_items<F, INLINE_ADD>(bases, vals, item_start, item_len, total, partials);
+}
+
+// The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
+// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy).
+template <int MIN_BLOCKS>
+__global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
+    accumulate_bounded_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
+                              const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
+                              xyzz_t<fq_t>* partials) {
+    accumulate_items<fq_t, true>(bases, vals, item_start, item_len, total, partials);
+}
+
+enum class accumulate_mode { call, inline_add, bounded4, bounded5 };
+
+accumulate_mode accumulate_mode_from_env() {
+    const char* env = std::getenv("CZ_MSM_ACCUMULATE");
+    if (!env || !*env || std::strcmp(env, "inline") == 0) return accumulate_mode::inline_add;
+    if (std::strcmp(env, "call") == 0) return accumulate_mode::call;
+    if (std::strcmp(env, "inline4") == 0) return accumulate_mode::bounded4;
+    if (std::strcmp(env, "inline5") == 0) return accumulate_mode::bounded5;
+    throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_MSM_ACCUMULATE: unknown mode ") + env);
+}
+
+template <class F>
+void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* bases, const uint32_t* vals,
+                       const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
+                       xyzz_t<F>* partials) {
+    unsigned blocks = blocks_for(threads, kAccumulateThreads);
+    accumulate_mode mode = accumulate_mode_from_env();
+    if constexpr (sizeof(F) == sizeof(fq_t)) {
+        if (mode == accumulate_mode::bounded4)
+            accumulate_bounded_kernel<4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                     total, partials);
+        else if (mode == accumulate_mode::bounded5)
+            accumulate_bounded_kernel<5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                     total, partials);
+        else if (mode == accumulate_mode::inline_add)
+            accumulate_kernel<F, true><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                   total, partials);
+        else
+            accumulate_kernel<F, false><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                    total, partials);
+    } else {
+        accumulate_kernel<F, false><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                total, partials);
+    }
+    CZ_CHECK_LAUNCH();
 }
 
 template <class F>
@@ -283,8 +342,6 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, nitems.get(), offs.get(), nb + 2, stream));
     dev_buf<uint8_t> temp(std::max(sort_bytes, scan_bytes), stream);
 
-    const char* acc_env = std::getenv("CZ_MSM_ACCUMULATE");
-    const bool inline_add = sizeof(F) == sizeof(fq_t) && acc_env && std::strcmp(acc_env, "inline") == 0;
     phase_profile prof(stream);
     prof.mark();
     for (int w = 0; w < nwin; w++) {
@@ -308,13 +365,8 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
                                                                          item_start.get(), item_len.get());
         CZ_CHECK_LAUNCH();
         prof.mark();
-        if (inline_add)
-            accumulate_kernel<F, true><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
-                bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
-        else
-            accumulate_kernel<F, false><<<blocks_for(item_cap, 128), 128, 0, stream>>>(
-                bases, vals_out.get(), item_start.get(), item_len.get(), offs.get() + nb + 1, partials.get());
-        CZ_CHECK_LAUNCH();
+        launch_accumulate<F>(stream, item_cap, bases, vals_out.get(), item_start.get(), item_len.get(),
+                             offs.get() + nb + 1, partials.get());
         prof.mark();
         merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
             partials.get(), nitems.get(), offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
