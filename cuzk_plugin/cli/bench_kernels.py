@@ -8,6 +8,7 @@ import argparse
 import statistics
 
 from cuzk_plugin.backends.registry import get_backend
+from cuzk_plugin.errors import BackendUnavailable
 
 #: Anchor medians in milliseconds (sppark on an H200, 2026-12-02), by (op, log2 size).
 ANCHORS_MS: dict[tuple[str, int], float] = {
@@ -77,7 +78,10 @@ def format_report(op: str, log2: int, times: list[float], note: str) -> str:
 
 
 def run_kernels(args: argparse.Namespace) -> int:
-    backend = get_backend(args.backend)
+    try:
+        backend = get_backend(args.backend)
+    except BackendUnavailable as exc:
+        raise SystemExit(f"cuzk-bench kernels: {exc}") from None
     if not hasattr(backend, "bench_msm"):
         raise SystemExit(f"backend '{backend.name}' has no device benchmarks")
     if args.window:
