@@ -1,0 +1,33 @@
+"""`cuzk-bench kernels` without a GPU: report formatting and the unavailable-backend message."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuzk_plugin.cli.bench import build_parser, main
+from cuzk_plugin.cli.bench_kernels import format_report
+
+
+def test_report_has_median_spread_anchor_and_target():
+    line = format_report("msm-g1", 24, [100.0, 110.0, 90.0], "check ok")
+    assert "median 100.00 ms" in line and "spread 20.0%" in line
+    assert "0.62x anchor (160.0 ms)" in line and "target 120.0 ms met" in line and line.endswith("check ok")
+
+
+def test_report_without_anchor():
+    line = format_report("msm-g2", 20, [5.0], "check ok")
+    assert "anchor" not in line and "median 5.00 ms" in line
+
+
+def test_kernels_parser():
+    args = build_parser().parse_args(["kernels", "--op", "ntt", "--log2", "20", "--repeat", "3"])
+    assert (args.backend, args.op, args.log2, args.repeat) == ("cuda", "ntt", 20, 3)
+
+
+def test_unavailable_backend_exits_with_reason(monkeypatch):
+    from cuzk_plugin.backends.cuda import CudaBackend
+
+    if CudaBackend.probe() is None:
+        pytest.skip("a GPU is present")
+    with pytest.raises(SystemExit, match="cannot run here"):
+        main(["kernels", "--backend", "cuda", "--op", "ntt", "--log2", "4"])
