@@ -4,6 +4,12 @@ The proving key is uploaded once by :meth:`CudaBackend.load_srs` and stays in GP
 until released; :meth:`CudaBackend.prove_start` uploads a partition and returns at once (the
 device work, H then the G1 MSMs, with B in G2 on its own stream, runs on a library thread);
 :meth:`CudaBackend.prove_finish` waits for it.
+
+Build the library once with ``python -m cuzk_plugin.backends.cuda.build`` (nvcc, sm_90 with
+PTX); ``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. Tuning knobs, read by the
+library at each MSM (for measurement, not configuration): ``CZ_MSM_WINDOW`` (Pippenger window
+bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``: how the G1
+bucket loop is compiled), ``CZ_MSM_PROFILE=1`` (phase timings on stderr).
 """
 
 from __future__ import annotations
