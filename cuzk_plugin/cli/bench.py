@@ -7,13 +7,16 @@ import argparse
 import logging
 import sys
 
-from cuzk_plugin.cli.bench_daemon import add_daemon_commands
+from cuzk_plugin.cli.bench_daemon import DEFAULT_ADDR, add_daemon_commands
 from cuzk_plugin.cli.bench_kernels import add_kernels_command
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cuzk-bench", description="cuzk-plugin benchmarks")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-a", "--addr", default=DEFAULT_ADDR,
+                        help=f"daemon address for the daemon commands, host:port or unix:///path (default {DEFAULT_ADDR}); "
+                             "also accepted after the subcommand")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_kernels_command(subparsers)
     add_daemon_commands(subparsers)

@@ -269,7 +269,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # -- argument parsing ------------------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, *, addr: bool = True) -> None:
     if addr:
-        p.add_argument("-a", "--addr", default=DEFAULT_ADDR, help=f"daemon address, host:port or unix:///path (default {DEFAULT_ADDR})")
+        # SUPPRESS: when absent here, the top-level `cuzk-bench -a ADDR` value stands.
+        p.add_argument("-a", "--addr", default=argparse.SUPPRESS, help=f"daemon address, host:port or unix:///path (default {DEFAULT_ADDR})")
         p.add_argument("--timeout", type=float, default=30.0, help="seconds, for the status/preload/evict/metrics calls")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
