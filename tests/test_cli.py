@@ -42,3 +42,11 @@ def test_example_script_runs():
     res = subprocess.run([sys.executable, "examples/prove_cubic.py", "--backend", "cpu"], cwd=ROOT,
                          capture_output=True, text=True, check=True)
     assert "valid for y: True" in res.stdout and "valid for y+1: False" in res.stdout
+
+
+def test_bench_address_before_or_after_the_subcommand():
+    from cuzk_plugin.cli.bench import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["-a", "127.0.0.1:9820", "status"]).addr == "127.0.0.1:9820"
+    assert parser.parse_args(["batch", "-a", "unix:///tmp/s.sock", "-c", "2"]).addr == "unix:///tmp/s.sock"
