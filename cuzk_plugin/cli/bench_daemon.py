@@ -34,6 +34,11 @@ def build_request(args: argparse.Namespace, request_id: str, index: int = 0):
     from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
     priority = pb.Priority.Value(args.priority.upper()) if args.priority else 0
+    kind = getattr(args, "type", None)
+    if kind == "porep" and not getattr(args, "c1", None):
+        raise SystemExit("cuzk-bench: -t porep needs --c1 FILE (a C1 output JSON or Curio's envelope)")
+    if kind == "registered" and not getattr(args, "circuit", None):
+        raise SystemExit("cuzk-bench: -t registered needs --circuit ID --wtns FILE...")
     if getattr(args, "c1", None):
         raw = Path(args.c1).read_bytes()
         envelope = raw if raw.lstrip().startswith(b'{"SectorNum"') else json.dumps(
@@ -276,6 +281,8 @@ def _common(p: argparse.ArgumentParser, *, addr: bool = True) -> None:
 
 
 def _proof_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--type", choices=["synthetic", "porep", "registered"],
+                   help="proof type (the reference's -t); implied by --c1 (porep) or --circuit (registered)")
     p.add_argument("--log2", type=int, default=10, help="synthetic: 2^K constraints per partition (default 10)")
     p.add_argument("--partitions", type=int, default=1, help="synthetic: partitions per proof (default 1)")
     p.add_argument("--seed", type=int, default=1, help="synthetic: witness seed")
