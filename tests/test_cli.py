@@ -50,3 +50,14 @@ def test_bench_address_before_or_after_the_subcommand():
     parser = build_parser()
     assert parser.parse_args(["-a", "127.0.0.1:9820", "status"]).addr == "127.0.0.1:9820"
     assert parser.parse_args(["batch", "-a", "unix:///tmp/s.sock", "-c", "2"]).addr == "unix:///tmp/s.sock"
+
+
+def test_bench_type_porep_needs_a_c1():
+    import pytest
+
+    from cuzk_plugin.cli.bench import build_parser
+    from cuzk_plugin.cli.bench_daemon import build_request
+
+    args = build_parser().parse_args(["single", "-t", "porep"])
+    with pytest.raises(SystemExit, match="-t porep needs --c1"):
+        build_request(args, "r1")
