@@ -6,7 +6,7 @@ Fr ``(n, 4) uint64``, Fq ``(n, 6) uint64``, limb 0 least significant.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -47,15 +47,11 @@ def limbs_to_ints(arr: np.ndarray) -> list[int]:
 
 
 def limbs_to_objects(arr: np.ndarray) -> np.ndarray:
-    """``(n, nlimbs)`` limbs -> ``(n,)`` object array of Python ints (for vectorised CPU math)."""
+    """``(n, nlimbs)`` limbs -> ``(n,)`` object array of Python ints (for vectorised CPU math);
+    :func:`ints_to_limbs` is the inverse."""
     out = np.empty(arr.shape[0], dtype=object)
     out[:] = limbs_to_ints(arr)
     return out
-
-
-def objects_to_limbs(values: np.ndarray | Sequence[int], nlimbs: int = FR_LIMBS) -> np.ndarray:
-    """Inverse of :func:`limbs_to_objects`."""
-    return ints_to_limbs(values, nlimbs)
 
 
 def less_than_modulus(arr: np.ndarray, modulus: int) -> np.ndarray:

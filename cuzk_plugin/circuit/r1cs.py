@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, limbs_to_objects, objects_to_limbs
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.circuit.partition import SynthesizedPartition
 from cuzk_plugin.errors import CircuitError
 
@@ -98,12 +98,19 @@ class R1CS:
             raise CircuitError(f"witness value {int(np.flatnonzero(z >= R)[0])} is not below r")
         return z
 
+    def evaluate(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(<A_j, z>, <B_j, z>, <C_j, z>) for every constraint j, as object arrays mod r."""
+        m = self.num_constraints
+        return self.a.matvec(z, m), self.b.matvec(z, m), self.c.matvec(z, m)
+
     def first_unsatisfied(self, z: np.ndarray) -> int | None:
         """Index of the first constraint with <A,z>*<B,z> != <C,z>, or None."""
-        m = self.num_constraints
-        a, b, c = self.a.matvec(z, m), self.b.matvec(z, m), self.c.matvec(z, m)
-        bad = np.flatnonzero((a * b - c) % R != 0)
-        return int(bad[0]) if bad.size else None
+        return _first_unsatisfied(*self.evaluate(z))
+
+
+def _first_unsatisfied(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int | None:
+    bad = np.flatnonzero((a * b - c) % R != 0)
+    return int(bad[0]) if bad.size else None
 
 
 def synthesize(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, *, check: bool = True) -> SynthesizedPartition:
@@ -111,17 +118,16 @@ def synthesize(r1cs: R1CS, inputs: np.ndarray, aux: np.ndarray, *, check: bool =
     assignments and densities. ``check`` refuses a witness that violates a constraint."""
     z = r1cs.assignment(inputs, aux)
     full = r1cs.with_input_constraints()
-    m = full.num_constraints
-    a, b, c = full.a.matvec(z, m), full.b.matvec(z, m), full.c.matvec(z, m)
+    a, b, c = full.evaluate(z)
     if check:
-        bad = np.flatnonzero((a * b - c) % R != 0)
-        if bad.size:
-            raise CircuitError(f"witness does not satisfy constraint {int(bad[0])} (of {r1cs.num_constraints})")
+        bad = _first_unsatisfied(a, b, c)  # the appended input constraints always hold
+        if bad is not None:
+            raise CircuitError(f"witness does not satisfy constraint {bad} (of {r1cs.num_constraints})")
     n_in = full.num_inputs
     a_dense = full.a.column_density(full.num_vars)
     b_dense = full.b.column_density(full.num_vars)
     return SynthesizedPartition(
-        a=objects_to_limbs(a), b=objects_to_limbs(b), c=objects_to_limbs(c),
+        a=ints_to_limbs(a), b=ints_to_limbs(b), c=ints_to_limbs(c),
         input_assignment=np.ascontiguousarray(inputs, dtype=np.uint64),
         aux_assignment=np.ascontiguousarray(aux, dtype=np.uint64).reshape(-1, FR_LIMBS),
         a_aux_density=a_dense[n_in:], b_input_density=b_dense[:n_in], b_aux_density=b_dense[n_in:],

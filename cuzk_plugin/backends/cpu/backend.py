@@ -10,7 +10,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from cuzk_plugin.backends.cpu.ntt import ntt_objects, quotient_h_objects
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_objects, objects_to_limbs
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.bls12_381.points import (
     g1_from_limbs,
     g1_limbs_to_xy_bytes,
@@ -91,11 +91,11 @@ class CpuBackend:
 
     # -- primitives --------------------------------------------------------------------
     def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
-        return objects_to_limbs(ntt_objects(limbs_to_objects(x), inverse=inverse, coset=coset), FR_LIMBS)
+        return ints_to_limbs(ntt_objects(limbs_to_objects(x), inverse=inverse, coset=coset), FR_LIMBS)
 
     def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         h = quotient_h_objects(limbs_to_objects(a), limbs_to_objects(b), limbs_to_objects(c))
-        return objects_to_limbs(h, FR_LIMBS)
+        return ints_to_limbs(h, FR_LIMBS)
 
     def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
         return g1_to_limbs(_msm(G1Point, g1_from_limbs(bases), scalars))
