@@ -9,7 +9,7 @@ from ctypes import POINTER, c_char, c_char_p, c_double, c_int, c_size_t, c_uint8
 from pathlib import Path
 
 from cuzk_plugin.backends.cuda.paths import LIBRARY_NAME, library_path
-from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory
+from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory, EncodingError
 
 # Status codes, as in kernels/check.cuh.
 CZ_OK = 0
@@ -17,6 +17,8 @@ CZ_CUDA_ERROR = 1
 CZ_OUT_OF_MEMORY = 2
 CZ_INVALID_ARGUMENT = 3
 CZ_NO_DEVICE = 4
+CZ_INTERNAL = 5
+CZ_BAD_POINT = 6
 
 BUILD_HINT = "build it with: python -m cuzk_plugin.backends.cuda.build"
 
@@ -34,6 +36,8 @@ def check(status: CzStatus, what: str) -> None:
         raise DeviceOutOfMemory(msg)
     if status.code == CZ_NO_DEVICE:
         raise BackendUnavailable(msg)
+    if status.code == CZ_BAD_POINT:
+        raise EncodingError(msg)
     if status.code == CZ_INVALID_ARGUMENT:
         raise ValueError(msg)
     raise BackendError(msg)

@@ -17,6 +17,7 @@ enum cz_code : int {
     CZ_INVALID_ARGUMENT = 3,
     CZ_NO_DEVICE = 4,       // no usable device or driver (cudaErrorNoDevice, InsufficientDriver)
     CZ_INTERNAL = 5,
+    CZ_BAD_POINT = 6,       // a key point off its curve (named in the message)
 };
 
 extern "C" struct cz_status {

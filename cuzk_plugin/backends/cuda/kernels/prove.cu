@@ -35,26 +35,64 @@ __global__ void g2_from_raw_kernel(const uint8_t* raw, size_t n, g2_affine_t* ou
     out[i] = {{fq_from_be(p + 48, false), fq_from_be(p, true)}, {fq_from_be(p + 144, false), fq_from_be(p + 96, false)}};
 }
 
+// y^2 = x^3 + b with b = 4 (G1) or 4 (1 + u) (G2); the identity (0, 0) passes.
+CZ_HD fq_t curve_b(const fq_t*) {
+    fq_t one = fq_t::one();
+    return (one + one).dbl();
+}
+CZ_HD fq2_t curve_b(const fq2_t*) {
+    fq_t four = curve_b((const fq_t*)nullptr);
+    return {four, four};
+}
+
+// first_bad = min index (plus `offset`) of a point neither the identity nor on its curve.
 template <class P>
-P* upload_points(cz_context& ctx, const uint8_t* raw, size_t n, size_t width, size_t& nbytes) {
+__global__ void off_curve_kernel(const P* pts, size_t n, size_t offset, unsigned long long* first_bad) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    P p = pts[i];
+    if (p.is_identity()) return;
+    using F = decltype(p.x);
+    if (p.y.sqr() != p.x.sqr() * p.x + curve_b((const F*)nullptr))
+        atomicMin(first_bad, (unsigned long long)(offset + i));
+}
+
+// Converts raw encodings to Montgomery affine points in a new device array and checks every
+// point is on its curve (the subgroup check is skipped, as production readers do); a bad
+// point is a CZ_BAD_POINT error naming `what`[index], with nothing left allocated.
+template <class P>
+P* upload_points(cz_context& ctx, const char* what, const uint8_t* raw, size_t n, size_t width, size_t& nbytes) {
     P* out = nullptr;
     if (n == 0) return out;
     CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(P)));
-    nbytes += n * sizeof(P);
-    const size_t chunk = 1u << 20;
-    dev_buf<uint8_t> staging(std::min(n, chunk) * width, ctx.stream);
-    for (size_t off = 0; off < n; off += chunk) {
-        size_t cnt = std::min(chunk, n - off);
-        CZ_CHECK(cudaMemcpyAsync(staging.get(), raw + off * width, cnt * width, cudaMemcpyHostToDevice, ctx.stream));
-        if (width == 96)
-            g1_from_raw_kernel<<<blocks_for(cnt, 256), 256, 0, ctx.stream>>>(
-                staging.get(), cnt, reinterpret_cast<g1_affine_t*>(out) + off);
-        else
-            g2_from_raw_kernel<<<blocks_for(cnt, 256), 256, 0, ctx.stream>>>(
-                staging.get(), cnt, reinterpret_cast<g2_affine_t*>(out) + off);
-        CZ_CHECK_LAUNCH();
+    try {
+        const size_t chunk = 1u << 20;
+        dev_buf<uint8_t> staging(std::min(n, chunk) * width, ctx.stream);
+        dev_buf<unsigned long long> first_bad(1, ctx.stream);
+        CZ_CHECK(cudaMemsetAsync(first_bad.get(), 0xff, sizeof(unsigned long long), ctx.stream));
+        for (size_t off = 0; off < n; off += chunk) {
+            size_t cnt = std::min(chunk, n - off);
+            CZ_CHECK(cudaMemcpyAsync(staging.get(), raw + off * width, cnt * width, cudaMemcpyHostToDevice,
+                                     ctx.stream));
+            if (width == 96)
+                g1_from_raw_kernel<<<blocks_for(cnt, 256), 256, 0, ctx.stream>>>(
+                    staging.get(), cnt, reinterpret_cast<g1_affine_t*>(out) + off);
+            else
+                g2_from_raw_kernel<<<blocks_for(cnt, 256), 256, 0, ctx.stream>>>(
+                    staging.get(), cnt, reinterpret_cast<g2_affine_t*>(out) + off);
+            CZ_CHECK_LAUNCH();
+            off_curve_kernel<P><<<blocks_for(cnt, 128), 128, 0, ctx.stream>>>(out + off, cnt, off, first_bad.get());
+            CZ_CHECK_LAUNCH();
+        }
+        unsigned long long bad = 0;
+        CZ_CHECK(cudaMemcpyAsync(&bad, first_bad.get(), sizeof bad, cudaMemcpyDeviceToHost, ctx.stream));
+        CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+        if (bad != ~0ull) throw cz_error(CZ_BAD_POINT, std::string(what) + "[" + std::to_string(bad) + "]: not on the curve");
+    } catch (...) {
+        cudaFree(out);
+        throw;
     }
-    CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+    nbytes += n * sizeof(P);
     return out;
 }
 
@@ -95,11 +133,11 @@ std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, 
     auto srs = std::make_unique<cz_srs>();
     srs->device = ctx.device;
     srs->n_h = n_h, srs->n_l = n_l, srs->n_a = n_a, srs->n_b_g1 = n_b_g1, srs->n_b_g2 = n_b_g2;
-    srs->h = upload_points<g1_affine_t>(ctx, h, n_h, 96, srs->nbytes);
-    srs->l = upload_points<g1_affine_t>(ctx, l, n_l, 96, srs->nbytes);
-    srs->a = upload_points<g1_affine_t>(ctx, a, n_a, 96, srs->nbytes);
-    srs->b_g1 = upload_points<g1_affine_t>(ctx, b_g1, n_b_g1, 96, srs->nbytes);
-    srs->b_g2 = upload_points<g2_affine_t>(ctx, b_g2, n_b_g2, 192, srs->nbytes);
+    srs->h = upload_points<g1_affine_t>(ctx, "h", h, n_h, 96, srs->nbytes);
+    srs->l = upload_points<g1_affine_t>(ctx, "l", l, n_l, 96, srs->nbytes);
+    srs->a = upload_points<g1_affine_t>(ctx, "a", a, n_a, 96, srs->nbytes);
+    srs->b_g1 = upload_points<g1_affine_t>(ctx, "b_g1", b_g1, n_b_g1, 96, srs->nbytes);
+    srs->b_g2 = upload_points<g2_affine_t>(ctx, "b_g2", b_g2, n_b_g2, 192, srs->nbytes);
     return srs;
 }
 
