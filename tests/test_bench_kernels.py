@@ -31,3 +31,19 @@ def test_unavailable_backend_exits_with_reason(monkeypatch):
         pytest.skip("a GPU is present")
     with pytest.raises(SystemExit, match="cannot run here"):
         main(["kernels", "--backend", "cuda", "--op", "ntt", "--log2", "4"])
+
+
+def test_pipeline_report_compares_overlapped_with_serial():
+    from cuzk_plugin.cli.bench_kernels import measure
+
+    class FakeBackend:
+        def bench_pipeline(self, log_n, parts, *, overlap, frac_bits):
+            stages = {"h": 1.0, "g1_msm": 2.0, "g2_wait": 0.0, "total": 4.0, "upload": 3.0, "queue": 1.0}
+            return (8.0 if overlap else 10.0), [stages] * parts
+
+    args = build_parser().parse_args(["kernels", "--op", "pipeline", "--log2", "12"])
+    assert args.parts == 3
+    times, note = measure(FakeBackend(), "pipeline", 12, 2, 0.95, parts=2)
+    assert times == [8.0, 8.0]
+    assert "serial median 10.00 ms" in note and "overlapped/serial 0.80" in note and "upload 3.0" in note
+    assert "per partition 4.00 vs 5.00 ms serial" in note

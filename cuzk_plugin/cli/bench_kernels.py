@@ -1,6 +1,7 @@
-"""``cuzk-bench kernels``: time one backend primitive (MSM in G1 or G2, NTT, whole partition)
-at size 2^K on inputs made on the device, print median and spread, and the ratio to the
-anchor measured on the H200 (../shared/anchors.md) where one exists."""
+"""``cuzk-bench kernels``: time one backend primitive (MSM in G1 or G2, NTT, whole partition,
+partitions from host memory started together vs one at a time) at size 2^K on inputs made on
+the device, print median and spread, and the ratio to the anchor measured on the H200
+(../shared/anchors.md) where one exists."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ TARGETS_MS: dict[tuple[str, int], float] = {
     ("prove", 27): 1500.0,
 }
 
-OPS = ("msm-g1", "msm-g2", "ntt", "ntt-inverse", "ntt-coset", "prove")
+OPS = ("msm-g1", "msm-g2", "ntt", "ntt-inverse", "ntt-coset", "prove", "pipeline")
 
 
 def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
@@ -48,11 +49,14 @@ def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repeat", type=int, default=5, help="timed repetitions after one warm-up")
     p.add_argument("--window", type=int, default=0, help="MSM window bits (0: chosen by size)")
     p.add_argument("--frac-bits", type=float, default=0.95, help="prove: fraction of aux values in {0, 1}")
+    p.add_argument("--parts", type=int, default=3, help="pipeline: partitions per run")
     p.set_defaults(handler=run_kernels)
 
 
-def measure(backend, op: str, log2: int, repeat: int, frac_bits: float) -> tuple[list[float], str]:
+def measure(backend, op: str, log2: int, repeat: int, frac_bits: float, parts: int = 3) -> tuple[list[float], str]:
     """Times in ms and a one-line note (self-check or stage split)."""
+    if op == "pipeline":
+        return measure_pipeline(backend, log2, repeat, frac_bits, parts)
     if op in ("msm-g1", "msm-g2"):
         times, ok = backend.bench_msm(log2, repeat, g2=op == "msm-g2")
         return times, f"check {'ok' if ok else 'FAILED'}"
@@ -62,6 +66,21 @@ def measure(backend, op: str, log2: int, repeat: int, frac_bits: float) -> tuple
     times, stages = backend.bench_prove(log2, repeat, frac_bits=frac_bits)
     split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
     return times, f"last run ms: {split}"
+
+
+def measure_pipeline(backend, log2: int, repeat: int, frac_bits: float, parts: int) -> tuple[list[float], str]:
+    """Overlapped totals in ms; the note compares them with the same partitions proved one at a time."""
+    overlapped, serial, stages = [], [], []
+    for _ in range(repeat):
+        total, per_part = backend.bench_pipeline(log2, parts, overlap=True, frac_bits=frac_bits)
+        overlapped.append(total)
+        stages += per_part
+        serial.append(backend.bench_pipeline(log2, parts, overlap=False, frac_bits=frac_bits)[0])
+    ov, ser = statistics.median(overlapped), statistics.median(serial)
+    split = ", ".join(f"{k} {statistics.median(s[k] for s in stages):.1f}" for k in ("upload", "total", "queue"))
+    return overlapped, (f"{parts} partitions started together; serial median {ser:.2f} ms; per partition "
+                        f"{ov / parts:.2f} vs {ser / parts:.2f} ms serial; overlapped/serial {ov / ser:.2f}; "
+                        f"overlapped stage medians ms: {split}")
 
 
 def format_report(op: str, log2: int, times: list[float], note: str) -> str:
@@ -86,6 +105,6 @@ def run_kernels(args: argparse.Namespace) -> int:
         raise SystemExit(f"backend '{backend.name}' has no device benchmarks")
     if args.window:
         backend.window_bits = args.window
-    times, note = measure(backend, args.op, args.log2, max(1, args.repeat), args.frac_bits)
+    times, note = measure(backend, args.op, args.log2, max(1, args.repeat), args.frac_bits, max(1, args.parts))
     print(format_report(args.op, args.log2, times, note), flush=True)
     return 0 if "FAILED" not in note else 1

@@ -1,9 +1,10 @@
 """`CudaBackend`: the backend protocol on an NVIDIA GPU through ``libcuzk_cuda.so``.
 
 The proving key is uploaded once by :meth:`CudaBackend.load_srs` and stays in GPU memory
-until released; :meth:`CudaBackend.prove_start` uploads a partition and returns at once (the
-device work, H then the G1 MSMs, with B in G2 on its own stream, runs on a library thread);
-:meth:`CudaBackend.prove_finish` waits for it.
+until released; :meth:`CudaBackend.prove_start` returns at once: a library thread uploads the
+partition (through pinned staging buffers, on its own stream) and then runs the device work
+(H, the G1 MSMs, with B in G2 on its own stream). Partitions started back to back overlap: the
+next one uploads while the current one computes. :meth:`CudaBackend.prove_finish` waits.
 
 Build the library once with ``python -m cuzk_plugin.backends.cuda.build`` (nvcc, sm_90 with
 PTX); ``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. Tuning knobs, read by the
@@ -62,6 +63,11 @@ class CudaSrs:
 
     def __repr__(self) -> str:
         return f"CudaSrs(device={self.device}, nbytes={self.nbytes}, released={self.released})"
+
+
+#: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, then the upload
+#: and the wait behind partitions started earlier.
+PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue")
 
 
 @dataclass
@@ -189,9 +195,9 @@ class CudaBackend:
 
     def prove_finish(self, pending: CudaPending) -> ProofSums:
         out = np.zeros(72, dtype=np.uint64)
-        times = (ctypes.c_double * 4)()
+        times = (ctypes.c_double * len(PROVE_TIMINGS))()
         call("cz_prove_finish", pending.handle, u64_ptr(out), times)
-        pending.timings_ms = dict(zip(("h", "g1_msm", "g2_wait", "total"), list(times)))
+        pending.timings_ms = dict(zip(PROVE_TIMINGS, list(times)))
         return ProofSums(
             h=out[0:12].reshape(2, 6).copy(),
             l=out[12:24].reshape(2, 6).copy(),
@@ -224,3 +230,16 @@ class CudaBackend:
         stages = (ctypes.c_double * 4)()
         call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, times, stages)
         return list(times)[:repeat], dict(zip(("h", "g1_msm", "g2_wait", "total"), list(stages)))
+
+    def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
+                       frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:
+        """Wall milliseconds to prove ``parts`` synthetic 2^log_n partitions from host memory
+        (device-made key; witnesses made on the device, then copied to pageable host memory so
+        uploads are timed), started all at once (``overlap``) or one at a time, and each
+        partition's stage split (keys as :attr:`CudaPending.timings_ms`)."""
+        total = ctypes.c_double(0)
+        per_part = (ctypes.c_double * (len(PROVE_TIMINGS) * max(parts, 1)))()
+        call("cz_bench_pipeline", self.context(), log_n, parts, frac_bits, int(overlap), ctypes.byref(total), per_part)
+        vals = list(per_part)
+        k = len(PROVE_TIMINGS)
+        return total.value, [dict(zip(PROVE_TIMINGS, vals[i * k:(i + 1) * k])) for i in range(parts)]

@@ -66,6 +66,7 @@ _SIGNATURES = {
     "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, POINTER(c_double), POINTER(c_int)],
     "cz_bench_ntt": [c_void_p, c_int, c_int, c_int, c_int, POINTER(c_double), POINTER(c_int)],
     "cz_bench_prove": [c_void_p, c_int, c_int, c_double, POINTER(c_double), POINTER(c_double)],
+    "cz_bench_pipeline": [c_void_p, c_int, c_int, c_double, c_int, POINTER(c_double), POINTER(c_double)],
     "cz_host_mul_generator": [c_int, _U64P, _U64P],
 }
 

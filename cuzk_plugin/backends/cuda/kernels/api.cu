@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "gen.cuh"
 #include "ntt.cuh"
 #include "prove.cuh"
+#include "upload.cuh"
 
 namespace {
 
@@ -32,6 +35,7 @@ void write_affine(const xyzz_t<F>& p, uint64_t* out) {
 template <class F>
 void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
               int window_bits) {
+    std::lock_guard<std::mutex> lock(ctx->compute_lock);
     CZ_CHECK(cudaSetDevice(ctx->device));
     cudaStream_t s = ctx->stream;
     dev_buf<affine_t<F>> d_bases(n, s);
@@ -44,6 +48,10 @@ void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, s
     msm_options opt;
     opt.window_bits = window_bits;
     write_affine<F>(msm_device<F>(*ctx, s, d_bases.get(), d_scalars.get(), n, opt), out);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 double event_ms(cudaEvent_t a, cudaEvent_t b) {
@@ -110,15 +118,102 @@ void synthetic_partition(cz_context* ctx, int log_n, size_t n_inputs, double fra
     part.b_aux_density = flag_bufs[2].get();
 }
 
+// A benchmark key for 2^log_n constraints made on the device: H's bases are random multiples
+// of G, and L, A, B in G1 reuse them (same work, a third of the memory).
+std::unique_ptr<cz_srs> bench_key(cz_context& ctx, int log_n, size_t n_inputs) {
+    cudaStream_t s = ctx.stream;
+    const size_t n = 1ull << log_n;
+    auto srs = std::make_unique<cz_srs>();
+    srs->device = ctx.device;
+    srs->shared_g1 = true;
+    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs->h), n * sizeof(g1_affine_t)));
+    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs->b_g2), n * sizeof(g2_affine_t)));
+    random_bases<fq_t>(s, srs->h, n, 1, nullptr);
+    random_bases<fq2_t>(s, srs->b_g2, n, 2, nullptr);
+    srs->l = srs->a = srs->b_g1 = srs->h;
+    srs->n_h = n - 1, srs->n_l = n - n_inputs, srs->n_a = n, srs->n_b_g1 = n, srs->n_b_g2 = n;
+    CZ_CHECK(cudaStreamSynchronize(s));
+    return srs;
+}
+
+struct cuda_event {
+    cudaEvent_t e = nullptr;
+    cuda_event() { CZ_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
+    ~cuda_event() { cudaEventDestroy(e); }
+    cuda_event(const cuda_event&) = delete;
+    cuda_event& operator=(const cuda_event&) = delete;
+};
+
+// A partition's buffers are freed in upload_stream order: make that stream wait for all the
+// work queued so far on the compute streams, which read them.
+void free_after_compute(cz_context& ctx) {
+    for (cudaStream_t s : {ctx.stream, ctx.g2_stream}) {
+        cuda_event done;
+        CZ_CHECK(cudaEventRecord(done.e, s));
+        CZ_CHECK(cudaStreamWaitEvent(ctx.upload_stream, done.e, 0));
+    }
+}
+
+// Uploads a partition from host memory and proves it: the upload under upload_lock, the
+// device work under compute_lock. The upload lock is handed on only once this partition holds
+// the compute lock, so partition k+1 uploads while k computes, partitions compute in the
+// order they uploaded, and at most one uploaded partition waits for the device (device memory
+// stays bounded however many are started).
+proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t) {
+    CZ_CHECK(cudaSetDevice(ctx.device));
+    partition_upload up;  // destroyed after the locks are released; its frees are stream-ordered
+    cuda_event uploaded;
+    auto t0 = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> upload_lock(ctx.upload_lock);
+    double waited_ms = ms_since(t0);
+    auto tu = std::chrono::steady_clock::now();
+    upload_partition(ctx, host, up);
+    CZ_CHECK(cudaEventRecord(uploaded.e, ctx.upload_stream));
+    CZ_CHECK(cudaEventSynchronize(uploaded.e));  // upload_ms: until the data is on the device
+    t.upload_ms = ms_since(tu);
+    auto tq = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> compute_lock(ctx.compute_lock);
+    upload_lock.unlock();
+    t.queue_ms = waited_ms + ms_since(tq);
+    CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
+    proof_sums sums;
+    try {
+        sums = prove_device(ctx, srs, up.part, &t);
+    } catch (...) {
+        // Let nothing still queued read `up` after it is freed; the first error is the one reported.
+        cudaStreamSynchronize(ctx.stream);
+        cudaStreamSynchronize(ctx.g2_stream);
+        throw;
+    }
+    free_after_compute(ctx);
+    return sums;
+}
+
+// The task behind cz_prove_start (and the pipeline benchmark): prove_host on a library thread.
+std::future<proof_sums> start_proof(cz_context* ctx, const cz_srs* srs, const partition_host& host,
+                                    prove_timings* t) {
+    return std::async(std::launch::async, [ctx, srs, host, t]() { return prove_host(*ctx, *srs, host, *t); });
+}
+
+// A synthetic partition's witness in pageable host memory (canonical limbs), made on the device.
+struct host_witness {
+    std::vector<uint64_t> a, b, c, inputs, aux;
+};
+
+void random_to_host(cz_context& ctx, fr_t* scratch, std::vector<uint64_t>& out, size_t count, uint64_t seed,
+                    double frac_bits) {
+    random_scalars(ctx.stream, scratch, count, seed, frac_bits);
+    out.resize(count * (sizeof(fr_t) / sizeof(uint64_t)));
+    CZ_CHECK(cudaMemcpyAsync(out.data(), scratch, count * sizeof(fr_t), cudaMemcpyDeviceToHost, ctx.stream));
+    CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+}
+
 }  // namespace
 
 // A proof in flight: the host thread that runs it and what it returns.
 struct cz_pending {
     std::future<proof_sums> result;
     prove_timings timings;
-    std::vector<dev_buf<fr_t>> fr_bufs;
-    std::vector<dev_buf<uint8_t>> flag_bufs;
-    partition_device part;
 };
 
 extern "C" {
@@ -147,6 +242,7 @@ cz_status cz_context_create(int device, cz_context** out) {
         CZ_CHECK(cudaSetDevice(device));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->g2_stream, cudaStreamNonBlocking));
+        CZ_CHECK(cudaStreamCreateWithFlags(&ctx->upload_stream, cudaStreamNonBlocking));
         CZ_CHECK(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
         // Keep freed pool memory: repeated proofs reuse it instead of returning it to the driver.
         cudaMemPool_t pool;
@@ -157,6 +253,7 @@ cz_status cz_context_create(int device, cz_context** out) {
     });
 }
 
+// No proof may be in flight on the context.
 cz_status cz_context_destroy(cz_context* ctx) {
     return cz_guard([&] {
         if (!ctx) return;
@@ -164,14 +261,17 @@ cz_status cz_context_destroy(cz_context* ctx) {
         CZ_CHECK(cudaSetDevice(ctx->device));
         CZ_CHECK(cudaDeviceSynchronize());
         for (auto& kv : ctx->twiddles) CZ_CHECK(cudaFree(kv.second));
+        staging_free(*ctx);
         CZ_CHECK(cudaStreamDestroy(ctx->stream));
         CZ_CHECK(cudaStreamDestroy(ctx->g2_stream));
+        CZ_CHECK(cudaStreamDestroy(ctx->upload_stream));
     });
 }
 
 // In place on host data: (2^log_n, 4) uint64 canonical Fr.
 cz_status cz_ntt(cz_context* ctx, uint64_t* data, int log_n, int inverse, int coset) {
     return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         CZ_REQUIRE(log_n >= 0 && log_n <= 32, "NTT size must be 2^0 .. 2^32");
         size_t n = 1ull << log_n;
@@ -187,6 +287,7 @@ cz_status cz_ntt(cz_context* ctx, uint64_t* data, int log_n, int inverse, int co
 cz_status cz_quotient_h(cz_context* ctx, const uint64_t* a, const uint64_t* b, const uint64_t* c, size_t m,
                         uint64_t* h_out) {
     return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         CZ_REQUIRE(m >= 1, "quotient_h needs at least one constraint");
         size_t n = 1;
@@ -224,6 +325,7 @@ cz_status cz_srs_load(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8
                       const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1, const uint8_t* b_g2,
                       size_t n_b_g2, cz_srs** out, uint64_t* nbytes) {
     return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         auto srs = srs_load(*ctx, h, n_h, l, n_l, a, n_a, b_g1, n_b_g1, b_g2, n_b_g2);
         *nbytes = srs->nbytes;
@@ -235,54 +337,25 @@ cz_status cz_srs_free(cz_srs* srs) {
     return cz_guard([&] { delete srs; });
 }
 
-// Uploads the partition and starts its work on a host thread; host arrays must stay alive
-// until cz_prove_finish.
+// Starts the partition on a library thread (upload, then device work; see prove_host) and
+// returns at once; host arrays must stay alive until cz_prove_finish. Partitions started
+// back to back upload while the one before them computes.
 cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, const uint64_t* b,
                          const uint64_t* c, size_t m, const uint64_t* inputs, size_t n_inputs, const uint64_t* aux,
                          size_t n_aux, const uint8_t* a_aux_density, const uint8_t* b_input_density,
                          const uint8_t* b_aux_density, cz_pending** out) {
     return cz_guard([&] {
         CZ_REQUIRE(m >= 1, "a partition needs at least one constraint");
+        partition_host host{a, b, c, m, inputs, n_inputs, aux, n_aux, a_aux_density, b_input_density, b_aux_density};
         auto pending = std::make_unique<cz_pending>();
-        cz_pending* p = pending.get();
-        p->result = std::async(std::launch::async, [=]() {
-            CZ_CHECK(cudaSetDevice(ctx->device));
-            cudaStream_t s = ctx->stream;
-            size_t n = 1;
-            while (n < m) n <<= 1;
-            auto upload = [&](const void* src, size_t count, size_t width) {
-                p->fr_bufs.emplace_back(std::max<size_t>(count, 1), s);
-                if (count)
-                    CZ_CHECK(cudaMemcpyAsync(p->fr_bufs.back().get(), src, count * width, cudaMemcpyHostToDevice, s));
-                return p->fr_bufs.back().get();
-            };
-            for (const uint64_t* v : {a, b, c}) {
-                p->fr_bufs.emplace_back(n, s);
-                CZ_CHECK(cudaMemsetAsync(p->fr_bufs.back().get(), 0, n * sizeof(fr_t), s));
-                CZ_CHECK(cudaMemcpyAsync(p->fr_bufs.back().get(), v, m * sizeof(fr_t), cudaMemcpyHostToDevice, s));
-            }
-            partition_device& part = p->part;
-            part.log_n = log2_exact(n);
-            part.a = p->fr_bufs[0].get(), part.b = p->fr_bufs[1].get(), part.c = p->fr_bufs[2].get();
-            part.inputs = upload(inputs, n_inputs, sizeof(fr_t)), part.n_inputs = n_inputs;
-            part.aux = upload(aux, n_aux, sizeof(fr_t)), part.n_aux = n_aux;
-            const uint8_t* flags[3] = {a_aux_density, b_input_density, b_aux_density};
-            size_t counts[3] = {n_aux, n_inputs, n_aux};
-            for (int i = 0; i < 3; i++) {
-                p->flag_bufs.emplace_back(std::max<size_t>(counts[i], 1), s);
-                if (counts[i])
-                    CZ_CHECK(cudaMemcpyAsync(p->flag_bufs.back().get(), flags[i], counts[i], cudaMemcpyHostToDevice, s));
-            }
-            part.a_aux_density = p->flag_bufs[0].get(), part.b_input_density = p->flag_bufs[1].get();
-            part.b_aux_density = p->flag_bufs[2].get();
-            return prove_device(*ctx, *srs, part, &p->timings);
-        });
+        pending->result = start_proof(ctx, srs, host, &pending->timings);
         *out = pending.release();
     });
 }
 
 // out: h, l, a, b_g1 as (2, 6) each, then b_g2 (2, 2, 6): 72 uint64. timings_ms: h, g1 msm,
-// g2 wait, total. Frees the pending proof.
+// g2 wait, total (device work), upload, queue (waiting for partitions ahead). Frees the
+// pending proof.
 cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms) {
     return cz_guard([&] {
         std::unique_ptr<cz_pending> own(pending);
@@ -294,6 +367,7 @@ cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms
         write_affine<fq2_t>(sums.b_g2, out + 48);
         const prove_timings& t = pending->timings;
         timings_ms[0] = t.h_ms, timings_ms[1] = t.g1_msm_ms, timings_ms[2] = t.g2_wait_ms, timings_ms[3] = t.total_ms;
+        timings_ms[4] = t.upload_ms, timings_ms[5] = t.queue_ms;
     });
 }
 
@@ -302,6 +376,7 @@ cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms
 cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t seed, int window_bits,
                        double* times_ms, int* check_ok) {
     return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         if (g2)
             bench_msm<fq2_t>(ctx, log_n, repeat, seed, window_bits, times_ms, check_ok);
@@ -316,6 +391,7 @@ cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t 
 cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int coset, double* times_ms,
                        int* check_ok) {
     return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         cudaStream_t s = ctx->stream;
         size_t n = 1ull << log_n;
@@ -344,25 +420,16 @@ cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int 
 }
 
 // A whole synthetic partition of 2^log_n constraints (random a, b, c; aux values bits with
-// probability frac_bits), with a benchmark key made on the device: H's bases are random
-// multiples of G, and L, A, B in G1 reuse them (same work, a third of the memory).
+// probability frac_bits), device-resident, with a benchmark key made on the device (bench_key).
 // times_ms: `repeat` totals; stages_ms: h, g1 msm, g2 wait, total of the last run.
 cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bits, double* times_ms,
                          double* stages_ms) {
     return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         cudaStream_t s = ctx->stream;
-        const size_t n = 1ull << log_n, n_inputs = 16;
-        cz_srs srs;
-        srs.device = ctx->device;
-        srs.shared_g1 = true;
-        CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs.h), n * sizeof(g1_affine_t)));
-        CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs.b_g2), n * sizeof(g2_affine_t)));
-        random_bases<fq_t>(s, srs.h, n, 1, nullptr);
-        random_bases<fq2_t>(s, srs.b_g2, n, 2, nullptr);
-        srs.l = srs.a = srs.b_g1 = srs.h;
-        srs.n_h = n - 1, srs.n_l = n - n_inputs, srs.n_a = n, srs.n_b_g1 = n, srs.n_b_g2 = n;
-        CZ_CHECK(cudaStreamSynchronize(s));
+        const size_t n_inputs = 16;
+        std::unique_ptr<cz_srs> srs = bench_key(*ctx, log_n, n_inputs);
         for (int r = -1; r < repeat; r++) {
             std::vector<dev_buf<fr_t>> fr_bufs;
             std::vector<dev_buf<uint8_t>> flag_bufs;
@@ -370,11 +437,63 @@ cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bit
             synthetic_partition(ctx, log_n, n_inputs, frac_bits, 1000 + r, fr_bufs, flag_bufs, part);
             CZ_CHECK(cudaStreamSynchronize(s));
             prove_timings t;
-            prove_device(*ctx, srs, part, &t);
+            prove_device(*ctx, *srs, part, &t);
             if (r >= 0) {
                 times_ms[r] = t.total_ms;
                 stages_ms[0] = t.h_ms, stages_ms[1] = t.g1_msm_ms, stages_ms[2] = t.g2_wait_ms, stages_ms[3] = t.total_ms;
             }
+        }
+    });
+}
+
+// `parts` partitions like cz_bench_prove's, proved from pageable host memory through the
+// cz_prove_start path, so the timed region includes real host -> device uploads. overlap = 1
+// starts them all, then finishes them in order (partition k+1 uploads while k computes);
+// overlap = 0 starts and finishes one at a time. One untimed partition first warms the
+// twiddle cache, the memory pool and the staging buffers. total_ms: wall time of the parts;
+// per_part_ms: 6 per partition, as cz_prove_finish's timings_ms.
+cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_bits, int overlap, double* total_ms,
+                            double* per_part_ms) {
+    return cz_guard([&] {
+        CZ_REQUIRE(log_n >= 5 && log_n <= 31, "pipeline benchmark sizes are 2^5 .. 2^31");
+        CZ_REQUIRE(parts >= 1, "the pipeline benchmark needs at least one partition");
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        const size_t n = 1ull << log_n, n_inputs = 16, n_aux = n - n_inputs;
+        std::unique_ptr<cz_srs> srs;
+        std::vector<host_witness> w(parts);
+        {
+            std::lock_guard<std::mutex> lock(ctx->compute_lock);  // released before proving
+            srs = bench_key(*ctx, log_n, n_inputs);
+            dev_buf<fr_t> scratch(n, ctx->stream);
+            for (int p = 0; p < parts; p++) {
+                uint64_t seed = 5000 + 10 * (uint64_t)p;
+                random_to_host(*ctx, scratch.get(), w[p].a, n, seed, 0.0);
+                random_to_host(*ctx, scratch.get(), w[p].b, n, seed + 1, 0.0);
+                random_to_host(*ctx, scratch.get(), w[p].c, n, seed + 2, 0.0);
+                random_to_host(*ctx, scratch.get(), w[p].inputs, n_inputs, seed + 3, 0.0);
+                random_to_host(*ctx, scratch.get(), w[p].aux, n_aux, seed + 4, frac_bits);
+            }
+        }
+        std::vector<uint8_t> all(n_aux, 1);  // densities: every value in A and B (as cz_bench_prove)
+        std::vector<partition_host> hosts(parts);
+        for (int p = 0; p < parts; p++)
+            hosts[p] = {w[p].a.data(), w[p].b.data(), w[p].c.data(), n, w[p].inputs.data(), n_inputs,
+                        w[p].aux.data(), n_aux, all.data(), all.data(), all.data()};
+        prove_timings warm;
+        start_proof(ctx, srs.get(), hosts[0], &warm).get();
+        std::vector<prove_timings> t(parts);
+        auto t0 = std::chrono::steady_clock::now();
+        if (overlap) {
+            std::vector<std::future<proof_sums>> running;
+            for (int p = 0; p < parts; p++) running.push_back(start_proof(ctx, srs.get(), hosts[p], &t[p]));
+            for (auto& r : running) r.get();
+        } else {
+            for (int p = 0; p < parts; p++) start_proof(ctx, srs.get(), hosts[p], &t[p]).get();
+        }
+        *total_ms = ms_since(t0);
+        for (int p = 0; p < parts; p++) {
+            const double v[6] = {t[p].h_ms, t[p].g1_msm_ms, t[p].g2_wait_ms, t[p].total_ms, t[p].upload_ms, t[p].queue_ms};
+            std::copy(v, v + 6, per_part_ms + 6 * p);
         }
     });
 }

@@ -1,20 +1,40 @@
-// Per-device state every host routine works in (the stream, cached NTT tables) and a
-// stream-ordered device buffer. The Python side creates one context per device it uses and
-// passes it explicitly: no hidden globals.
+// Per-device state every host routine works in (the streams, cached NTT tables, pinned
+// staging buffers, the locks that let partitions overlap safely) and a stream-ordered device
+// buffer. The Python side creates one context per device it uses and passes it explicitly:
+// no hidden globals.
 #pragma once
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "check.cuh"
 #include "field.cuh"
 
+// Pinned host buffers that partition uploads go through (upload.cu), allocated on first use:
+// the CPU fills one while the copy engine drains the other.
+struct cz_staging {
+    static constexpr int kBuffers = 2;
+    static constexpr size_t kBytes = 64ull << 20;
+    void* host[kBuffers] = {};
+    cudaEvent_t drained[kBuffers] = {};  // the last device copy out of host[i] has finished
+    bool ready = false;
+    int next = 0;
+};
+
 struct cz_context {
     int device = 0;
-    cudaStream_t stream = nullptr;      // main work: uploads, NTTs, G1 MSMs
-    cudaStream_t g2_stream = nullptr;   // the G2 MSM of B, overlapped with the G1 work
+    cudaStream_t stream = nullptr;         // main work: NTTs, G1 MSMs, key uploads
+    cudaStream_t g2_stream = nullptr;      // the G2 MSM of B, overlapped with the G1 work
+    cudaStream_t upload_stream = nullptr;  // partition uploads, overlapped with the previous partition's work
     // Twiddle tables: (log_n, inverse) -> w^e for e < N/2, Montgomery form.
     std::map<std::pair<int, bool>, fr_t*> twiddles;
     int sm_count = 0;
+    cz_staging staging;
+    // Partitions started together run on library threads: `upload_lock` gives one of them
+    // upload_stream and the staging buffers, `compute_lock` gives one caller at a time
+    // stream, g2_stream and the twiddle cache (every entry point that computes holds it).
+    std::mutex upload_lock;
+    std::mutex compute_lock;
 };
 
 // Device memory owned for the life of a scope, allocated and freed in stream order

@@ -33,9 +33,12 @@ struct proof_sums {
     g2_xyzz_t b_g2;
 };
 
-// Milliseconds per stage of the last proof (for benchmarks and logs).
+// Milliseconds per stage of the last proof (for benchmarks and logs). total_ms is the device
+// work (prove_device); upload_ms and queue_ms are set by the host-array path (api.cu): the
+// upload until the data was on the device, and the wait behind partitions ahead of it.
 struct prove_timings {
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
+    double upload_ms = 0, queue_ms = 0;
 };
 
 // Loads raw Filecoin encodings (G1: x||y big-endian 96 B; G2: x.c1||x.c0||y.c1||y.c0 192 B).

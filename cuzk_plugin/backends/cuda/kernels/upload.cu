@@ -1,0 +1,86 @@
+// Partition uploads through pinned staging buffers (see upload.cuh). A cudaMemcpyAsync from
+// pageable memory is staged by the driver and blocks the calling thread; doing the staging
+// here, double-buffered, keeps the copy engine busy while the CPU fills the other buffer.
+#include <algorithm>
+#include <cstring>
+
+#include "upload.cuh"
+
+namespace {
+
+void staging_ensure(cz_context& ctx) {
+    cz_staging& st = ctx.staging;
+    if (st.ready) return;
+    for (int i = 0; i < cz_staging::kBuffers; i++) {
+        if (!st.host[i]) CZ_CHECK(cudaHostAlloc(&st.host[i], cz_staging::kBytes, cudaHostAllocDefault));
+        if (!st.drained[i]) CZ_CHECK(cudaEventCreateWithFlags(&st.drained[i], cudaEventDisableTiming));
+    }
+    st.ready = true;  // only once every buffer exists; a partial failure is retried next time
+}
+
+int log2_ceil(size_t n) {
+    int k = 0;
+    while ((1ull << k) < n) k++;
+    return k;
+}
+
+}  // namespace
+
+void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    staging_ensure(ctx);
+    cz_staging& st = ctx.staging;
+    auto* d = static_cast<uint8_t*>(dst);
+    const auto* h = static_cast<const uint8_t*>(src);
+    for (size_t off = 0; off < bytes; off += cz_staging::kBytes) {
+        size_t len = std::min(cz_staging::kBytes, bytes - off);
+        int i = st.next;
+        st.next = (i + 1) % cz_staging::kBuffers;
+        CZ_CHECK(cudaEventSynchronize(st.drained[i]));  // its previous chunk has reached the device
+        std::memcpy(st.host[i], h + off, len);
+        CZ_CHECK(cudaMemcpyAsync(d + off, st.host[i], len, cudaMemcpyHostToDevice, ctx.upload_stream));
+        CZ_CHECK(cudaEventRecord(st.drained[i], ctx.upload_stream));
+    }
+}
+
+void staging_free(cz_context& ctx) {
+    cz_staging& st = ctx.staging;
+    for (int i = 0; i < cz_staging::kBuffers; i++) {
+        if (st.drained[i]) CZ_CHECK(cudaEventSynchronize(st.drained[i]));
+        if (st.host[i]) CZ_CHECK(cudaFreeHost(st.host[i]));
+        if (st.drained[i]) CZ_CHECK(cudaEventDestroy(st.drained[i]));
+        st.host[i] = nullptr, st.drained[i] = nullptr;
+    }
+    st.ready = false;
+}
+
+void upload_partition(cz_context& ctx, const partition_host& host, partition_upload& out) {
+    CZ_REQUIRE(host.m >= 1, "a partition needs at least one constraint");
+    cudaStream_t s = ctx.upload_stream;
+    const size_t n = 1ull << log2_ceil(host.m);
+    for (const uint64_t* v : {host.a, host.b, host.c}) {
+        out.fr_bufs.emplace_back(n, s);
+        fr_t* d = out.fr_bufs.back().get();
+        if (n > host.m) CZ_CHECK(cudaMemsetAsync(d + host.m, 0, (n - host.m) * sizeof(fr_t), s));
+        upload_async(ctx, d, v, host.m * sizeof(fr_t));
+    }
+    // Empty vectors still get a one-element buffer: prove_device reads the pointers.
+    auto upload_fr = [&](const uint64_t* src, size_t count) {
+        out.fr_bufs.emplace_back(std::max<size_t>(count, 1), s);
+        upload_async(ctx, out.fr_bufs.back().get(), src, count * sizeof(fr_t));
+        return out.fr_bufs.back().get();
+    };
+    auto upload_flags = [&](const uint8_t* src, size_t count) {
+        out.flag_bufs.emplace_back(std::max<size_t>(count, 1), s);
+        upload_async(ctx, out.flag_bufs.back().get(), src, count);
+        return out.flag_bufs.back().get();
+    };
+    partition_device& part = out.part;
+    part.log_n = log2_ceil(n);
+    part.a = out.fr_bufs[0].get(), part.b = out.fr_bufs[1].get(), part.c = out.fr_bufs[2].get();
+    part.inputs = upload_fr(host.inputs, host.n_inputs), part.n_inputs = host.n_inputs;
+    part.aux = upload_fr(host.aux, host.n_aux), part.n_aux = host.n_aux;
+    part.a_aux_density = upload_flags(host.a_aux_density, host.n_aux);
+    part.b_input_density = upload_flags(host.b_input_density, host.n_inputs);
+    part.b_aux_density = upload_flags(host.b_aux_density, host.n_aux);
+}

@@ -1,0 +1,39 @@
+// Host -> device copies of partitions through pinned staging buffers on the context's
+// upload stream, so that one partition's upload runs while the previous one computes.
+// Everything here needs ctx.upload_lock held by the caller (the staging buffers and the
+// upload stream are shared).
+#pragma once
+#include <vector>
+
+#include "prove.cuh"
+
+// Copies `bytes` of pageable host memory to device memory on ctx.upload_stream, a chunk at a
+// time through the staging buffers. Returns once `src` has been read; the device copies may
+// still be running (record an event on upload_stream to wait for them).
+void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes);
+
+// Frees the staging buffers (context teardown; nothing may be uploading).
+void staging_free(cz_context& ctx);
+
+// One partition's host arrays (canonical Fr limbs, density flags), alive until it is proved.
+struct partition_host {
+    const uint64_t *a = nullptr, *b = nullptr, *c = nullptr;
+    size_t m = 0;  // rows of a, b, c
+    const uint64_t* inputs = nullptr;
+    size_t n_inputs = 0;
+    const uint64_t* aux = nullptr;
+    size_t n_aux = 0;
+    const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
+};
+
+// A partition's device buffers (allocated, and freed, on upload_stream) and the view of them
+// prove_device reads.
+struct partition_upload {
+    std::vector<dev_buf<fr_t>> fr_bufs;
+    std::vector<dev_buf<uint8_t>> flag_bufs;
+    partition_device part;
+};
+
+// Allocates the partition's buffers and queues its upload on ctx.upload_stream (a, b, c zero
+// padded to the next power of two).
+void upload_partition(cz_context& ctx, const partition_host& host, partition_upload& out);
