@@ -42,6 +42,19 @@ def test_ntt_round_trip(cuda, rng, log_n, coset):
     np.testing.assert_array_equal(cuda.ntt(y, inverse=True, coset=coset), x)
 
 
+@pytest.mark.parametrize("log_n", [1, 2, 3, 10, 11, 14, 21])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_ntt_paired_butterflies_match_cpu(cuda, cpu, rng, monkeypatch, log_n, inverse):
+    """Paired butterflies (the default, CZ_NTT_PAIR=1) and single ones (CZ_NTT_PAIR=0) agree with the cpu."""
+    monkeypatch.setenv("CZ_NTT_PAIR", "1")
+    x = random_fr(rng, 1 << log_n)
+    got = cuda.ntt(x, inverse=inverse, coset=True)
+    if log_n <= 14:
+        np.testing.assert_array_equal(got, cpu.ntt(x, inverse=inverse, coset=True))
+    monkeypatch.setenv("CZ_NTT_PAIR", "0")
+    np.testing.assert_array_equal(got, cuda.ntt(x, inverse=inverse, coset=True))
+
+
 def test_ntt_edge_values(cuda, cpu):
     x = ints_to_limbs([0, 1, R - 1, 2, R - 2, 7, 0, 1])
     np.testing.assert_array_equal(cuda.ntt(x), cpu.ntt(x))
@@ -150,7 +163,7 @@ def test_bench_ntt_round_trip(cuda, coset):
     assert ok
 
 
-@pytest.mark.parametrize("mode", ["call", "inline", "inline4", "inline5"])
+@pytest.mark.parametrize("mode", ["call", "inline", "inline4", "inline5", "pair", "pair4"])
 def test_msm_g1_accumulation_variants(cuda, cpu, rng, monkeypatch, mode):
     """Every CZ_MSM_ACCUMULATE variant (benchmark alternatives) computes the same sums."""
     monkeypatch.setenv("CZ_MSM_ACCUMULATE", mode)

@@ -226,6 +226,36 @@ struct alignas(16) mont_t {
         }
         return reduce_once(t, t[N]);
     }
+
+
+    // Two independent products in lockstep: each step issues both carry chains side by side,
+    // so the scheduler has a second chain to fill the latency of the first (the bucket loop
+    // is latency-bound: ncu showed 35% issue utilisation at one chain a thread).
+    __device__ __forceinline__ static void mul_pair_chains(mont_t& r1, const mont_t& a1, const mont_t& b1, mont_t& r2,
+                                                           const mont_t& a2, const mont_t& b2) {
+        uint32_t t[N + 2], u[N + 2], p[N];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0, u[i] = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) p[j] = C::mod(j);
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            mad_chains<N>::lo(t, a1.v, b1.v[i]);
+            mad_chains<N>::lo(u, a2.v, b2.v[i]);
+            mad_chains<N>::hi(t, a1.v, b1.v[i]);
+            mad_chains<N>::hi(u, a2.v, b2.v[i]);
+            uint32_t m1 = t[0] * C::INV, m2 = u[0] * C::INV;
+            mad_chains<N>::lo(t, p, m1);
+            mad_chains<N>::lo(u, p, m2);
+            mad_chains<N>::hi(t, p, m1);
+            mad_chains<N>::hi(u, p, m2);
+#pragma unroll
+            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1], u[j] = u[j + 1];
+            t[N + 1] = 0, u[N + 1] = 0;
+        }
+        r1 = reduce_once(t, t[N]);
+        r2 = reduce_once(u, u[N]);
+    }
 #endif
 
     // Montgomery product a * b / 2^(32N) mod p, CIOS.
@@ -262,6 +292,17 @@ struct alignas(16) mont_t {
             t[N] = t[N + 1] + (uint32_t)(x >> 32);
         }
         return reduce_once(t, t[N]);
+#endif
+    }
+
+    // r1 = a1 b1, r2 = a2 b2 (on the device with the two carry chains interleaved).
+    CZ_HD static void mul_pair(mont_t& r1, const mont_t& a1, const mont_t& b1, mont_t& r2, const mont_t& a2,
+                               const mont_t& b2) {
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+        mul_pair_chains(r1, a1, b1, r2, a2, b2);
+#else
+        r1 = a1 * b1;
+        r2 = a2 * b2;
 #endif
     }
 

@@ -104,7 +104,7 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
 // one-ahead prefetch of the next base added it was slower than both (register pressure).
 // ncu: 164-168 registers a thread, 3 blocks of 128 an SM (18.75% occupancy), issue slots 35%
 // busy: the serial carry chains of one multiplication need more warps to hide their latency.
-template <class F, bool INLINE_ADD>
+template <class F, int ADD>  // 0: called formulas, 1: inlined, 2: inlined with paired products
 __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__ bases,
                                                  const uint32_t* __restrict__ vals, const uint32_t* item_start,
                                                  const uint32_t* item_len, const uint32_t* total,
@@ -117,7 +117,9 @@ __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__
         uint32_t v = vals[st + k];
         affine_t<F> p = bases[v & ~kSignBit];
         if (v & kSignBit) p = p.neg();
-        if constexpr (INLINE_ADD)
+        if constexpr (ADD == 2)
+            acc = acc.add_affine_paired(p);
+        else if constexpr (ADD == 1)
             acc = acc.add_affine_inline(p);
         else
             acc = acc.add_affine(p);
@@ -127,29 +129,32 @@ __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__
 
 constexpr int kAccumulateThreads = 128;
 
-template <class F, bool INLINE_ADD>
+template <class F, int ADD>
 __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
                                   const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
                                   xyzz_t<F>* partials) {
-    accumulate_items<F, INLINE_ADD>(bases, vals, item_start, item_len, total, partials);
+    accumulate_items<F, ADD>(bases, vals, item_start, item_len, total, partials);
 }
 
 // The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
-// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy).
-template <int MIN_BLOCKS>
+// (CZ_MSM_ACCUMULATE=inline4 / inline5 / pair4: 128 / 102 / 128 registers, trading spills for
+// occupancy).
+template <int ADD, int MIN_BLOCKS>
 __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
     accumulate_bounded_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
                               const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
                               xyzz_t<fq_t>* partials) {
-    accumulate_items<fq_t, true>(bases, vals, item_start, item_len, total, partials);
+    accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, total, partials);
 }
 
-enum class accumulate_mode { call, inline_add, bounded4, bounded5 };
+enum class accumulate_mode { call, inline_add, paired, paired4, bounded4, bounded5 };
 
 accumulate_mode accumulate_mode_from_env() {
     const char* env = std::getenv("CZ_MSM_ACCUMULATE");
     if (!env || !*env || std::strcmp(env, "inline") == 0) return accumulate_mode::inline_add;
     if (std::strcmp(env, "call") == 0) return accumulate_mode::call;
+    if (std::strcmp(env, "pair") == 0) return accumulate_mode::paired;
+    if (std::strcmp(env, "pair4") == 0) return accumulate_mode::paired4;
     if (std::strcmp(env, "inline4") == 0) return accumulate_mode::bounded4;
     if (std::strcmp(env, "inline5") == 0) return accumulate_mode::bounded5;
     throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_MSM_ACCUMULATE: unknown mode ") + env);
@@ -163,19 +168,25 @@ void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* b
     accumulate_mode mode = accumulate_mode_from_env();
     if constexpr (sizeof(F) == sizeof(fq_t)) {
         if (mode == accumulate_mode::bounded4)
-            accumulate_bounded_kernel<4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+            accumulate_bounded_kernel<1, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                      total, partials);
         else if (mode == accumulate_mode::bounded5)
-            accumulate_bounded_kernel<5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+            accumulate_bounded_kernel<1, 5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                      total, partials);
+        else if (mode == accumulate_mode::paired4)
+            accumulate_bounded_kernel<2, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
+                                                                                        item_len, total, partials);
+        else if (mode == accumulate_mode::paired)
+            accumulate_kernel<F, 2><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                total, partials);
         else if (mode == accumulate_mode::inline_add)
-            accumulate_kernel<F, true><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+            accumulate_kernel<F, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                    total, partials);
         else
-            accumulate_kernel<F, false><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                    total, partials);
+            accumulate_kernel<F, 0><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+                                                                                total, partials);
     } else {
-        accumulate_kernel<F, false><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
+        accumulate_kernel<F, 0><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                 total, partials);
     }
     CZ_CHECK_LAUNCH();

@@ -5,13 +5,15 @@
 // loads come in runs of 2^cols consecutive 32-byte elements), runs its g butterfly stages in
 // shared memory, and writes back. log N = 27 takes three launches instead of 27.
 // Stage s (1..log N) works on blocks of 2^s with twiddle omega_{2^s}^j = omega_N^(j 2^(logN - s)).
+#include <cstdlib>
+
 #include "ntt.cuh"
 
 namespace {
 
 constexpr int kMaxGroupLog = 10;  // 2^10 elements x 32 B = 32 KB of shared memory a block
 
-template <bool DIT>
+template <bool DIT, bool PAIR>
 __global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low,
                                  int g, int cols) {
     extern __shared__ fr_t sh[];
@@ -24,7 +26,7 @@ __global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ 
     const uint64_t hi = b >> lo_blocks_log;
     const int top = low + g;
 
-    for (uint32_t e = threadIdx.x; e < E; e += T) {
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
         uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
         sh[e] = d[gi];
     }
@@ -33,28 +35,57 @@ __global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ 
     for (int step = 0; step < g; step++) {
         const int p = DIT ? step : g - 1 - step;  // local bit of this stage
         const int s = low + p + 1;                 // global stage
-        for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
+        // Butterfly u: its two shared-memory slots and its twiddle.
+        auto slots = [&](uint32_t u, uint32_t& i0, uint32_t& i1, fr_t& w) {
             uint32_t lo_off = u & col_mask;
             uint32_t q = u >> cols;
             uint32_t t0 = ((q >> p) << (p + 1)) | (q & ((1u << p) - 1));
-            uint32_t t1 = t0 + (1u << p);
             uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
-            fr_t w = tw[j << (log_n - s)];
-            fr_t x = sh[(t0 << cols) | lo_off];
-            fr_t y = sh[(t1 << cols) | lo_off];
-            if (DIT) {
-                fr_t wy = w * y;
-                sh[(t0 << cols) | lo_off] = x + wy;
-                sh[(t1 << cols) | lo_off] = x - wy;
-            } else {
-                sh[(t0 << cols) | lo_off] = x + y;
-                sh[(t1 << cols) | lo_off] = (x - y) * w;
+            w = tw[j << (log_n - s)];
+            i0 = (t0 << cols) | lo_off;
+            i1 = ((t0 + (1u << p)) << cols) | lo_off;
+        };
+        if constexpr (PAIR) {
+            // Two butterflies a thread, their products paired (fr_t::mul_pair) for ILP.
+            for (uint32_t u = threadIdx.x; u < T; u += 2 * blockDim.x) {
+                uint32_t a0, a1, b0, b1;
+                fr_t wa, wb;
+                slots(u, a0, a1, wa);
+                slots(u + blockDim.x, b0, b1, wb);
+                fr_t xa = sh[a0], ya = sh[a1], xb = sh[b0], yb = sh[b1];
+                if (DIT) {
+                    fr_t pa, pb;
+                    fr_t::mul_pair(pa, wa, ya, pb, wb, yb);
+                    sh[a0] = xa + pa, sh[a1] = xa - pa;
+                    sh[b0] = xb + pb, sh[b1] = xb - pb;
+                } else {
+                    fr_t pa, pb;
+                    fr_t::mul_pair(pa, xa - ya, wa, pb, xb - yb, wb);
+                    sh[a0] = xa + ya, sh[a1] = pa;
+                    sh[b0] = xb + yb, sh[b1] = pb;
+                }
+            }
+        } else {
+            for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
+                uint32_t i0, i1;
+                fr_t w;
+                slots(u, i0, i1, w);
+                fr_t x = sh[i0];
+                fr_t y = sh[i1];
+                if (DIT) {
+                    fr_t wy = w * y;
+                    sh[i0] = x + wy;
+                    sh[i1] = x - wy;
+                } else {
+                    sh[i0] = x + y;
+                    sh[i1] = (x - y) * w;
+                }
             }
         }
         __syncthreads();
     }
 
-    for (uint32_t e = threadIdx.x; e < E; e += T) {
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
         uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
         d[gi] = sh[e];
     }
@@ -124,8 +155,16 @@ const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
     return tw;
 }
 
+// Two butterflies a thread with paired products (fr_t::mul_pair) by default: 59.6 vs 63.5 ms
+// at 2^27 on the H200 (bench/cuda-kernels-2026-12-02.md, run 6); CZ_NTT_PAIR=0 turns it off.
+bool ntt_pair_from_env() {
+    const char* env = std::getenv("CZ_NTT_PAIR");
+    return !(env && *env == '0');
+}
+
 void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
     if (log_n == 0) return;
+    const bool pair = ntt_pair_from_env();
     const fr_t* tw = twiddles(ctx, log_n, inverse);
     int ngroups = (log_n + kMaxGroupLog - 1) / kMaxGroupLog;
     // Split log_n bits into ngroups groups as evenly as possible.
@@ -143,13 +182,19 @@ void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
         int g = sizes[i], low = low_of[i];
         int cols = low < kMaxGroupLog - g ? low : kMaxGroupLog - g;
         uint32_t elems = 1u << (g + cols);
-        unsigned threads = elems / 2;
+        // Paired butterflies (two a thread) need at least two per thread's block.
+        bool paired = pair && elems >= 4;
+        unsigned threads = paired ? elems / 4 : elems / 2;
         uint64_t blocks = 1ull << (log_n - g - cols);
         size_t smem = elems * sizeof(fr_t);
-        if (dit)
-            ntt_group_kernel<true><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+        if (dit && paired)
+            ntt_group_kernel<true, true><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+        else if (dit)
+            ntt_group_kernel<true, false><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+        else if (paired)
+            ntt_group_kernel<false, true><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
         else
-            ntt_group_kernel<false><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+            ntt_group_kernel<false, false><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
         CZ_CHECK_LAUNCH();
     }
 }

@@ -3,6 +3,8 @@
 // here, double-buffered, keeps the copy engine busy while the CPU fills the other buffer.
 #include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "upload.cuh"
 
@@ -16,6 +18,29 @@ void staging_ensure(cz_context& ctx) {
         if (!st.drained[i]) CZ_CHECK(cudaEventCreateWithFlags(&st.drained[i], cudaEventDisableTiming));
     }
     st.ready = true;  // only once every buffer exists; a partial failure is retried next time
+}
+
+// memcpy split over a few threads: one thread copies pageable -> pinned at ~4 GB/s on the H200
+// host (measured: 2.0 s for a 2^26 partition's 8 GB), well under what the copy engine takes.
+void parallel_memcpy(void* dst, const void* src, size_t len) {
+    constexpr size_t kMinPart = 4u << 20;
+    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    size_t parts = std::min<size_t>({8, std::max(1u, hw / 2), (len + kMinPart - 1) / kMinPart});
+    if (parts <= 1) {
+        std::memcpy(dst, src, len);
+        return;
+    }
+    size_t step = (len + parts - 1) / parts;
+    std::vector<std::thread> workers;
+    for (size_t k = 1; k < parts; k++) {
+        size_t off = k * step;
+        if (off >= len) break;
+        workers.emplace_back([=] {
+            std::memcpy(static_cast<uint8_t*>(dst) + off, static_cast<const uint8_t*>(src) + off, std::min(step, len - off));
+        });
+    }
+    std::memcpy(dst, src, std::min(step, len));
+    for (auto& w : workers) w.join();
 }
 
 int log2_ceil(size_t n) {
@@ -37,7 +62,7 @@ void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes) {
         int i = st.next;
         st.next = (i + 1) % cz_staging::kBuffers;
         CZ_CHECK(cudaEventSynchronize(st.drained[i]));  // its previous chunk has reached the device
-        std::memcpy(st.host[i], h + off, len);
+        parallel_memcpy(st.host[i], h + off, len);
         CZ_CHECK(cudaMemcpyAsync(d + off, st.host[i], len, cudaMemcpyHostToDevice, ctx.upload_stream));
         CZ_CHECK(cudaEventRecord(st.drained[i], ctx.upload_stream));
     }
