@@ -93,8 +93,11 @@ def edge_case_inputs(rng, points: np.ndarray):
     return bases, scalars, neg
 
 
+@pytest.mark.parametrize("mode", ["inline", "pair", "smem6"])
 @pytest.mark.parametrize("window_bits", [0, 3, 8])
-def test_msm_g1_edge_cases(cuda, cpu, rng, window_bits):
+def test_msm_g1_edge_cases(cuda, cpu, rng, monkeypatch, window_bits, mode):
+    """Identity bases, P + (-P) and doublings inside buckets, under each bucket-loop variant."""
+    monkeypatch.setenv("CZ_MSM_ACCUMULATE", mode)
     pts = random_g1(rng, 50)
     bases, scalars, _ = edge_case_inputs(rng, pts)
     # P and -P with the same scalar cancel inside one bucket.
@@ -163,7 +166,7 @@ def test_bench_ntt_round_trip(cuda, coset):
     assert ok
 
 
-@pytest.mark.parametrize("mode", ["call", "inline", "inline4", "inline5", "pair", "pair4"])
+@pytest.mark.parametrize("mode", ["call", "inline", "inline4", "inline5", "pair", "pair4", "smem", "smem5", "smem6", "smem7"])
 def test_msm_g1_accumulation_variants(cuda, cpu, rng, monkeypatch, mode):
     """Every CZ_MSM_ACCUMULATE variant (benchmark alternatives) computes the same sums."""
     monkeypatch.setenv("CZ_MSM_ACCUMULATE", mode)
