@@ -75,33 +75,6 @@ struct alignas(16) xyzz_t {
         return {X3, Y3, ZZ * PP, ZZZ * PPP};
     }
 
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
-    // madd-2008-s with its independent products paired (F::mul_pair): the same 8M + 2S, in
-    // six dependent steps instead of ten. Device only; G1 (CZ_MSM_ACCUMULATE=pair).
-    __device__ __forceinline__ xyzz_t add_affine_paired(const affine_t<F>& q) const {
-        if (q.is_identity()) return *this;
-        if (is_identity()) return from_affine(q);
-        F U2, S2;
-        F::mul_pair(U2, q.x, ZZ, S2, q.y, ZZZ);
-        F P = U2 - X;
-        F R = S2 - Y;
-        if (P.is_zero()) {
-            if (R.is_zero()) return dbl_affine(q);
-            return identity();
-        }
-        F PP, RR;
-        F::mul_pair(PP, P, P, RR, R, R);
-        F PPP, Q;
-        F::mul_pair(PPP, P, PP, Q, X, PP);
-        F ZZ3, ZZZ3;
-        F::mul_pair(ZZ3, ZZ, PP, ZZZ3, ZZZ, PPP);
-        F X3 = RR - PPP - Q.dbl();
-        F T1, T2;
-        F::mul_pair(T1, R, Q - X3, T2, Y, PPP);
-        return {X3, T1 - T2, ZZ3, ZZZ3};
-    }
-#endif
-
     CZ_HD_CALL xyzz_t add_affine(const affine_t<F>& q) const { return add_affine_inline(q); }
 
     // add-2008-s: this + q, both XYZZ.

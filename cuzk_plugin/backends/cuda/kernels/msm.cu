@@ -104,7 +104,7 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
 // one-ahead prefetch of the next base added it was slower than both (register pressure).
 // ncu: 164-168 registers a thread, 3 blocks of 128 an SM (18.75% occupancy), issue slots 35%
 // busy: the serial carry chains of one multiplication need more warps to hide their latency.
-template <class F, int ADD>  // 0: called formulas, 1: inlined, 2: inlined with paired products
+template <class F, int ADD>  // 0: called formulas, 1: inlined
 __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__ bases,
                                                  const uint32_t* __restrict__ vals, const uint32_t* item_start,
                                                  const uint32_t* item_len, const uint32_t* total,
@@ -117,9 +117,7 @@ __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__
         uint32_t v = vals[st + k];
         affine_t<F> p = bases[v & ~kSignBit];
         if (v & kSignBit) p = p.neg();
-        if constexpr (ADD == 2)
-            acc = acc.add_affine_paired(p);
-        else if constexpr (ADD == 1)
+        if constexpr (ADD == 1)
             acc = acc.add_affine_inline(p);
         else
             acc = acc.add_affine(p);
@@ -137,8 +135,9 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
 }
 
 // The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
-// (CZ_MSM_ACCUMULATE=inline4 / inline5 / pair4: 128 / 102 / 128 registers, trading spills for
-// occupancy).
+// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy).
+// Measured alternatives that lost and were removed (bench/cuda-kernels-2026-12-02.md): paired
+// products (runs 7, commit 5d3afc4) and the accumulator in shared memory (run 10, defd2be).
 template <int ADD, int MIN_BLOCKS>
 __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
     accumulate_bounded_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
@@ -147,114 +146,12 @@ __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
     accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, total, partials);
 }
 
-// The G1 bucket loop with each thread's XYZZ accumulator in shared memory
-// (CZ_MSM_ACCUMULATE=smem / smem5 / smem6): coordinates are read with volatile loads where the
-// formula needs them and stored as soon as they are final, so at most four field elements
-// stay live in registers (the loop is register-limited: 128 registers = 4 blocks an SM).
-// Each thread's slot is padded to 208 bytes so the 16-byte accesses of 8 consecutive threads
-// fall in distinct banks (52 words apart).
-struct alignas(16) smem_acc {
-    fq_t X, Y, ZZ, ZZZ;
-    uint32_t pad[4];
-};
-
-__device__ __forceinline__ fq_t lds(const fq_t* p) {
-    fq_t r;
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile(
-        "ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%12];\n\t"
-        "ld.volatile.shared.v4.u32 {%4, %5, %6, %7}, [%12+16];\n\t"
-        "ld.volatile.shared.v4.u32 {%8, %9, %10, %11}, [%12+32];"
-        : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3]), "=r"(r.v[4]), "=r"(r.v[5]), "=r"(r.v[6]),
-          "=r"(r.v[7]), "=r"(r.v[8]), "=r"(r.v[9]), "=r"(r.v[10]), "=r"(r.v[11])
-        : "r"(a));
-    return r;
-}
-
-__device__ __forceinline__ void sts(fq_t* p, const fq_t& x) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile(
-        "st.volatile.shared.v4.u32 [%0], {%1, %2, %3, %4};\n\t"
-        "st.volatile.shared.v4.u32 [%0+16], {%5, %6, %7, %8};\n\t"
-        "st.volatile.shared.v4.u32 [%0+32], {%9, %10, %11, %12};"
-        :
-        : "r"(a), "r"(x.v[0]), "r"(x.v[1]), "r"(x.v[2]), "r"(x.v[3]), "r"(x.v[4]), "r"(x.v[5]), "r"(x.v[6]),
-          "r"(x.v[7]), "r"(x.v[8]), "r"(x.v[9]), "r"(x.v[10]), "r"(x.v[11])
-        : "memory");
-}
-
-__device__ __forceinline__ void sts_point(smem_acc& s, const xyzz_t<fq_t>& p) {
-    sts(&s.X, p.X), sts(&s.Y, p.Y), sts(&s.ZZ, p.ZZ), sts(&s.ZZZ, p.ZZZ);
-}
-
-// s += q, madd-2008-s (curve.cuh) with the live ranges kept short.
-__device__ __forceinline__ void add_affine_smem(smem_acc& s, const affine_t<fq_t>& q) {
-    using P1 = xyzz_t<fq_t>;
-    if (q.is_identity()) return;
-    if (lds(&s.ZZ).is_zero()) {
-        sts_point(s, P1::from_affine(q));
-        return;
-    }
-    fq_t P = q.x * lds(&s.ZZ) - lds(&s.X);
-    fq_t R = q.y * lds(&s.ZZZ) - lds(&s.Y);
-    if (P.is_zero()) {
-        sts_point(s, R.is_zero() ? P1::dbl_affine(q) : P1::identity());
-        return;
-    }
-    fq_t PP = P.sqr();
-    fq_t PPP = P * PP;
-    sts(&s.ZZ, lds(&s.ZZ) * PP);
-    fq_t Q = lds(&s.X) * PP;
-    sts(&s.ZZZ, lds(&s.ZZZ) * PPP);
-    fq_t T = lds(&s.Y) * PPP;
-    fq_t X3 = R.sqr() - PPP - Q.dbl();
-    sts(&s.X, X3);
-    sts(&s.Y, R * (Q - X3) - T);
-}
-
-template <int MIN_BLOCKS>
-__global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
-    accumulate_smem_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                           const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                           xyzz_t<fq_t>* partials) {
-    __shared__ smem_acc accs[kAccumulateThreads];
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= *total) return;
-    smem_acc& acc = accs[threadIdx.x];
-    sts_point(acc, xyzz_t<fq_t>::identity());
-    uint32_t st = item_start[i], len = item_len[i];
-    for (uint32_t k = 0; k < len; k++) {
-        uint32_t v = vals[st + k];
-        affine_t<fq_t> p = bases[v & ~kSignBit];
-        if (v & kSignBit) p = p.neg();
-        add_affine_smem(acc, p);
-    }
-    partials[i] = {lds(&acc.X), lds(&acc.Y), lds(&acc.ZZ), lds(&acc.ZZZ)};
-}
-
-// Asks for the largest shared-memory carveout so MIN_BLOCKS blocks of accumulators fit an SM.
-template <int MIN_BLOCKS>
-void launch_smem(cudaStream_t stream, unsigned blocks, const affine_t<fq_t>* bases, const uint32_t* vals,
-                 const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                 xyzz_t<fq_t>* partials) {
-    CZ_CHECK(cudaFuncSetAttribute(accumulate_smem_kernel<MIN_BLOCKS>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                  (int)cudaSharedmemCarveoutMaxShared));
-    accumulate_smem_kernel<MIN_BLOCKS><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                  total, partials);
-}
-
-enum class accumulate_mode { call, inline_add, paired, paired4, bounded4, bounded5, smem, smem5, smem6, smem7 };
+enum class accumulate_mode { call, inline_add, bounded4, bounded5 };
 
 accumulate_mode accumulate_mode_from_env() {
     const char* env = std::getenv("CZ_MSM_ACCUMULATE");
     if (!env || !*env || std::strcmp(env, "inline") == 0) return accumulate_mode::inline_add;
     if (std::strcmp(env, "call") == 0) return accumulate_mode::call;
-    if (std::strcmp(env, "pair") == 0) return accumulate_mode::paired;
-    if (std::strcmp(env, "pair4") == 0) return accumulate_mode::paired4;
-    if (std::strcmp(env, "smem") == 0) return accumulate_mode::smem;
-    if (std::strcmp(env, "smem5") == 0) return accumulate_mode::smem5;
-    if (std::strcmp(env, "smem6") == 0) return accumulate_mode::smem6;
-    if (std::strcmp(env, "smem7") == 0) return accumulate_mode::smem7;
     if (std::strcmp(env, "inline4") == 0) return accumulate_mode::bounded4;
     if (std::strcmp(env, "inline5") == 0) return accumulate_mode::bounded5;
     throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_MSM_ACCUMULATE: unknown mode ") + env);
@@ -273,20 +170,6 @@ void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* b
         else if (mode == accumulate_mode::bounded5)
             accumulate_bounded_kernel<1, 5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                      total, partials);
-        else if (mode == accumulate_mode::smem)
-            launch_smem<1>(stream, blocks, bases, vals, item_start, item_len, total, partials);
-        else if (mode == accumulate_mode::smem5)
-            launch_smem<5>(stream, blocks, bases, vals, item_start, item_len, total, partials);
-        else if (mode == accumulate_mode::smem6)
-            launch_smem<6>(stream, blocks, bases, vals, item_start, item_len, total, partials);
-        else if (mode == accumulate_mode::smem7)
-            launch_smem<7>(stream, blocks, bases, vals, item_start, item_len, total, partials);
-        else if (mode == accumulate_mode::paired4)
-            accumulate_bounded_kernel<2, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
-                                                                                        item_len, total, partials);
-        else if (mode == accumulate_mode::paired)
-            accumulate_kernel<F, 2><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                total, partials);
         else if (mode == accumulate_mode::inline_add)
             accumulate_kernel<F, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                    total, partials);
