@@ -55,3 +55,20 @@ def test_host_side_curve_arithmetic_matches_arkworks():
         out2 = np.zeros((2, 2, 6), np.uint64)
         library.call("cz_host_mul_generator", 1, library.u64_ptr(limbs), library.u64_ptr(out2))
         np.testing.assert_array_equal(out2, g2_to_limbs(G2Point() * Scalar(k)), err_msg=f"G2 k={k}")
+
+
+def test_host_side_28_bit_field_matches_the_32_bit_one():
+    """field28.cuh (14 x 28-bit limbs, the candidate bucket-loop field) against fq_t on the
+    host: conversions, every operation on random and edge values, and XYZZ mixed additions."""
+    import ctypes
+
+    from cuzk_plugin.backends.cuda import library
+    from cuzk_plugin.errors import BackendUnavailable
+
+    try:
+        library.load_library()
+    except BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    checks = ctypes.c_uint64(0)
+    library.call("cz_host_fq28_selftest", 11, 300, ctypes.byref(checks))
+    assert checks.value > 300 * 10

@@ -8,8 +8,11 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <random>
+#include <string>
 #include <vector>
 
+#include "field28.cuh"
 #include "gen.cuh"
 #include "ntt.cuh"
 #include "prove.cuh"
@@ -508,6 +511,70 @@ cz_status cz_host_mul_generator(int g2, const uint64_t* k_canonical, uint64_t* o
             write_affine<fq2_t>(mul_generator_host<fq2_t>(k.to_mont()), out);
         else
             write_affine<fq_t>(mul_generator_host<fq_t>(k.to_mont()), out);
+    });
+}
+
+// Host-only check of the 28-bit-limb field (field28.cuh) against fq_t: conversions, the field
+// operations on random and edge values, chained operations, and XYZZ mixed additions (doubling,
+// P + (-P), the identity) compared coordinate by coordinate. *checks: how many comparisons ran;
+// the first mismatch is an error naming it.
+cz_status cz_host_fq28_selftest(uint64_t seed, int rounds, uint64_t* checks) {
+    return cz_guard([&] {
+        std::mt19937_64 rng(seed);
+        uint64_t n = 0;
+        auto expect = [&](bool ok, const char* what, int round) {
+            n++;
+            if (!ok)
+                throw cz_error(CZ_INTERNAL, std::string("fq28 self-test: ") + what + " differs from fq_t (round " +
+                                                std::to_string(round) + ")");
+        };
+        fq_t p_minus_1 = fq_t::zero() - fq_t::raw_u32(1);  // the largest canonical value
+        for (int r = 0; r < rounds; r++) {
+            fq_t a, b;
+            for (int i = 0; i < 12; i++) a.v[i] = (uint32_t)rng(), b.v[i] = (uint32_t)rng();
+            a.v[11] &= 0x0fffffffu, b.v[11] &= 0x0fffffffu;  // below 2^380 < p
+            if (r == 0) a = fq_t::zero();
+            if (r == 1) a = p_minus_1;
+            if (r == 2) a = p_minus_1, b = p_minus_1;
+            if (r == 3) b = a;
+            fq28_t A = fq28_t::from_fq(a), B = fq28_t::from_fq(b);
+            expect(A.to_fq() == a, "round trip", r);
+            expect((A * B).to_fq() == a * b, "product", r);
+            expect(A.sqr().to_fq() == a.sqr(), "square", r);
+            expect((A + B).to_fq() == a + b, "sum", r);
+            expect((A - B).to_fq() == a - b, "difference", r);
+            expect((B - A).to_fq() == b - a, "reversed difference", r);
+            expect(A.neg().to_fq() == a.neg(), "negation", r);
+            expect(A.dbl().to_fq() == a.dbl(), "doubling", r);
+            expect((A - B).is_zero() == (a == b), "zero test", r);
+            fq28_t chain = ((A * B) + (A - B)) * A.dbl() - B.sqr();
+            expect(chain.to_fq() == ((a * b) + (a - b)) * a.dbl() - b.sqr(), "chained operations", r);
+        }
+        expect(fq28_t::one().to_fq() == fq_t::one(), "one", -1);
+        // Mixed additions: k G for k = 1..24, with P twice (a doubling) and P then -P (the
+        // identity) in the sequence, and the identity as a point.
+        std::vector<affine_t<fq_t>> pts;
+        for (uint32_t k = 1; k <= 24; k++) pts.push_back(mul_generator_host<fq_t>(fr_t::raw_u32(k).to_mont()).to_affine());
+        std::vector<affine_t<fq_t>> seq = {pts[0], pts[0], pts[4], {fq_t::zero(), fq_t::zero()}, pts[4].neg()};
+        for (auto& q : pts) seq.push_back(q);
+        seq.push_back(pts[7]);
+        xyzz_t<fq_t> acc32 = xyzz_t<fq_t>::identity();
+        xyzz_t<fq28_t> acc28 = xyzz_t<fq28_t>::identity(), fresh28 = xyzz_t<fq28_t>::identity();
+        xyzz_t<fq_t> fresh32 = xyzz_t<fq_t>::identity();
+        for (size_t i = 0; i < seq.size(); i++) {
+            affine_t<fq28_t> q{fq28_t::from_fq(seq[i].x), fq28_t::from_fq(seq[i].y)};
+            acc32 = acc32.add_affine_inline(seq[i]);
+            acc28 = acc28.add_affine_inline(q);
+            expect(acc28.X.to_fq() == acc32.X && acc28.Y.to_fq() == acc32.Y && acc28.ZZ.to_fq() == acc32.ZZ &&
+                       acc28.ZZZ.to_fq() == acc32.ZZZ,
+                   "XYZZ mixed addition", (int)i);
+        }
+        // P + (-P) from the identity: the identity again.
+        fresh32 = fresh32.add_affine_inline(pts[9]).add_affine_inline(pts[9].neg());
+        fresh28 = fresh28.add_affine_inline({fq28_t::from_fq(pts[9].x), fq28_t::from_fq(pts[9].y)})
+                      .add_affine_inline({fq28_t::from_fq(pts[9].x), fq28_t::from_fq(pts[9].y).neg()});
+        expect(fresh32.is_identity() && fresh28.is_identity(), "P + (-P)", -1);
+        *checks = n;
     });
 }
 
