@@ -539,6 +539,8 @@ cz_status cz_host_fq28_selftest(uint64_t seed, int rounds, uint64_t* checks) {
             if (r == 3) b = a;
             fq28_t A = fq28_t::from_fq(a), B = fq28_t::from_fq(b);
             expect(A.to_fq() == a, "round trip", r);
+            expect(fq28_t::from_fq_shift(a).to_fq() == a, "shift conversion", r);
+            expect((fq28_t::from_fq_shift(a) * B).to_fq() == a * b, "product after shift conversion", r);
             expect((A * B).to_fq() == a * b, "product", r);
             expect(A.sqr().to_fq() == a.sqr(), "square", r);
             expect((A + B).to_fq() == a + b, "sum", r);
@@ -562,7 +564,9 @@ cz_status cz_host_fq28_selftest(uint64_t seed, int rounds, uint64_t* checks) {
         xyzz_t<fq28_t> acc28 = xyzz_t<fq28_t>::identity(), fresh28 = xyzz_t<fq28_t>::identity();
         xyzz_t<fq_t> fresh32 = xyzz_t<fq_t>::identity();
         for (size_t i = 0; i < seq.size(); i++) {
-            affine_t<fq28_t> q{fq28_t::from_fq(seq[i].x), fq28_t::from_fq(seq[i].y)};
+            // Odd steps convert the point as the bucket loop does (shift), even ones by a product.
+            affine_t<fq28_t> q = i % 2 ? affine_t<fq28_t>{fq28_t::from_fq_shift(seq[i].x), fq28_t::from_fq_shift(seq[i].y)}
+                                       : affine_t<fq28_t>{fq28_t::from_fq(seq[i].x), fq28_t::from_fq(seq[i].y)};
             acc32 = acc32.add_affine_inline(seq[i]);
             acc28 = acc28.add_affine_inline(q);
             expect(acc28.X.to_fq() == acc32.X && acc28.Y.to_fq() == acc32.Y && acc28.ZZ.to_fq() == acc32.ZZ &&

@@ -164,6 +164,31 @@ struct alignas(16) fq28_t {
         }
         return r * c;
     }
+    // The same conversion without a product, for bases read inside the bucket loop: shift the
+    // bits up by 8 (x 2^384 -> x 2^392, below 2^389), then subtract q p with q estimated from the
+    // top limbs, q = floor(t13 / (p13 + 1)): never above floor(t / p) and at most one below it
+    // (t13 < 2^25, p13 > 2^16), so the rest lies in [0, 2p).
+    CZ_HD static fq28_t from_fq_shift(const fq_t& x) {
+        uint32_t t[L];
+        t[0] = (x.v[0] << 8) & MASK;
+#pragma unroll
+        for (int i = 1; i < L; i++) {
+            const int bit = 28 * i - 8, w = bit >> 5, sh = bit & 31;
+            uint64_t two = (uint64_t)x.v[w] | ((uint64_t)(w + 1 < 12 ? x.v[w + 1] : 0) << 32);
+            t[i] = (uint32_t)(two >> sh) & MASK;
+        }
+        const uint32_t q = t[L - 1] / (p(L - 1) + 1);
+        fq28_t r;
+        int64_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < L; i++) {
+            int64_t acc = (int64_t)t[i] - (int64_t)q * p(i) + borrow;
+            r.v[i] = (uint32_t)acc & MASK;
+            borrow = acc >> 28;
+        }
+        return r;
+    }
+
     CZ_HD fq_t to_fq() const {
         fq28_t c;
 #pragma unroll
