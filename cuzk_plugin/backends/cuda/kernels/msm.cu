@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "field28.cuh"
@@ -99,31 +100,41 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
     }
 }
 
-// Sums each item's points into one XYZZ partial. INLINE_ADD inlines the mixed addition
-// (G1 only: G2's formulas stay calls for code size). Measured on the H200
-// (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at 2^27; with a
-// one-ahead prefetch of the next base added it was slower than both (register pressure).
-// ncu: 164-168 registers a thread, 3 blocks of 128 an SM (18.75% occupancy), issue slots 35%
-// busy: the serial carry chains of one multiplication need more warps to hide their latency.
-template <class F, int ADD>  // 0: called formulas, 1: inlined
+// Sums each item's points into one XYZZ partial. ADD: 0 called formulas, 1 inlined (G1; G2's
+// formulas stay calls for code size), 2 inlined in 28-bit limbs (G1, field28.cuh: each base
+// converted as it is read, by a shift and a small subtraction, the sum converted back once).
+// Measured on the H200 (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at
+// 2^27 (first session); with a one-ahead prefetch of the next base it was slower than both.
+// ncu (run 9): 128 registers, 4 blocks of 128 an SM, the warps waiting on their carry chains.
+template <class F, int ADD>
 __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__ bases,
                                                  const uint32_t* __restrict__ vals, const uint32_t* item_start,
                                                  const uint32_t* item_len, const uint32_t* total,
                                                  xyzz_t<F>* partials) {
+    using A = std::conditional_t<ADD == 2, fq28_t, F>;  // the accumulator's field
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= *total) return;
     uint32_t st = item_start[i], len = item_len[i];
-    xyzz_t<F> acc = xyzz_t<F>::identity();
+    xyzz_t<A> acc = xyzz_t<A>::identity();
     for (uint32_t k = 0; k < len; k++) {
         uint32_t v = vals[st + k];
-        affine_t<F> p = bases[v & ~kSignBit];
+        affine_t<A> p;
+        if constexpr (ADD == 2) {
+            affine_t<F> b = bases[v & ~kSignBit];
+            p = {fq28_t::from_fq_shift(b.x), fq28_t::from_fq_shift(b.y)};
+        } else {
+            p = bases[v & ~kSignBit];
+        }
         if (v & kSignBit) p = p.neg();
-        if constexpr (ADD == 1)
-            acc = acc.add_affine_inline(p);
-        else
+        if constexpr (ADD == 0)
             acc = acc.add_affine(p);
+        else
+            acc = acc.add_affine_inline(p);
     }
-    partials[i] = acc;
+    if constexpr (ADD == 2)
+        partials[i] = {acc.X.to_fq(), acc.Y.to_fq(), acc.ZZ.to_fq(), acc.ZZZ.to_fq()};
+    else
+        partials[i] = acc;
 }
 
 constexpr int kAccumulateThreads = 128;
@@ -136,7 +147,9 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
 }
 
 // The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
-// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy).
+// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy), and
+// the 28-bit-limb loop (w28: 190 registers, 2 blocks an SM; w28_4: 128 with 720 bytes of
+// spills; about a third fewer instructions than the fq_t loop; not yet timed on a GPU).
 // Measured alternatives that lost and were removed (bench/cuda-kernels-2026-12-02.md): paired
 // products (runs 7, commit 5d3afc4) and the accumulator in shared memory (run 10, defd2be).
 template <int ADD, int MIN_BLOCKS>
@@ -145,30 +158,6 @@ __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
                               const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
                               xyzz_t<fq_t>* partials) {
     accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, total, partials);
-}
-
-// The G1 bucket loop in 14 x 28-bit limbs (field28.cuh; CZ_MSM_ACCUMULATE=w28 / w28_4): each
-// base is converted as it is read (a shift and one small subtraction), the sum converted back
-// once an item. ptxas: 190 registers unbounded (2 blocks an SM), 128 with 720 bytes of spills
-// for 4; about a third fewer instructions than the fq_t loop. Not yet timed on a GPU
-// (bench/cuda-kernels-2026-12-02.md, next steps).
-template <int MIN_BLOCKS>
-__global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
-    accumulate_w28_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                          const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                          xyzz_t<fq_t>* partials) {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= *total) return;
-    uint32_t st = item_start[i], len = item_len[i];
-    xyzz_t<fq28_t> acc = xyzz_t<fq28_t>::identity();
-    for (uint32_t k = 0; k < len; k++) {
-        uint32_t v = vals[st + k];
-        affine_t<fq_t> b = bases[v & ~kSignBit];
-        affine_t<fq28_t> p{fq28_t::from_fq_shift(b.x), fq28_t::from_fq_shift(b.y)};
-        if (v & kSignBit) p = p.neg();
-        acc = acc.add_affine_inline(p);
-    }
-    partials[i] = {acc.X.to_fq(), acc.Y.to_fq(), acc.ZZ.to_fq(), acc.ZZZ.to_fq()};
 }
 
 enum class accumulate_mode { call, inline_add, bounded4, bounded5, w28, w28_4 };
@@ -198,11 +187,11 @@ void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* b
             accumulate_bounded_kernel<1, 5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                      total, partials);
         else if (mode == accumulate_mode::w28)
-            accumulate_w28_kernel<1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                total, partials);
+            accumulate_bounded_kernel<2, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
+                                                                                        item_len, total, partials);
         else if (mode == accumulate_mode::w28_4)
-            accumulate_w28_kernel<4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                total, partials);
+            accumulate_bounded_kernel<2, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
+                                                                                        item_len, total, partials);
         else if (mode == accumulate_mode::inline_add)
             accumulate_kernel<F, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                    total, partials);
