@@ -231,7 +231,7 @@ class CudaBackend:
         times = (ctypes.c_double * max(repeat, 1))()
         stages = (ctypes.c_double * 4)()
         call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, times, stages)
-        return list(times)[:repeat], dict(zip(("h", "g1_msm", "g2_wait", "total"), list(stages)))
+        return list(times)[:repeat], dict(zip(PROVE_TIMINGS[:4], list(stages)))  # the device stages
 
     def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
                        frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:

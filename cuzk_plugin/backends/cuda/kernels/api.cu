@@ -20,13 +20,6 @@
 
 namespace {
 
-int log2_exact(size_t n) {
-    int k = 0;
-    while ((1ull << k) < n) k++;
-    CZ_REQUIRE((1ull << k) == n, "size must be a power of two");
-    return k;
-}
-
 template <class F>
 void write_affine(const xyzz_t<F>& p, uint64_t* out) {
     affine_t<F> a = p.to_affine();
@@ -51,10 +44,6 @@ void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, s
     msm_options opt;
     opt.window_bits = window_bits;
     write_affine<F>(msm_device<F>(*ctx, s, d_bases.get(), d_scalars.get(), n, opt), out);
-}
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 double event_ms(cudaEvent_t a, cudaEvent_t b) {
@@ -95,7 +84,7 @@ void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, int window
         CZ_CHECK(cudaStreamSynchronize(s));
         auto t0 = std::chrono::steady_clock::now();
         msm_device<F>(*ctx, s, bases.get(), scalars.get(), n, opt);
-        times_ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        times_ms[r] = ms_since(t0);
     }
 }
 
@@ -293,9 +282,8 @@ cz_status cz_quotient_h(cz_context* ctx, const uint64_t* a, const uint64_t* b, c
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         CZ_REQUIRE(m >= 1, "quotient_h needs at least one constraint");
-        size_t n = 1;
-        while (n < m) n <<= 1;
-        int log_n = log2_exact(n);
+        const int log_n = log2_ceil(m);
+        const size_t n = 1ull << log_n;
         cudaStream_t s = ctx->stream;
         dev_buf<fr_t> da(n, s), db(n, s), dc(n, s), dh(n, s);
         const uint64_t* src[3] = {a, b, c};
@@ -368,9 +356,7 @@ cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms
         write_affine<fq_t>(sums.a, out + 24);
         write_affine<fq_t>(sums.b_g1, out + 36);
         write_affine<fq2_t>(sums.b_g2, out + 48);
-        const prove_timings& t = pending->timings;
-        timings_ms[0] = t.h_ms, timings_ms[1] = t.g1_msm_ms, timings_ms[2] = t.g2_wait_ms, timings_ms[3] = t.total_ms;
-        timings_ms[4] = t.upload_ms, timings_ms[5] = t.queue_ms;
+        pending->timings.write(timings_ms);
     });
 }
 
@@ -494,10 +480,7 @@ cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_b
             for (int p = 0; p < parts; p++) start_proof(ctx, srs.get(), hosts[p], &t[p]).get();
         }
         *total_ms = ms_since(t0);
-        for (int p = 0; p < parts; p++) {
-            const double v[6] = {t[p].h_ms, t[p].g1_msm_ms, t[p].g2_wait_ms, t[p].total_ms, t[p].upload_ms, t[p].queue_ms};
-            std::copy(v, v + 6, per_part_ms + 6 * p);
-        }
+        for (int p = 0; p < parts; p++) t[p].write(per_part_ms + prove_timings::kCount * p);
     });
 }
 
@@ -516,7 +499,8 @@ cz_status cz_host_mul_generator(int g2, const uint64_t* k_canonical, uint64_t* o
 
 // Host-only check of the 28-bit-limb field (field28.cuh) against fq_t: conversions, the field
 // operations on random and edge values, chained operations, and XYZZ mixed additions (doubling,
-// P + (-P), the identity) compared coordinate by coordinate. *checks: how many comparisons ran;
+// P + (-P), the identity) compared coordinate by coordinate, and affine_t::is_on_curve (the
+// equation load_srs checks key points against) on G1 and G2 points. *checks: how many ran;
 // the first mismatch is an error naming it.
 cz_status cz_host_fq28_selftest(uint64_t seed, int rounds, uint64_t* checks) {
     return cz_guard([&] {
@@ -525,7 +509,7 @@ cz_status cz_host_fq28_selftest(uint64_t seed, int rounds, uint64_t* checks) {
         auto expect = [&](bool ok, const char* what, int round) {
             n++;
             if (!ok)
-                throw cz_error(CZ_INTERNAL, std::string("fq28 self-test: ") + what + " differs from fq_t (round " +
+                throw cz_error(CZ_INTERNAL, std::string("fq28 self-test: ") + what + " failed (round " +
                                                 std::to_string(round) + ")");
         };
         fq_t p_minus_1 = fq_t::zero() - fq_t::raw_u32(1);  // the largest canonical value
@@ -557,6 +541,13 @@ cz_status cz_host_fq28_selftest(uint64_t seed, int rounds, uint64_t* checks) {
         // identity) in the sequence, and the identity as a point.
         std::vector<affine_t<fq_t>> pts;
         for (uint32_t k = 1; k <= 24; k++) pts.push_back(mul_generator_host<fq_t>(fr_t::raw_u32(k).to_mont()).to_affine());
+        // The curve equation load_srs checks every key point against (G1 and G2).
+        affine_t<fq2_t> g2 = mul_generator_host<fq2_t>(fr_t::raw_u32(5).to_mont()).to_affine();
+        affine_t<fq_t> off = {pts[2].x, pts[2].y + fq_t::one()};
+        affine_t<fq2_t> off2 = {g2.x, g2.y + fq2_t::one()};
+        expect(pts[2].is_on_curve() && g2.is_on_curve() && affine_t<fq_t>{fq_t::zero(), fq_t::zero()}.is_on_curve(),
+               "curve equation (points on the curve)", -1);
+        expect(!off.is_on_curve() && !off2.is_on_curve(), "curve equation (points off the curve)", -1);
         std::vector<affine_t<fq_t>> seq = {pts[0], pts[0], pts[4], {fq_t::zero(), fq_t::zero()}, pts[4].neg()};
         for (auto& q : pts) seq.push_back(q);
         seq.push_back(pts[7]);

@@ -3,6 +3,7 @@
 // buffer. The Python side creates one context per device it uses and passes it explicitly:
 // no hidden globals.
 #pragma once
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -67,3 +68,14 @@ struct dev_buf {
 };
 
 inline unsigned blocks_for(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
+
+// Smallest k with 2^k >= n (n >= 1): the NTT domain of n constraints.
+inline int log2_ceil(size_t n) {
+    int k = 0;
+    while ((1ull << k) < n) k++;
+    return k;
+}
+
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}

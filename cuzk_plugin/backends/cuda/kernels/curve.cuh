@@ -6,12 +6,26 @@
 // inversion; ZZ = 0 is the identity. Formulas: Explicit-Formulas Database,
 // "g1p/short-w/xyzz": madd-2008-s, add-2008-s, dbl-2008-s-1, mdbl-2008-s-1.
 #pragma once
+#include <type_traits>
+
 #include "fp2.cuh"
+
+// b of y^2 = x^3 + b: 4 over Fq (G1), 4 (1 + u) over Fq2 (G2).
+template <class F>
+CZ_HD F curve_b() {
+    fq_t one = fq_t::one(), four = (one + one).dbl();
+    if constexpr (std::is_same_v<F, fq2_t>)
+        return {four, four};
+    else
+        return four;
+}
 
 template <class F>
 struct alignas(16) affine_t {
     F x, y;
     CZ_HD bool is_identity() const { return x.is_zero() && y.is_zero(); }
+    // On the curve, or the identity (0, 0), which the curve equation itself rejects.
+    CZ_HD bool is_on_curve() const { return is_identity() || y.sqr() == x.sqr() * x + curve_b<F>(); }
     CZ_HD affine_t neg() const { return {x, y.neg()}; }
 };
 

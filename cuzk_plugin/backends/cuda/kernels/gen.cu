@@ -161,8 +161,7 @@ void random_scalars(cudaStream_t stream, fr_t* out, size_t n, uint64_t seed, dou
 template <class F>
 void random_bases(cudaStream_t stream, affine_t<F>* out, size_t n, uint64_t seed, fr_t* dlog) {
     if (n == 0) return;
-    int log_n = 0;
-    while ((1ull << log_n) < n) log_n++;
+    int log_n = log2_ceil(n);
     int lo_bits = (log_n + 1) / 2, hi_bits = log_n - lo_bits;
     uint32_t nx = 1u << hi_bits, ny = 1u << lo_bits;
     dev_buf<affine_t<F>> X(nx, stream), Y(ny, stream);

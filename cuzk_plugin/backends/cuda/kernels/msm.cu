@@ -418,7 +418,7 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
         for (int i = 0; i < c; i++) acc = acc.dbl();
         acc = acc.add(wins[w]);
     }
-    prof.report(n, c, nwin, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    prof.report(n, c, nwin, ms_since(t0));
     return acc;
 }
 
@@ -473,7 +473,7 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
     xyzz_t<F> ones = sum_ones<F>(stream, bases, one_idx.get(), counts.get(), host_counts[0]);
     if (const char* env = std::getenv("CZ_MSM_PROFILE"); env && *env && *env != '0')
         std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
-                     host_counts[1], std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_ones).count());
+                     host_counts[1], ms_since(t_ones));
     int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
     xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c);
     return big.add(ones);

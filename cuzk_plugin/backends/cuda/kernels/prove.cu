@@ -35,26 +35,12 @@ __global__ void g2_from_raw_kernel(const uint8_t* raw, size_t n, g2_affine_t* ou
     out[i] = {{fq_from_be(p + 48, false), fq_from_be(p, true)}, {fq_from_be(p + 144, false), fq_from_be(p + 96, false)}};
 }
 
-// y^2 = x^3 + b with b = 4 (G1) or 4 (1 + u) (G2); the identity (0, 0) passes.
-CZ_HD fq_t curve_b(const fq_t*) {
-    fq_t one = fq_t::one();
-    return (one + one).dbl();
-}
-CZ_HD fq2_t curve_b(const fq2_t*) {
-    fq_t four = curve_b((const fq_t*)nullptr);
-    return {four, four};
-}
-
 // first_bad = min index (plus `offset`) of a point neither the identity nor on its curve.
 template <class P>
 __global__ void off_curve_kernel(const P* pts, size_t n, size_t offset, unsigned long long* first_bad) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    P p = pts[i];
-    if (p.is_identity()) return;
-    using F = decltype(p.x);
-    if (p.y.sqr() != p.x.sqr() * p.x + curve_b((const F*)nullptr))
-        atomicMin(first_bad, (unsigned long long)(offset + i));
+    if (!pts[i].is_on_curve()) atomicMin(first_bad, (unsigned long long)(offset + i));
 }
 
 // Converts raw encodings to Montgomery affine points in a new device array and checks every
@@ -108,10 +94,6 @@ size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags,
     CZ_CHECK(cudaMemcpyAsync(&k, count.get(), sizeof k, cudaMemcpyDeviceToHost, stream));
     CZ_CHECK(cudaStreamSynchronize(stream));
     return k;
-}
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace

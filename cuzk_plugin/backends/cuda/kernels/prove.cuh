@@ -37,8 +37,14 @@ struct proof_sums {
 // work (prove_device); upload_ms and queue_ms are set by the host-array path (api.cu): the
 // upload until the data was on the device, and the wait behind partitions ahead of it.
 struct prove_timings {
+    static constexpr int kCount = 6;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
+    // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue).
+    void write(double* out) const {
+        const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms};
+        for (int i = 0; i < kCount; i++) out[i] = v[i];
+    }
 };
 
 // Loads raw Filecoin encodings (G1: x||y big-endian 96 B; G2: x.c1||x.c0||y.c1||y.c0 192 B).

@@ -43,12 +43,6 @@ void parallel_memcpy(void* dst, const void* src, size_t len) {
     for (auto& w : workers) w.join();
 }
 
-int log2_ceil(size_t n) {
-    int k = 0;
-    while ((1ull << k) < n) k++;
-    return k;
-}
-
 }  // namespace
 
 void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes) {
@@ -82,7 +76,8 @@ void staging_free(cz_context& ctx) {
 void upload_partition(cz_context& ctx, const partition_host& host, partition_upload& out) {
     CZ_REQUIRE(host.m >= 1, "a partition needs at least one constraint");
     cudaStream_t s = ctx.upload_stream;
-    const size_t n = 1ull << log2_ceil(host.m);
+    const int log_n = log2_ceil(host.m);
+    const size_t n = 1ull << log_n;
     for (const uint64_t* v : {host.a, host.b, host.c}) {
         out.fr_bufs.emplace_back(n, s);
         fr_t* d = out.fr_bufs.back().get();
@@ -101,7 +96,7 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_upl
         return out.flag_bufs.back().get();
     };
     partition_device& part = out.part;
-    part.log_n = log2_ceil(n);
+    part.log_n = log_n;
     part.a = out.fr_bufs[0].get(), part.b = out.fr_bufs[1].get(), part.c = out.fr_bufs[2].get();
     part.inputs = upload_fr(host.inputs, host.n_inputs), part.n_inputs = host.n_inputs;
     part.aux = upload_fr(host.aux, host.n_aux), part.n_aux = host.n_aux;
