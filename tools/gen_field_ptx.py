@@ -76,6 +76,124 @@ def sub_modulus(field: str) -> str:
     return block(f"{field}_sub_modulus", "uint32_t* d, const uint32_t* x", lines, outs, ins, ret="borrow")
 
 
+# ---------------------------------------------------------------------------------------------
+# Montgomery product with even/odd accumulators.
+#
+# a b 2^(-32N) mod p, CIOS order (one row a word b_i), but the row's products a_k b_i are split
+# by the parity of k: even k go to `ev` at words (k, k+1), odd k to `od` at words (k-1, k),
+# where `od` carries weight 2^32 (the value is ev + 2^32 od). Each product's low and high
+# halves then land in two neighbouring words of one carry chain (mad.lo.cc then madc.hi.cc of
+# the same operands), which ptxas issues as one 64-bit IMAD.WIDE; the previous layout (a chain
+# of low halves, then a chain of high halves) needed an IMAD, an IMAD.HI and an IADD3.X per
+# product.
+#
+# After the row's reduction (m = ev_0 p', ev += p_even m, od += p_odd m) ev_0 is zero, and
+# dividing by 2^32 gives od + (ev >> 32). The next row swaps the roles: od becomes the
+# even-aligned array (its word 0 takes ev_1 with add.cc, whose carry feeds the chain below),
+# and ev, moved down two words in place (od'[j] = product + ev[j+2]), becomes the odd one.
+# Bounds: with a, b < p every row ends below 2^32 * 2p, and 2p < 2^(32N) for both fields, so
+# the odd array never carries out of word N-1 (the model in tests/test_field_ptx.py checks
+# every dropped carry is zero).
+# ---------------------------------------------------------------------------------------------
+
+INV = {f: (-pow(MODULI[f], -1, 1 << 32)) % (1 << 32) for f in MODULI}
+
+Instr = tuple  # (opcode, dst, src...) with operands ("ev", j) / ("od", j) / ("a", j) / ("b",) / ("m",) / int
+
+
+def mont_row(field: str, first: bool) -> list[Instr]:
+    """One row: (ev, od) += a b_i, then the Montgomery reduction of word 0 (roles as called)."""
+    n = LIMBS[field]
+    p = words(MODULI[field], n)
+    code: list[Instr] = []
+    if first:  # nothing to add to: plain products, no carries (the pairs do not overlap)
+        for k in range(0, n, 2):
+            code += [("mul.lo.u32", ("ev", k), ("a", k), ("b",)), ("mul.hi.u32", ("ev", k + 1), ("a", k), ("b",))]
+        for k in range(1, n, 2):
+            code += [("mul.lo.u32", ("od", k - 1), ("a", k), ("b",)), ("mul.hi.u32", ("od", k), ("a", k), ("b",))]
+    else:
+        # ev_0 += od_1: the carry (weight 2^32) enters the odd chain, whose word 0 has that weight.
+        code.append(("add.cc.u32", ("ev", 0), ("ev", 0), ("od", 1)))
+        for k in range(1, n, 2):  # od[j] = lo/hi(a_k b) + od[j + 2]: the shift by two words
+            lo_add = ("od", k + 1) if k + 1 < n else 0
+            hi_add = ("od", k + 2) if k + 2 < n else 0
+            last = k == n - 1
+            code += [("madc.lo.cc.u32", ("od", k - 1), ("a", k), ("b",), lo_add),
+                     ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("a", k), ("b",), hi_add)]
+        code += even_chain(n, [("a", k) for k in range(0, n, 2)], ("b",))
+    code.append(("mul.lo.u32", ("m",), ("ev", 0), INV[field]))
+    for k in range(1, n, 2):
+        first_op = "mad.lo.cc.u32" if k == 1 else "madc.lo.cc.u32"
+        last = k == n - 1
+        code += [(first_op, ("od", k - 1), ("m",), p[k], ("od", k - 1)),
+                 ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("m",), p[k], ("od", k))]
+    code += even_chain(n, [p[k] for k in range(0, n, 2)], ("m",))
+    return code
+
+
+def even_chain(n: int, xs: list, y) -> list[Instr]:
+    """ev += sum_k xs[k/2] y 2^(32k) (k even); the carry out (weight 2^(32n)) goes to od_(n-1).
+    An immediate (a modulus word) is the second factor: PTX takes immediates only there."""
+    code: list[Instr] = []
+    for i, x in enumerate(xs):
+        k = 2 * i
+        f, g = (y, x) if isinstance(x, int) else (x, y)
+        code += [("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", ("ev", k), f, g, ("ev", k)),
+                 ("madc.hi.cc.u32", ("ev", k + 1), f, g, ("ev", k + 1))]
+    code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
+    return code
+
+
+def mont_merge(field: str) -> list[Instr]:
+    """r = od + (ev >> 32) after the last row (< 2p, below 2^(32n))."""
+    n = LIMBS[field]
+    code: list[Instr] = []
+    for j in range(n):
+        op = "add.cc.u32" if j == 0 else ("addc.u32" if j == n - 1 else "addc.cc.u32")
+        code.append((op, ("r", j), ("od", j), ("ev", j + 1) if j + 1 < n else 0))
+    return code
+
+
+def render(name: str, args: str, code: list[Instr], arrays: dict[str, tuple[int, str]]) -> str:
+    """One asm block; arrays maps a name to (length, constraint). ("m",) is a local register."""
+    operands: list[tuple[str, str]] = []
+    index: dict[tuple, int] = {}
+    for arr, (length, constraint) in arrays.items():
+        for j in range(length):
+            index[(arr, j)] = len(operands)
+            operands.append((constraint, f"{arr}[{j}]"))
+    if any(("b",) in ins for ins in code):
+        index[("b",)] = len(operands)
+        operands.append(('"r"', "b"))
+
+    def fmt(x) -> str:
+        if isinstance(x, int):
+            return f"0x{x:08x}"
+        return "m" if x == ("m",) else f"%{index[x]}"
+
+    lines = [f"{ins[0]} {', '.join(fmt(x) for x in ins[1:])};" for ins in code]
+    if any(("m",) in ins for ins in code):
+        lines = ["{", ".reg .u32 m;"] + lines + ["}"]
+    body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
+    outs = [f"{c}({e})" for c, e in operands if c[1] in "+="]
+    ins = [f"{c}({e})" for c, e in operands if c[1] not in "+="]
+    return (f"__device__ __forceinline__ void {name}({args}) {{\n    asm(\n{body}\n"
+            f"        : {', '.join(outs)}\n        : {', '.join(ins)});\n}}\n")
+
+
+def mont_functions(field: str) -> list[str]:
+    n = LIMBS[field]
+    args = "uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b"
+    return [
+        render(f"{field}_mont_row0", args, mont_row(field, True),
+               {"ev": (n, '"=r"'), "od": (n, '"=r"'), "a": (n, '"r"')}),
+        render(f"{field}_mont_row", args, mont_row(field, False),
+               {"ev": (n, '"+r"'), "od": (n, '"+r"'), "a": (n, '"r"')}),
+        render(f"{field}_mont_merge", "uint32_t* r, const uint32_t* ev, const uint32_t* od", mont_merge(field),
+               {"r": (n, '"=r"'), "od": (n, '"r"'), "ev": (n, '"r"')}),
+    ]
+
+
 def main() -> None:
     parts = [
         "// Generated by tools/gen_field_ptx.py: do not edit by hand.\n"
@@ -89,6 +207,7 @@ def main() -> None:
     for n in (8, 12):
         parts += [mad_chain(n, False), mad_chain(n, True), add_chain(n), sub_chain(n)]
     parts += [sub_modulus("fr"), sub_modulus("fq")]
+    parts += mont_functions("fr") + mont_functions("fq")
     OUT.write_text("\n".join(parts))
     print(OUT)
 

@@ -73,6 +73,15 @@ struct mad_chains<8> {
         return sub_chain8(d, a, b);
     }
     __device__ __forceinline__ static uint32_t sub_modulus(uint32_t* d, const uint32_t* x) { return fr_sub_modulus(d, x); }
+    __device__ __forceinline__ static void mont_row0(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
+        fr_mont_row0(ev, od, a, b);
+    }
+    __device__ __forceinline__ static void mont_row(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
+        fr_mont_row(ev, od, a, b);
+    }
+    __device__ __forceinline__ static void mont_merge(uint32_t* r, const uint32_t* ev, const uint32_t* od) {
+        fr_mont_merge(r, ev, od);
+    }
 };
 template <>
 struct mad_chains<12> {
@@ -83,6 +92,15 @@ struct mad_chains<12> {
         return sub_chain12(d, a, b);
     }
     __device__ __forceinline__ static uint32_t sub_modulus(uint32_t* d, const uint32_t* x) { return fq_sub_modulus(d, x); }
+    __device__ __forceinline__ static void mont_row0(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
+        fq_mont_row0(ev, od, a, b);
+    }
+    __device__ __forceinline__ static void mont_row(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
+        fq_mont_row(ev, od, a, b);
+    }
+    __device__ __forceinline__ static void mont_merge(uint32_t* r, const uint32_t* ev, const uint32_t* od) {
+        fq_mont_merge(r, ev, od);
+    }
 };
 
 template <class C>
@@ -205,9 +223,33 @@ struct alignas(16) mont_t {
     CZ_HD mont_t dbl() const { return *this + *this; }
 
 #if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
-    // CIOS with PTX carry chains: per word b_i, t += a b_i (low halves, then high halves one
-    // word up), m = t_0 (-p^-1), t += m p, shift one word. About 4 N^2 multiply-adds.
+    // CIOS with PTX carry chains: per word b_i, t += a b_i, m = t_0 (-p^-1), t += m p, shift
+    // one word: 2 N^2 word products.
     __device__ __forceinline__ static mont_t mul_chains(const mont_t& a, const mont_t& b) {
+#ifdef CZ_MUL_LOHI
+        return mul_lo_hi(a, b);
+#else
+        return mul_even_odd(a, b);
+#endif
+    }
+
+    // Even/odd accumulators (tools/gen_field_ptx.py explains the layout): each a_k b_i is one
+    // 64-bit multiply-add in SASS; the two arrays swap roles every row.
+    __device__ __forceinline__ static mont_t mul_even_odd(const mont_t& a, const mont_t& b) {
+        uint32_t x[N], y[N];
+        mad_chains<N>::mont_row0(x, y, a.v, b.v[0]);
+#pragma unroll
+        for (int i = 1; i < N; i += 2) {
+            mad_chains<N>::mont_row(y, x, a.v, b.v[i]);
+            if (i + 1 < N) mad_chains<N>::mont_row(x, y, a.v, b.v[i + 1]);
+        }
+        mont_t r;
+        mad_chains<N>::mont_merge(r.v, y, x);  // N is even: the last row's even array was y
+        return reduce_once(r.v, 0);
+    }
+
+    // Low halves, then high halves one word up (the earlier layout; -DCZ_MUL_LOHI measures it).
+    __device__ __forceinline__ static mont_t mul_lo_hi(const mont_t& a, const mont_t& b) {
         uint32_t t[N + 2], p[N];
 #pragma unroll
         for (int i = 0; i < N + 2; i++) t[i] = 0;
@@ -298,9 +340,9 @@ struct alignas(16) mont_t {
     // r1 = a1 b1, r2 = a2 b2 (on the device with the two carry chains interleaved).
     CZ_HD static void mul_pair(mont_t& r1, const mont_t& a1, const mont_t& b1, mont_t& r2, const mont_t& a2,
                                const mont_t& b2) {
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD) && defined(CZ_MUL_LOHI)
         mul_pair_chains(r1, a1, b1, r2, a2, b2);
-#else
+#else  // even/odd products are short enough that ptxas interleaves two of them itself
         r1 = a1 * b1;
         r2 = a2 * b2;
 #endif

@@ -1,0 +1,152 @@
+"""The PTX carry chains of the CUDA field arithmetic, run by a model of the PTX instructions.
+
+kernels/field_ptx.cuh is generated (tools/gen_field_ptx.py); this reads the header itself,
+executes each asm block on 32-bit registers with a carry flag, and checks the results against
+Python integers. It needs no GPU, so a wrong chain fails here, on CI, before any device run.
+Every instruction that drops its carry (addc.u32, madc.hi.u32 without .cc) must not overflow:
+the model asserts it, which checks the bounds the even/odd product relies on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = ROOT / "cuzk_plugin/backends/cuda/kernels/field_ptx.cuh"
+MASK = (1 << 32) - 1
+
+P = {
+    "fr": 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001,
+    "fq": 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB,
+}
+LIMBS = {"fr": 8, "fq": 12}
+
+
+def parse_functions(text: str) -> dict[str, tuple[list[str], list[str]]]:
+    """name -> (instruction lines, operand expressions in %n order)."""
+    funcs = {}
+    for m in re.finditer(r"void (\w+)\([^)]*\) \{\n    asm\(\n(.*?)\n        : (.*?)\n        : (.*?)\);", text, re.S):
+        name, body, outs, ins = m.groups()
+        lines = [ln.strip()[1:].split("\\n")[0].rstrip(";") for ln in body.splitlines()]
+        operands = re.findall(r'"[+=]?r"\(([^)]+)\)', outs) + re.findall(r'"[+=]?r"\(([^)]+)\)', ins)
+        funcs[name] = (lines, operands)
+    return funcs
+
+
+FUNCS = parse_functions(HEADER.read_text())
+
+
+def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
+    """Executes one asm block; values maps operand expressions ("ev[3]", "b") to words."""
+    lines, operands = FUNCS[name]
+    regs = {f"%{i}": values.get(expr, 0) for i, expr in enumerate(operands)}
+    cf = 0
+
+    def val(tok: str) -> int:
+        tok = tok.strip()
+        return int(tok, 16) if tok.startswith("0x") else (int(tok) if tok.isdigit() else regs[tok])
+
+    for ln in lines:
+        if ln in ("{", "}") or ln.startswith(".reg"):
+            continue
+        op, args = ln.split(" ", 1)
+        a = [x.strip() for x in args.split(",")]
+        parts = op.split(".")
+        base, sets_cc = parts[0], "cc" in parts
+        carry_in = cf if base in ("addc", "madc", "subc") else 0
+        if base in ("add", "addc"):
+            full = val(a[1]) + val(a[2]) + carry_in
+        elif base in ("sub", "subc"):
+            full = val(a[1]) - val(a[2]) - carry_in
+        elif base in ("mad", "madc", "mul"):
+            prod = val(a[1]) * val(a[2])
+            half = prod >> 32 if "hi" in parts else prod & MASK
+            full = half + (val(a[3]) if base != "mul" else 0) + carry_in
+        else:
+            raise AssertionError(f"{name}: unmodelled instruction {ln!r}")
+        if base in ("sub", "subc"):
+            if sets_cc:
+                cf = 1 if full < 0 else 0
+        elif sets_cc:
+            cf = full >> 32
+        else:
+            assert full >> 32 == 0 or base == "mul", f"{name}: {ln!r} drops a carry"
+        regs[a[0]] = full & MASK
+    return {expr: regs[f"%{i}"] for i, expr in enumerate(operands)}
+
+
+def words(x: int, n: int) -> list[int]:
+    return [(x >> (32 * i)) & MASK for i in range(n)]
+
+
+def load(prefix: str, ws: list[int]) -> dict[str, int]:
+    return {f"{prefix}[{i}]": w for i, w in enumerate(ws)}
+
+
+def mont_mul(field: str, a: int, b: int) -> int:
+    """The device's product: row 0, rows 1..n-1 with the two arrays swapping roles, merge."""
+    n = LIMBS[field]
+    bw = words(b, n)
+    x = [0] * n  # even-aligned array of row 0
+    y = [0] * n
+    for i in range(n):
+        ev, od = (x, y) if i % 2 == 0 else (y, x)
+        values = {**load("a", words(a, n)), "b": bw[i], **load("ev", ev), **load("od", od)}
+        out = run_block(f"{field}_mont_row0" if i == 0 else f"{field}_mont_row", values)
+        ev[:] = [out[f"ev[{j}]"] for j in range(n)]
+        od[:] = [out[f"od[{j}]"] for j in range(n)]
+        assert ev[0] == 0, "row reduction must clear word 0"
+    ev, od = (y, x) if (n - 1) % 2 else (x, y)
+    out = run_block(f"{field}_mont_merge", {**load("ev", ev), **load("od", od)})
+    return sum(out[f"r[{j}]"] << (32 * j) for j in range(n))
+
+
+def edge_values(p: int, n: int) -> list[int]:
+    return [0, 1, 2, p - 1, p - 2, (p - 1) // 2, (1 << (32 * n - 2)) % p, MASK, p - MASK, (1 << 32) % p]
+
+
+@pytest.mark.parametrize("field", ["fr", "fq"])
+def test_even_odd_montgomery_product_matches_integers(field: str) -> None:
+    p, n = P[field], LIMBS[field]
+    r_inv = pow(1 << (32 * n), -1, p)
+    rng = random.Random(20261202 + n)
+    pairs = [(x, y) for x in edge_values(p, n) for y in edge_values(p, n)]
+    pairs += [(rng.randrange(p), rng.randrange(p)) for _ in range(300)]
+    for a, b in pairs:
+        got = mont_mul(field, a, b)
+        assert got < 2 * p, f"{field}: a={a:#x} b={b:#x}: result not below 2p"
+        assert got % p == a * b * r_inv % p, f"{field}: a={a:#x} b={b:#x}"
+
+
+def test_model_catches_a_broken_chain() -> None:
+    """The model must notice one wrong carry: the test above is only as good as this."""
+    lines, operands = FUNCS["fq_mont_row"]
+    saved = list(lines)
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("madc.hi.cc.u32"))
+    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")  # forget one carry-in
+    try:
+        rng = random.Random(7)
+        p = P["fq"]
+        r_inv = pow(1 << 384, -1, p)
+        bad = 0
+        for _ in range(20):
+            a, b = rng.randrange(p), rng.randrange(p)
+            try:
+                bad += mont_mul("fq", a, b) % p != a * b * r_inv % p
+            except AssertionError:
+                bad += 1
+        assert bad > 0
+    finally:
+        lines[:] = saved
+
+
+def test_header_is_what_the_generator_writes(tmp_path: Path) -> None:
+    before = HEADER.read_text()
+    subprocess.run([sys.executable, str(ROOT / "tools/gen_field_ptx.py")], check=True, capture_output=True)
+    assert HEADER.read_text() == before, "field_ptx.cuh differs from tools/gen_field_ptx.py's output: regenerate it"
