@@ -16,6 +16,7 @@
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +79,18 @@ __global__ void bucket_ranges_kernel(const uint32_t* keys, size_t n, uint32_t* s
     if (i == n - 1 || keys[i + 1] != k) end[k] = (uint32_t)(i + 1);
 }
 
+__global__ void iota_kernel(uint32_t* out, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (uint32_t)i;
+}
+
+// Whether the items are ordered by length before the bucket loop (CZ_MSM_SORT_ITEMS=0: not,
+// to measure the difference).
+bool sort_items_from_env() {
+    const char* env = std::getenv("CZ_MSM_SORT_ITEMS");
+    return !(env && std::strcmp(env, "0") == 0);
+}
+
 __global__ void item_counts_kernel(const uint32_t* start, const uint32_t* end, uint32_t nb, uint32_t L,
                                    uint32_t* nitems) {
     uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -106,14 +119,17 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
 // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at
 // 2^27 (first session); with a one-ahead prefetch of the next base it was slower than both.
 // ncu (run 9): 128 registers, 4 blocks of 128 an SM, the warps waiting on their carry chains.
+// Thread t takes item order[t]: the items sorted longest first, so the 32 threads of a warp
+// have about the same number of additions (unsorted, a warp waits for its longest item).
 template <class F, int ADD>
 __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__ bases,
                                                  const uint32_t* __restrict__ vals, const uint32_t* item_start,
-                                                 const uint32_t* item_len, const uint32_t* total,
-                                                 xyzz_t<F>* partials) {
+                                                 const uint32_t* item_len, const uint32_t* order,
+                                                 const uint32_t* total, xyzz_t<F>* partials) {
     using A = std::conditional_t<ADD == 2, fq28_t, F>;  // the accumulator's field
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= *total) return;
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= *total) return;
+    uint32_t i = order[t];
     uint32_t st = item_start[i], len = item_len[i];
     xyzz_t<A> acc = xyzz_t<A>::identity();
     for (uint32_t k = 0; k < len; k++) {
@@ -141,9 +157,9 @@ constexpr int kAccumulateThreads = 128;
 
 template <class F, int ADD>
 __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                                  xyzz_t<F>* partials) {
-    accumulate_items<F, ADD>(bases, vals, item_start, item_len, total, partials);
+                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
+                                  const uint32_t* total, xyzz_t<F>* partials) {
+    accumulate_items<F, ADD>(bases, vals, item_start, item_len, order, total, partials);
 }
 
 // The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
@@ -155,9 +171,9 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
 template <int ADD, int MIN_BLOCKS>
 __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
     accumulate_bounded_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                              const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                              xyzz_t<fq_t>* partials) {
-    accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, total, partials);
+                              const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
+                              const uint32_t* total, xyzz_t<fq_t>* partials) {
+    accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, order, total, partials);
 }
 
 enum class accumulate_mode { call, inline_add, bounded4, bounded5, w28, w28_4 };
@@ -175,32 +191,32 @@ accumulate_mode accumulate_mode_from_env() {
 
 template <class F>
 void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* bases, const uint32_t* vals,
-                       const uint32_t* item_start, const uint32_t* item_len, const uint32_t* total,
-                       xyzz_t<F>* partials) {
+                       const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
+                       const uint32_t* total, xyzz_t<F>* partials) {
     unsigned blocks = blocks_for(threads, kAccumulateThreads);
     accumulate_mode mode = accumulate_mode_from_env();
     if constexpr (sizeof(F) == sizeof(fq_t)) {
         if (mode == accumulate_mode::bounded4)
             accumulate_bounded_kernel<1, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                     total, partials);
+                                                                                     order, total, partials);
         else if (mode == accumulate_mode::bounded5)
             accumulate_bounded_kernel<1, 5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                     total, partials);
+                                                                                     order, total, partials);
         else if (mode == accumulate_mode::w28)
             accumulate_bounded_kernel<2, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
-                                                                                        item_len, total, partials);
+                                                                                        item_len, order, total, partials);
         else if (mode == accumulate_mode::w28_4)
             accumulate_bounded_kernel<2, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
-                                                                                        item_len, total, partials);
+                                                                                        item_len, order, total, partials);
         else if (mode == accumulate_mode::inline_add)
             accumulate_kernel<F, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                   total, partials);
+                                                                                   order, total, partials);
         else
             accumulate_kernel<F, 0><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                total, partials);
+                                                                                order, total, partials);
     } else {
         accumulate_kernel<F, 0><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                total, partials);
+                                                                                order, total, partials);
     }
     CZ_CHECK_LAUNCH();
 }
@@ -357,14 +373,22 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     dev_buf<uint32_t> keys_in(n, stream), keys_out(n, stream), vals_in(n, stream), vals_out(n, stream);
     dev_buf<uint32_t> start(nb + 1, stream), end(nb + 1, stream), nitems(nb + 2, stream), offs(nb + 2, stream);
     dev_buf<uint32_t> item_bucket(item_cap, stream), item_start(item_cap, stream), item_len(item_cap, stream);
+    dev_buf<uint32_t> item_ids(item_cap, stream), item_order(item_cap, stream), len_sorted(item_cap, stream);
     dev_buf<xyzz_t<F>> partials(item_cap, stream);
     dev_buf<xyzz_t<F>> buckets((size_t)nwin * (nb + 1), stream);
+    iota_kernel<<<blocks_for(item_cap, 256), 256, 0, stream>>>(item_ids.get(), item_cap);
+    CZ_CHECK_LAUNCH();
+    const bool sort_items = sort_items_from_env();
+    constexpr int kLenBits = 11;  // item lengths are at most L <= 1024
 
-    size_t sort_bytes = 0, scan_bytes = 0;
+    size_t sort_bytes = 0, scan_bytes = 0, order_bytes = 0;
     CZ_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in.get(), keys_out.get(), vals_in.get(),
                                              vals_out.get(), n, 0, c, stream));
     CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, nitems.get(), offs.get(), nb + 2, stream));
-    dev_buf<uint8_t> temp(std::max(sort_bytes, scan_bytes), stream);
+    CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, order_bytes, item_len.get(), len_sorted.get(),
+                                                       item_ids.get(), item_order.get(), item_cap, 0, kLenBits,
+                                                       stream));
+    dev_buf<uint8_t> temp(std::max({sort_bytes, scan_bytes, order_bytes}), stream);
 
     phase_profile prof(stream);
     prof.mark();
@@ -384,13 +408,20 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
         CZ_CHECK_LAUNCH();
         bytes = scan_bytes;
         CZ_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), bytes, nitems.get(), offs.get(), nb + 2, stream));
+        if (sort_items) CZ_CHECK(cudaMemsetAsync(item_len.get(), 0, item_len.bytes(), stream));
         expand_items_kernel<<<blocks_for(nb + 1, 256), 256, 0, stream>>>(start.get(), end.get(), nitems.get(),
                                                                          offs.get(), nb, L, item_bucket.get(),
                                                                          item_start.get(), item_len.get());
         CZ_CHECK_LAUNCH();
+        if (sort_items) {  // unused slots keep length 0 and sort last
+            bytes = order_bytes;
+            CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp.get(), bytes, item_len.get(), len_sorted.get(),
+                                                               item_ids.get(), item_order.get(), item_cap, 0,
+                                                               kLenBits, stream));
+        }
         prof.mark();
         launch_accumulate<F>(stream, item_cap, bases, vals_out.get(), item_start.get(), item_len.get(),
-                             offs.get() + nb + 1, partials.get());
+                             sort_items ? item_order.get() : item_ids.get(), offs.get() + nb + 1, partials.get());
         prof.mark();
         merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
             partials.get(), nitems.get(), offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
