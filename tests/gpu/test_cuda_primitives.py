@@ -42,17 +42,25 @@ def test_ntt_round_trip(cuda, rng, log_n, coset):
     np.testing.assert_array_equal(cuda.ntt(y, inverse=True, coset=coset), x)
 
 
-@pytest.mark.parametrize("log_n", [1, 2, 3, 10, 11, 14, 21])
+@pytest.mark.parametrize("log_n", [1, 2, 3, 4, 5, 9, 10, 11, 14, 19, 21])
 @pytest.mark.parametrize("inverse", [False, True])
-def test_ntt_paired_butterflies_match_cpu(cuda, cpu, rng, monkeypatch, log_n, inverse):
-    """Paired butterflies (the default, CZ_NTT_PAIR=1) and single ones (CZ_NTT_PAIR=0) agree with the cpu."""
-    monkeypatch.setenv("CZ_NTT_PAIR", "1")
+def test_ntt_modes_match_cpu(cuda, cpu, rng, monkeypatch, log_n, inverse):
+    """Radix-4 (the default), paired and single radix-2 butterflies agree with the cpu: odd
+    and even stage counts a group, one- and several-group sizes."""
     x = random_fr(rng, 1 << log_n)
+    monkeypatch.setenv("CZ_NTT_MODE", "r4")
     got = cuda.ntt(x, inverse=inverse, coset=True)
     if log_n <= 14:
         np.testing.assert_array_equal(got, cpu.ntt(x, inverse=inverse, coset=True))
-    monkeypatch.setenv("CZ_NTT_PAIR", "0")
-    np.testing.assert_array_equal(got, cuda.ntt(x, inverse=inverse, coset=True))
+    for mode in ("pair", "single"):
+        monkeypatch.setenv("CZ_NTT_MODE", mode)
+        np.testing.assert_array_equal(got, cuda.ntt(x, inverse=inverse, coset=True))
+
+
+def test_ntt_unknown_mode(cuda, rng, monkeypatch):
+    monkeypatch.setenv("CZ_NTT_MODE", "radix-3")
+    with pytest.raises(ValueError, match="CZ_NTT_MODE"):
+        cuda.ntt(random_fr(rng, 16))
 
 
 def test_ntt_edge_values(cuda, cpu):
@@ -172,6 +180,18 @@ def test_msm_g1_accumulation_variants(cuda, cpu, rng, monkeypatch, mode):
     monkeypatch.setenv("CZ_MSM_ACCUMULATE", mode)
     bases, scalars = random_g1(rng, 700), random_fr(rng, 700)
     np.testing.assert_array_equal(cuda.msm_g1(bases, scalars), cpu.msm_g1(bases, scalars))
+
+
+@pytest.mark.parametrize("n", [700, 70_000])
+def test_msm_g1_item_order_does_not_change_sums(cuda, cpu, rng, monkeypatch, n):
+    """Items sorted by length (the default) and in bucket order (CZ_MSM_SORT_ITEMS=0) agree."""
+    bases, scalars = random_g1(rng, min(n, 2000)), random_fr(rng, n)
+    bases = np.resize(bases, (n,) + bases.shape[1:])
+    got = cuda.msm_g1(bases, scalars)
+    monkeypatch.setenv("CZ_MSM_SORT_ITEMS", "0")
+    np.testing.assert_array_equal(cuda.msm_g1(bases, scalars), got)
+    if n <= 2000:
+        np.testing.assert_array_equal(got, cpu.msm_g1(bases, scalars))
 
 
 def test_msm_unknown_accumulation_mode(cuda, rng, monkeypatch):

@@ -10,9 +10,9 @@ Build the library once with ``python -m cuzk_plugin.backends.cuda.build`` (nvcc,
 PTX); ``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. Tuning knobs, read by the
 library at each MSM (for measurement, not configuration): ``CZ_MSM_WINDOW`` (Pippenger window
 bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``, ``w28``,
-``w28_4`` (28-bit limbs, not yet measured): how the G1
-bucket loop is compiled), ``CZ_NTT_PAIR=0`` (one NTT butterfly a thread instead of two),
-``CZ_MSM_PROFILE=1`` (phase timings on stderr).
+``w28_4``: how the G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
+bucket order, not longest first), ``CZ_NTT_MODE`` (``r4`` default, ``pair``, ``single``: NTT
+butterflies a thread), ``CZ_MSM_PROFILE=1`` (phase timings on stderr).
 """
 
 from __future__ import annotations

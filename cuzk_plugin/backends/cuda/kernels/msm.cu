@@ -460,9 +460,13 @@ int msm_default_window(size_t count) {
         int c = std::atoi(env);
         if (c >= 2 && c <= 24) return c;
     }
-    // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): c = 16 beat the cost model's
-    // 19 at 2^22 (136 vs 235 ms) and c = 20 beat 22 and 24 at 2^27 (2949 vs 3021 / 3690 ms).
+    // Measured on the H200 (bench/cuda-kernels-2026-12-02.md, run 12, items sorted by length):
+    // 2^24: c = 20 110.9 ms, 16 127.1, 22 127.8; 2^27: c = 22 742.1 ms, 20 780.7, 24 792.6.
+    // Only c = 16, 20, 22, 24 leave the top window most of its bits (c W - 255 small); with
+    // c = 18 or 21 the top window holds 3-4 bits, a handful of buckets gets every point, and
+    // merging their items serially made those windows about 2x slower (runs 2 and 6).
     if (count >= (1u << 20) && count < (1u << 23)) return 16;
+    if (count >= (3u << 25)) return 22;
     if (count >= (1u << 23)) return 20;
     // Below 2^20, a cost model: windows * (points + 2 bucket additions a bucket).
     int best = 4;

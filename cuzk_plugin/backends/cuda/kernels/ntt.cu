@@ -6,6 +6,8 @@
 // shared memory, and writes back. log N = 27 takes three launches instead of 27.
 // Stage s (1..log N) works on blocks of 2^s with twiddle omega_{2^s}^j = omega_N^(j 2^(logN - s)).
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "ntt.cuh"
 
@@ -13,9 +15,13 @@ namespace {
 
 constexpr int kMaxGroupLog = 10;  // 2^10 elements x 32 B = 32 KB of shared memory a block
 
-template <bool DIT, bool PAIR>
-__global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low,
-                                 int g, int cols) {
+// MODE: 0 one radix-2 butterfly a thread, 1 two (products paired), 2 radix-4: two stages at
+// once on four elements held in registers (half the shared-memory round trips and barriers
+// of radix-2; an odd last stage runs as paired radix-2); 3 is radix-4 held to 64 registers so
+// four 256-thread blocks fit an SM (measured against 2, which takes 72-78).
+template <bool DIT, int MODE>
+__device__ __forceinline__ void ntt_group(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g,
+                                          int cols) {
     extern __shared__ fr_t sh[];
     const uint32_t E = 1u << (g + cols);
     const uint32_t T = E >> 1;
@@ -32,7 +38,41 @@ __global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ 
     }
     __syncthreads();
 
-    for (int step = 0; step < g; step++) {
+    int step = 0;
+    if constexpr (MODE >= 2) {
+        // Stages on local bits p and p + 1 (s = low + p + 1 is the stage of bit p). The quad
+        // t0 + k 2^p, k = 0..3, shares j = t0 mod 2^p: bit p's stage uses w_s^j for both of
+        // its pairs, bit p + 1's uses w_(s+1)^j for (0, 2) and w_(s+1)^(j + 2^p) for (1, 3).
+        for (; step + 1 < g; step += 2) {
+            const int p = DIT ? step : g - 2 - step;
+            const int s = low + p + 1;
+            for (uint32_t u = threadIdx.x; u < (E >> 2); u += blockDim.x) {
+                uint32_t lo_off = u & col_mask;
+                uint32_t q = u >> cols;
+                uint32_t t0 = ((q >> p) << (p + 2)) | (q & ((1u << p) - 1));
+                uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
+                fr_t wa = tw[j << (log_n - s)];
+                fr_t wb = tw[j << (log_n - s - 1)];
+                fr_t wc = tw[(j + (1ull << (low + p))) << (log_n - s - 1)];
+                uint32_t i0 = (t0 << cols) | lo_off, st = 1u << (p + cols);
+                fr_t x0 = sh[i0], x1 = sh[i0 + st], x2 = sh[i0 + 2 * st], x3 = sh[i0 + 3 * st];
+                if (DIT) {
+                    fr_t p1 = wa * x1, p3 = wa * x3;
+                    fr_t y0 = x0 + p1, y1 = x0 - p1, y2 = x2 + p3, y3 = x2 - p3;
+                    fr_t q2 = wb * y2, q3 = wc * y3;
+                    sh[i0] = y0 + q2, sh[i0 + 2 * st] = y0 - q2;
+                    sh[i0 + st] = y1 + q3, sh[i0 + 3 * st] = y1 - q3;
+                } else {
+                    fr_t y0 = x0 + x2, y1 = x1 + x3, y2 = (x0 - x2) * wb, y3 = (x1 - x3) * wc;
+                    sh[i0] = y0 + y1, sh[i0 + st] = (y0 - y1) * wa;
+                    sh[i0 + 2 * st] = y2 + y3, sh[i0 + 3 * st] = (y2 - y3) * wa;
+                }
+            }
+            __syncthreads();
+        }
+    }
+
+    for (; step < g; step++) {
         const int p = DIT ? step : g - 1 - step;  // local bit of this stage
         const int s = low + p + 1;                 // global stage
         // Butterfly u: its two shared-memory slots and its twiddle.
@@ -45,7 +85,7 @@ __global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ 
             i0 = (t0 << cols) | lo_off;
             i1 = ((t0 + (1u << p)) << cols) | lo_off;
         };
-        if constexpr (PAIR) {
+        if constexpr (MODE >= 1) {
             // Two butterflies a thread, their products paired (fr_t::mul_pair) for ILP.
             for (uint32_t u = threadIdx.x; u < T; u += 2 * blockDim.x) {
                 uint32_t a0, a1, b0, b1;
@@ -89,6 +129,18 @@ __global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ 
         uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
         d[gi] = sh[e];
     }
+}
+
+template <bool DIT, int MODE>
+__global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g,
+                                 int cols) {
+    ntt_group<DIT, MODE>(d, tw, log_n, low, g, cols);
+}
+
+template <bool DIT>
+__global__ void __launch_bounds__(256, 4)
+    ntt_group_bounded_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g, int cols) {
+    ntt_group<DIT, 2>(d, tw, log_n, low, g, cols);
 }
 
 // tw[e] = w^e for e < count: each thread makes 64 consecutive powers from one exponentiation.
@@ -155,16 +207,34 @@ const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
     return tw;
 }
 
-// Two butterflies a thread with paired products (fr_t::mul_pair) by default: 59.6 vs 63.5 ms
-// at 2^27 on the H200 (bench/cuda-kernels-2026-12-02.md, run 6); CZ_NTT_PAIR=0 turns it off.
-bool ntt_pair_from_env() {
-    const char* env = std::getenv("CZ_NTT_PAIR");
-    return !(env && *env == '0');
+// CZ_NTT_MODE: r4 (default), pair (two radix-2 butterflies a thread: 59.6 vs 63.5 ms for
+// single at 2^27 with the earlier products, bench/cuda-kernels-2026-12-02.md run 7) or single.
+int ntt_mode_from_env() {
+    const char* env = std::getenv("CZ_NTT_MODE");
+    if (!env || !*env || std::strcmp(env, "r4") == 0) return 2;
+    if (std::strcmp(env, "r4b") == 0) return 3;
+    if (std::strcmp(env, "pair") == 0) return 1;
+    if (std::strcmp(env, "single") == 0) return 0;
+    throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_NTT_MODE: unknown mode ") + env);
+}
+
+template <bool DIT>
+void launch_group(int mode, unsigned blocks, unsigned threads, size_t smem, cudaStream_t stream, fr_t* d,
+                  const fr_t* tw, int log_n, int low, int g, int cols) {
+    if (mode == 3)
+        ntt_group_bounded_kernel<DIT><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
+    else if (mode == 2)
+        ntt_group_kernel<DIT, 2><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
+    else if (mode == 1)
+        ntt_group_kernel<DIT, 1><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
+    else
+        ntt_group_kernel<DIT, 0><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
+    CZ_CHECK_LAUNCH();
 }
 
 void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
     if (log_n == 0) return;
-    const bool pair = ntt_pair_from_env();
+    const int mode_env = ntt_mode_from_env();
     const fr_t* tw = twiddles(ctx, log_n, inverse);
     int ngroups = (log_n + kMaxGroupLog - 1) / kMaxGroupLog;
     // Split log_n bits into ngroups groups as evenly as possible.
@@ -182,20 +252,15 @@ void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
         int g = sizes[i], low = low_of[i];
         int cols = low < kMaxGroupLog - g ? low : kMaxGroupLog - g;
         uint32_t elems = 1u << (g + cols);
-        // Paired butterflies (two a thread) need at least two per thread's block.
-        bool paired = pair && elems >= 4;
-        unsigned threads = paired ? elems / 4 : elems / 2;
-        uint64_t blocks = 1ull << (log_n - g - cols);
+        // Radix-4 and paired butterflies take four elements a thread: a block needs four.
+        int mode = elems >= 4 ? mode_env : 0;
+        unsigned threads = mode ? elems / 4 : elems / 2;
+        unsigned blocks = (unsigned)(1ull << (log_n - g - cols));
         size_t smem = elems * sizeof(fr_t);
-        if (dit && paired)
-            ntt_group_kernel<true, true><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
-        else if (dit)
-            ntt_group_kernel<true, false><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
-        else if (paired)
-            ntt_group_kernel<false, true><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
+        if (dit)
+            launch_group<true>(mode, blocks, threads, smem, ctx.stream, d, tw, log_n, low, g, cols);
         else
-            ntt_group_kernel<false, false><<<(unsigned)blocks, threads, smem, ctx.stream>>>(d, tw, log_n, low, g, cols);
-        CZ_CHECK_LAUNCH();
+            launch_group<false>(mode, blocks, threads, smem, ctx.stream, d, tw, log_n, low, g, cols);
     }
 }
 
