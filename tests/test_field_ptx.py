@@ -68,15 +68,21 @@ def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
             prod = val(a[1]) * val(a[2])
             half = prod >> 32 if "hi" in parts else prod & MASK
             full = half + (val(a[3]) if base != "mul" else 0) + carry_in
+        elif base == "neg":
+            full = -val(a[1]) & MASK
+        elif base == "min":
+            full = min(val(a[1]), val(a[2]))
         else:
             raise AssertionError(f"{name}: unmodelled instruction {ln!r}")
         if base in ("sub", "subc"):
             if sets_cc:
                 cf = 1 if full < 0 else 0
+            elif base == "sub" and "u32" in parts and not sets_cc:
+                assert full >= 0 or a[1] == "0", f"{name}: {ln!r} wraps below zero"
         elif sets_cc:
             cf = full >> 32
-        else:
-            assert full >> 32 == 0 or base == "mul", f"{name}: {ln!r} drops a carry"
+        elif base not in ("mul", "neg", "min", "sub", "subc"):
+            assert full >> 32 == 0, f"{name}: {ln!r} drops a carry"
         regs[a[0]] = full & MASK
     return {expr: regs[f"%{i}"] for i, expr in enumerate(operands)}
 
@@ -97,7 +103,8 @@ def mont_mul(field: str, a: int, b: int) -> int:
     y = [0] * n
     for i in range(n):
         ev, od = (x, y) if i % 2 == 0 else (y, x)
-        values = {**load("a", words(a, n)), "b": bw[i], **load("ev", ev), **load("od", od)}
+        values = {**load("a", words(a, n)), "b": bw[i], "inv": (-pow(P[field], -1, 1 << 32)) % (1 << 32),
+                  **load("ev", ev), **load("od", od)}
         out = run_block(f"{field}_mont_row0" if i == 0 else f"{field}_mont_row", values)
         ev[:] = [out[f"ev[{j}]"] for j in range(n)]
         od[:] = [out[f"od[{j}]"] for j in range(n)]

@@ -98,7 +98,13 @@ def sub_modulus(field: str) -> str:
 
 INV = {f: (-pow(MODULI[f], -1, 1 << 32)) % (1 << 32) for f in MODULI}
 
-Instr = tuple  # (opcode, dst, src...) with operands ("ev", j) / ("od", j) / ("a", j) / ("b",) / ("m",) / int
+Instr = tuple  # (opcode, dst, src...): ("ev", j) / ("od", j) / ("a", j) / ("b",), locals ("m",) etc., ints
+
+# Fr's -p^-1 mod 2^32 is 2^32 - 1, so m = -t_0: seeing that, ptxas gave up IMAD.WIDE for every
+# m p_k product (IMAD.X + IMAD.HI.X each: 272 SASS instructions a product instead of ~216).
+# Passed in as an operand (the caller loads it from constant memory, a value ptxas cannot
+# fold), m is an ordinary product again.
+INV_AS_OPERAND = {"fr": True, "fq": False}
 
 
 def mont_row(field: str, first: bool) -> list[Instr]:
@@ -121,25 +127,29 @@ def mont_row(field: str, first: bool) -> list[Instr]:
             code += [("madc.lo.cc.u32", ("od", k - 1), ("a", k), ("b",), lo_add),
                      ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("a", k), ("b",), hi_add)]
         code += even_chain(n, [("a", k) for k in range(0, n, 2)], ("b",))
-    code.append(("mul.lo.u32", ("m",), ("ev", 0), INV[field]))
+    code.append(("mul.lo.u32", ("m",), ("ev", 0), ("inv",) if INV_AS_OPERAND[field] else INV[field]))
     for k in range(1, n, 2):
-        first_op = "mad.lo.cc.u32" if k == 1 else "madc.lo.cc.u32"
-        last = k == n - 1
-        code += [(first_op, ("od", k - 1), ("m",), p[k], ("od", k - 1)),
-                 ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("m",), p[k], ("od", k))]
-    code += even_chain(n, [p[k] for k in range(0, n, 2)], ("m",))
+        code += modulus_pair(("od", k - 1), ("od", k), p[k], k == 1, k == n - 1)
+    for k in range(0, n, 2):
+        code += modulus_pair(("ev", k), ("ev", k + 1), p[k], k == 0, False)
+    code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
     return code
 
 
+def modulus_pair(lo, hi, word: int, first: bool, last: bool) -> list[Instr]:
+    """(hi, lo) += m word inside a carry chain."""
+    mad_lo = "mad.lo.cc.u32" if first else "madc.lo.cc.u32"
+    mad_hi = "madc.hi.u32" if last else "madc.hi.cc.u32"
+    return [(mad_lo, lo, ("m",), word, lo), (mad_hi, hi, ("m",), word, hi)]
+
+
 def even_chain(n: int, xs: list, y) -> list[Instr]:
-    """ev += sum_k xs[k/2] y 2^(32k) (k even); the carry out (weight 2^(32n)) goes to od_(n-1).
-    An immediate (a modulus word) is the second factor: PTX takes immediates only there."""
+    """ev += sum_k xs[k/2] y 2^(32k) (k even); the carry out (weight 2^(32n)) goes to od_(n-1)."""
     code: list[Instr] = []
     for i, x in enumerate(xs):
         k = 2 * i
-        f, g = (y, x) if isinstance(x, int) else (x, y)
-        code += [("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", ("ev", k), f, g, ("ev", k)),
-                 ("madc.hi.cc.u32", ("ev", k + 1), f, g, ("ev", k + 1))]
+        code += [("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", ("ev", k), x, y, ("ev", k)),
+                 ("madc.hi.cc.u32", ("ev", k + 1), x, y, ("ev", k + 1))]
     code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
     return code
 
@@ -154,26 +164,32 @@ def mont_merge(field: str) -> list[Instr]:
     return code
 
 
+SCALAR_INPUTS = ("b", "inv")
+
+
 def render(name: str, args: str, code: list[Instr], arrays: dict[str, tuple[int, str]]) -> str:
-    """One asm block; arrays maps a name to (length, constraint). ("m",) is a local register."""
+    """One asm block; arrays maps a name to (length, constraint); SCALAR_INPUTS are inputs when
+    used, other one-word names registers local to the block."""
     operands: list[tuple[str, str]] = []
     index: dict[tuple, int] = {}
     for arr, (length, constraint) in arrays.items():
         for j in range(length):
             index[(arr, j)] = len(operands)
             operands.append((constraint, f"{arr}[{j}]"))
-    if any(("b",) in ins for ins in code):
-        index[("b",)] = len(operands)
-        operands.append(('"r"', "b"))
+    for scalar in SCALAR_INPUTS:
+        if any((scalar,) in ins for ins in code):
+            index[(scalar,)] = len(operands)
+            operands.append(('"r"', scalar))
 
     def fmt(x) -> str:
         if isinstance(x, int):
             return f"0x{x:08x}"
-        return "m" if x == ("m",) else f"%{index[x]}"
+        return f"%{index[x]}" if x in index else x[0]
 
     lines = [f"{ins[0]} {', '.join(fmt(x) for x in ins[1:])};" for ins in code]
-    if any(("m",) in ins for ins in code):
-        lines = ["{", ".reg .u32 m;"] + lines + ["}"]
+    local = sorted({x[0] for ins in code for x in ins[1:] if isinstance(x, tuple) and x not in index})
+    if local:
+        lines = ["{", f".reg .u32 {', '.join(local)};"] + lines + ["}"]
     body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
     outs = [f"{c}({e})" for c, e in operands if c[1] in "+="]
     ins = [f"{c}({e})" for c, e in operands if c[1] not in "+="]
@@ -184,6 +200,8 @@ def render(name: str, args: str, code: list[Instr], arrays: dict[str, tuple[int,
 def mont_functions(field: str) -> list[str]:
     n = LIMBS[field]
     args = "uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b"
+    if INV_AS_OPERAND[field]:
+        args += ", uint32_t inv"
     return [
         render(f"{field}_mont_row0", args, mont_row(field, True),
                {"ev": (n, '"=r"'), "od": (n, '"=r"'), "a": (n, '"r"')}),

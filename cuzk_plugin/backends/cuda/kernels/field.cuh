@@ -64,6 +64,12 @@ struct fr_config {
 // Device carry chains by limb count (field_ptx.cuh; p is an immediate in sub_modulus).
 template <int N>
 struct mad_chains;
+#ifdef __CUDACC__
+// Fr's -p^-1 mod 2^32 (= 2^32 - 1) for the even/odd product, from constant memory so ptxas
+// cannot see it is -1 (tools/gen_field_ptx.py, INV_AS_OPERAND: folded, it cost ~25% more SASS).
+static __constant__ uint32_t cz_fr_inv = 0xffffffffu;
+#endif
+
 template <>
 struct mad_chains<8> {
     __device__ __forceinline__ static void lo(uint32_t* t, const uint32_t* a, uint32_t b) { mad_lo_chain8(t, a, b); }
@@ -74,10 +80,10 @@ struct mad_chains<8> {
     }
     __device__ __forceinline__ static uint32_t sub_modulus(uint32_t* d, const uint32_t* x) { return fr_sub_modulus(d, x); }
     __device__ __forceinline__ static void mont_row0(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
-        fr_mont_row0(ev, od, a, b);
+        fr_mont_row0(ev, od, a, b, cz_fr_inv);
     }
     __device__ __forceinline__ static void mont_row(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
-        fr_mont_row(ev, od, a, b);
+        fr_mont_row(ev, od, a, b, cz_fr_inv);
     }
     __device__ __forceinline__ static void mont_merge(uint32_t* r, const uint32_t* ev, const uint32_t* od) {
         fr_mont_merge(r, ev, od);

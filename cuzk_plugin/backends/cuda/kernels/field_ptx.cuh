@@ -185,7 +185,7 @@ __device__ __forceinline__ uint32_t fq_sub_modulus(uint32_t* d, const uint32_t* 
     return borrow;
 }
 
-__device__ __forceinline__ void fr_mont_row0(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
+__device__ __forceinline__ void fr_mont_row0(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b, uint32_t inv) {
     asm(
         "{\n\t"
         ".reg .u32 m;\n\t"
@@ -205,7 +205,7 @@ __device__ __forceinline__ void fr_mont_row0(uint32_t* ev, uint32_t* od, const u
         "mul.hi.u32 %13, %21, %24;\n\t"
         "mul.lo.u32 %14, %23, %24;\n\t"
         "mul.hi.u32 %15, %23, %24;\n\t"
-        "mul.lo.u32 m, %0, 0xffffffff;\n\t"
+        "mul.lo.u32 m, %0, %25;\n\t"
         "mad.lo.cc.u32 %8, m, 0xffffffff, %8;\n\t"
         "madc.hi.cc.u32 %9, m, 0xffffffff, %9;\n\t"
         "madc.lo.cc.u32 %10, m, 0x53bda402, %10;\n\t"
@@ -225,10 +225,10 @@ __device__ __forceinline__ void fr_mont_row0(uint32_t* ev, uint32_t* od, const u
         "addc.u32 %15, %15, 0x00000000;\n\t"
         "}\n\t"
         : "=r"(ev[0]), "=r"(ev[1]), "=r"(ev[2]), "=r"(ev[3]), "=r"(ev[4]), "=r"(ev[5]), "=r"(ev[6]), "=r"(ev[7]), "=r"(od[0]), "=r"(od[1]), "=r"(od[2]), "=r"(od[3]), "=r"(od[4]), "=r"(od[5]), "=r"(od[6]), "=r"(od[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b), "r"(inv));
 }
 
-__device__ __forceinline__ void fr_mont_row(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b) {
+__device__ __forceinline__ void fr_mont_row(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b, uint32_t inv) {
     asm(
         "{\n\t"
         ".reg .u32 m;\n\t"
@@ -250,7 +250,7 @@ __device__ __forceinline__ void fr_mont_row(uint32_t* ev, uint32_t* od, const ui
         "madc.lo.cc.u32 %6, %22, %24, %6;\n\t"
         "madc.hi.cc.u32 %7, %22, %24, %7;\n\t"
         "addc.u32 %15, %15, 0x00000000;\n\t"
-        "mul.lo.u32 m, %0, 0xffffffff;\n\t"
+        "mul.lo.u32 m, %0, %25;\n\t"
         "mad.lo.cc.u32 %8, m, 0xffffffff, %8;\n\t"
         "madc.hi.cc.u32 %9, m, 0xffffffff, %9;\n\t"
         "madc.lo.cc.u32 %10, m, 0x53bda402, %10;\n\t"
@@ -270,7 +270,7 @@ __device__ __forceinline__ void fr_mont_row(uint32_t* ev, uint32_t* od, const ui
         "addc.u32 %15, %15, 0x00000000;\n\t"
         "}\n\t"
         : "+r"(ev[0]), "+r"(ev[1]), "+r"(ev[2]), "+r"(ev[3]), "+r"(ev[4]), "+r"(ev[5]), "+r"(ev[6]), "+r"(ev[7]), "+r"(od[0]), "+r"(od[1]), "+r"(od[2]), "+r"(od[3]), "+r"(od[4]), "+r"(od[5]), "+r"(od[6]), "+r"(od[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b), "r"(inv));
 }
 
 __device__ __forceinline__ void fr_mont_merge(uint32_t* r, const uint32_t* ev, const uint32_t* od) {
