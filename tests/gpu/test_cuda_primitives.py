@@ -45,14 +45,14 @@ def test_ntt_round_trip(cuda, rng, log_n, coset):
 @pytest.mark.parametrize("log_n", [1, 2, 3, 4, 5, 9, 10, 11, 14, 19, 21])
 @pytest.mark.parametrize("inverse", [False, True])
 def test_ntt_modes_match_cpu(cuda, cpu, rng, monkeypatch, log_n, inverse):
-    """Radix-4 (the default), paired and single radix-2 butterflies agree with the cpu: odd
-    and even stage counts a group, one- and several-group sizes."""
+    """Radix-4 (bounded, the default, and not), paired and single radix-2 butterflies agree
+    with the cpu: odd and even stage counts a group, one- and several-group sizes."""
     x = random_fr(rng, 1 << log_n)
-    monkeypatch.setenv("CZ_NTT_MODE", "r4")
+    monkeypatch.setenv("CZ_NTT_MODE", "r4b")
     got = cuda.ntt(x, inverse=inverse, coset=True)
     if log_n <= 14:
         np.testing.assert_array_equal(got, cpu.ntt(x, inverse=inverse, coset=True))
-    for mode in ("pair", "single"):
+    for mode in ("r4", "pair", "single"):
         monkeypatch.setenv("CZ_NTT_MODE", mode)
         np.testing.assert_array_equal(got, cuda.ntt(x, inverse=inverse, coset=True))
 

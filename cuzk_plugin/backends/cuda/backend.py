@@ -11,7 +11,7 @@ PTX); ``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. Tuning knobs, r
 library at each MSM (for measurement, not configuration): ``CZ_MSM_WINDOW`` (Pippenger window
 bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``, ``w28``,
 ``w28_4``: how the G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
-bucket order, not longest first), ``CZ_NTT_MODE`` (``r4`` default, ``pair``, ``single``: NTT
+bucket order, not longest first), ``CZ_NTT_MODE`` (``r4b`` default, ``r4``, ``pair``, ``single``: NTT
 butterflies a thread), ``CZ_MSM_PROFILE=1`` (phase timings on stderr).
 """
 

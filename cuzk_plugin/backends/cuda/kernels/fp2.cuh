@@ -2,6 +2,14 @@
 #pragma once
 #include "field.cuh"
 
+// Fq2 products inlined (default) or called (-DCZ_FP2_CALLS). Called, each passed its operands
+// through local memory; with the even/odd Fq product, inlined G2 kernels compile in reasonable time.
+#ifdef CZ_FP2_CALLS
+#define CZ_FP2_MUL CZ_HD_CALL
+#else
+#define CZ_FP2_MUL CZ_HD
+#endif
+
 template <class F>
 struct alignas(16) fp2_t {
     F c0, c1;
@@ -17,13 +25,13 @@ struct alignas(16) fp2_t {
     CZ_HD fp2_t dbl() const { return {c0.dbl(), c1.dbl()}; }
 
     // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
-    CZ_HD_CALL friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+    CZ_FP2_MUL friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
         F t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
         F t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {t0 - t1, t2 - t0 - t1};
     }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
-    CZ_HD_CALL fp2_t sqr() const {
+    CZ_FP2_MUL fp2_t sqr() const {
         F t = c0 * c1;
         return {(c0 + c1) * (c0 - c1), t.dbl()};
     }

@@ -207,12 +207,13 @@ const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
     return tw;
 }
 
-// CZ_NTT_MODE: r4 (default), pair (two radix-2 butterflies a thread: 59.6 vs 63.5 ms for
-// single at 2^27 with the earlier products, bench/cuda-kernels-2026-12-02.md run 7) or single.
+// CZ_NTT_MODE: r4b (default: radix-4, 64 registers), r4 (radix-4 unbounded), pair (two radix-2
+// butterflies a thread) or single. H200, 2^27 (bench/cuda-kernels-2026-12-02.md, run 15):
+// r4b 34.89 ms, r4 35.81, pair 37.49.
 int ntt_mode_from_env() {
     const char* env = std::getenv("CZ_NTT_MODE");
-    if (!env || !*env || std::strcmp(env, "r4") == 0) return 2;
-    if (std::strcmp(env, "r4b") == 0) return 3;
+    if (!env || !*env || std::strcmp(env, "r4b") == 0) return 3;
+    if (std::strcmp(env, "r4") == 0) return 2;
     if (std::strcmp(env, "pair") == 0) return 1;
     if (std::strcmp(env, "single") == 0) return 0;
     throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_NTT_MODE: unknown mode ") + env);
