@@ -291,10 +291,8 @@ cz_status cz_quotient_h(cz_context* ctx, const uint64_t* a, const uint64_t* b, c
         for (int i = 0; i < 3; i++) {
             CZ_CHECK(cudaMemsetAsync(dst[i], 0, n * sizeof(fr_t), s));
             CZ_CHECK(cudaMemcpyAsync(dst[i], src[i], m * sizeof(fr_t), cudaMemcpyHostToDevice, s));
-            to_montgomery(*ctx, dst[i], n);
         }
         quotient_h_device(*ctx, da.get(), db.get(), dc.get(), dh.get(), log_n);
-        from_montgomery(*ctx, dh.get(), n);
         if (n > 1) CZ_CHECK(cudaMemcpyAsync(h_out, dh.get(), (n - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
         CZ_CHECK(cudaStreamSynchronize(s));
     });

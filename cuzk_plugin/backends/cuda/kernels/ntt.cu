@@ -15,6 +15,47 @@ namespace {
 
 constexpr int kMaxGroupLog = 10;  // 2^10 elements x 32 B = 32 KB of shared memory a block
 
+// One radix-4 step (bits p and p + 1 of the launch) over the block's quads; see ntt_group.
+template <bool DIT, bool FIRST>
+__device__ __forceinline__ void radix4_quads(fr_t* sh, const fr_t* __restrict__ tw, int log_n, int low, int cols, int p,
+                                             int s, uint32_t E, uint64_t lo_base) {
+    const uint32_t col_mask = (1u << cols) - 1;
+    for (uint32_t u = threadIdx.x; u < (E >> 2); u += blockDim.x) {
+        uint32_t lo_off = u & col_mask;
+        uint32_t q = u >> cols;
+        uint32_t t0 = ((q >> p) << (p + 2)) | (q & ((1u << p) - 1));
+        uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
+        fr_t wc = tw[(j + (1ull << (low + p))) << (log_n - s - 1)];
+        uint32_t i0 = (t0 << cols) | lo_off, st = 1u << (p + cols);
+        fr_t x0 = sh[i0], x1 = sh[i0 + st], x2 = sh[i0 + 2 * st], x3 = sh[i0 + 3 * st];
+        if constexpr (FIRST) {  // wa = wb = 1
+            if (DIT) {
+                fr_t y0 = x0 + x1, y1 = x0 - x1, y2 = x2 + x3, y3 = (x2 - x3) * wc;
+                sh[i0] = y0 + y2, sh[i0 + 2 * st] = y0 - y2;
+                sh[i0 + st] = y1 + y3, sh[i0 + 3 * st] = y1 - y3;
+            } else {
+                fr_t y0 = x0 + x2, y1 = x1 + x3, y2 = x0 - x2, y3 = (x1 - x3) * wc;
+                sh[i0] = y0 + y1, sh[i0 + st] = y0 - y1;
+                sh[i0 + 2 * st] = y2 + y3, sh[i0 + 3 * st] = y2 - y3;
+            }
+        } else {
+            fr_t wa = tw[j << (log_n - s)];
+            fr_t wb = tw[j << (log_n - s - 1)];
+            if (DIT) {
+                fr_t p1 = wa * x1, p3 = wa * x3;
+                fr_t y0 = x0 + p1, y1 = x0 - p1, y2 = x2 + p3, y3 = x2 - p3;
+                fr_t q2 = wb * y2, q3 = wc * y3;
+                sh[i0] = y0 + q2, sh[i0 + 2 * st] = y0 - q2;
+                sh[i0 + st] = y1 + q3, sh[i0 + 3 * st] = y1 - q3;
+            } else {
+                fr_t y0 = x0 + x2, y1 = x1 + x3, y2 = (x0 - x2) * wb, y3 = (x1 - x3) * wc;
+                sh[i0] = y0 + y1, sh[i0 + st] = (y0 - y1) * wa;
+                sh[i0 + 2 * st] = y2 + y3, sh[i0 + 3 * st] = (y2 - y3) * wa;
+            }
+        }
+    }
+}
+
 // MODE: 0 one radix-2 butterfly a thread, 1 two (products paired), 2 radix-4: two stages at
 // once on four elements held in registers (half the shared-memory round trips and barriers
 // of radix-2; an odd last stage runs as paired radix-2); 3 is radix-4 held to 64 registers so
@@ -46,28 +87,10 @@ __device__ __forceinline__ void ntt_group(fr_t* __restrict__ d, const fr_t* __re
         for (; step + 1 < g; step += 2) {
             const int p = DIT ? step : g - 2 - step;
             const int s = low + p + 1;
-            for (uint32_t u = threadIdx.x; u < (E >> 2); u += blockDim.x) {
-                uint32_t lo_off = u & col_mask;
-                uint32_t q = u >> cols;
-                uint32_t t0 = ((q >> p) << (p + 2)) | (q & ((1u << p) - 1));
-                uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
-                fr_t wa = tw[j << (log_n - s)];
-                fr_t wb = tw[j << (log_n - s - 1)];
-                fr_t wc = tw[(j + (1ull << (low + p))) << (log_n - s - 1)];
-                uint32_t i0 = (t0 << cols) | lo_off, st = 1u << (p + cols);
-                fr_t x0 = sh[i0], x1 = sh[i0 + st], x2 = sh[i0 + 2 * st], x3 = sh[i0 + 3 * st];
-                if (DIT) {
-                    fr_t p1 = wa * x1, p3 = wa * x3;
-                    fr_t y0 = x0 + p1, y1 = x0 - p1, y2 = x2 + p3, y3 = x2 - p3;
-                    fr_t q2 = wb * y2, q3 = wc * y3;
-                    sh[i0] = y0 + q2, sh[i0 + 2 * st] = y0 - q2;
-                    sh[i0 + st] = y1 + q3, sh[i0 + 3 * st] = y1 - q3;
-                } else {
-                    fr_t y0 = x0 + x2, y1 = x1 + x3, y2 = (x0 - x2) * wb, y3 = (x1 - x3) * wc;
-                    sh[i0] = y0 + y1, sh[i0 + st] = (y0 - y1) * wa;
-                    sh[i0 + 2 * st] = y2 + y3, sh[i0 + 3 * st] = (y2 - y3) * wa;
-                }
-            }
+            if (s == 1)  // stages 1 and 2 of the transform: wa = wb = 1
+                radix4_quads<DIT, true>(sh, tw, log_n, low, cols, p, s, E, lo_base);
+            else
+                radix4_quads<DIT, false>(sh, tw, log_n, low, cols, p, s, E, lo_base);
             __syncthreads();
         }
     }
@@ -185,10 +208,12 @@ __global__ void from_mont_kernel(fr_t* d, uint64_t n) {
     if (i < n) d[i] = d[i].from_mont();
 }
 
-// q = (a b - c) / Z, Z = g^N - 1 on the coset; written into a.
-__global__ void quotient_kernel(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n, fr_t z_inv) {
+// q = (a b - c) / Z, Z = g^N - 1 on the coset; written into a. a, b, c hold canonical values x
+// (Montgomery product M(x, y) = x y / R): M(a, b) - M(c, 1) = (a b - c) / R, and the factor
+// z_inv_r2 = z_inv R^2 (as a canonical value) brings it back: M((ab - c) / R, z_inv R^2) = (ab - c) z_inv.
+__global__ void quotient_kernel(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n, fr_t z_inv_r2) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) a[i] = (a[i] * b[i] - c[i]) * z_inv;
+    if (i < n) a[i] = (a[i] * b[i] - c[i] * fr_t::raw_u32(1)) * z_inv_r2;
 }
 
 const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
@@ -351,8 +376,8 @@ void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int 
     // Z(g w^k) = g^N - 1 for every k.
     fr_t g_n = g;
     for (int i = 0; i < log_n; i++) g_n = g_n.sqr();
-    fr_t z_inv = (g_n - fr_t::one()).inverse();
-    quotient_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, c, n, z_inv);
+    fr_t z_inv = (g_n - fr_t::one()).inverse();  // Montgomery form: z_inv R
+    quotient_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, c, n, z_inv.to_mont());
     CZ_CHECK_LAUNCH();
     ntt_dif(ctx, a, log_n, true);
     scale_by_powers(ctx, a, log_n, g.inverse(), n_inv, true);   // coefficient i of q(gX) times g^-i / N

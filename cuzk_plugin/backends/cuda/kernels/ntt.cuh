@@ -22,6 +22,8 @@ fr_t fr_coset_shift();             // 7, Filecoin's coset generator
 // Natural order in and out, canonical limbs in and out: the protocol's ntt().
 void ntt_natural(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool coset);
 // Filecoin's H: coefficients (N of them, the last one 0 for a satisfied circuit) of
-// (A B - C) / Z on the coset, from evaluations a, b, c (Montgomery, N each, zero padded).
-// a, b, c are overwritten; h receives the result (natural order).
+// (A B - C) / Z on the coset, from evaluations a, b, c (canonical, N each, zero padded).
+// a, b, c are overwritten; h receives the result (canonical, natural order). No Montgomery
+// conversion passes: transforms and scalings by Montgomery constants are linear, so canonical
+// values stay canonical; only the pointwise product needs a correction (quotient_kernel).
 void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int log_n);

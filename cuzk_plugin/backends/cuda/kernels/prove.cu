@@ -153,9 +153,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     try {
         auto th = std::chrono::steady_clock::now();
         dev_buf<fr_t> hbuf(n, s);
-        for (fr_t* v : {part.a, part.b, part.c}) to_montgomery(ctx, v, n);
-        quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);
-        from_montgomery(ctx, hbuf.get(), n);  // MSM scalars are canonical
+        quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);  // canonical in and out
         CZ_CHECK(cudaStreamSynchronize(s));
         if (timings) timings->h_ms = ms_since(th);
         auto tm = std::chrono::steady_clock::now();
