@@ -1,9 +1,10 @@
 // Probe (not part of the library): the 14 x 28-bit column-wise Montgomery product of
-// kernels/field28.cuh, on its own, for its SASS instruction count against the 32-bit CIOS
-// product of field.cuh (1280 for Fq), and a host run checked with Python integers.
+// bench/probes/field28.cuh (in the library as a bucket-loop mode until run 11 measured it 1.9x
+// slower than the even/odd 32-bit product), for its SASS instruction count, and a host run
+// checked with Python integers.
 //
 //   nvcc -std=c++17 -O3 --expt-relaxed-constexpr -arch=sm_90 -I cuzk_plugin/backends/cuda/kernels \
-//        bench/probes/fq_mul28.cu -o /tmp/fq28
+//        -I bench/probes bench/probes/fq_mul28.cu -o /tmp/fq28
 //   /tmp/fq28 | python3 bench/probes/check_fq_mul28.py      # r 2^392 == a b (mod p), r < 2p
 //   nvcc ... -cubin -o /tmp/fq28.cubin && cuobjdump -sass /tmp/fq28.cubin   # instruction counts
 #include <cstdio>

@@ -9,8 +9,8 @@ next one uploads while the current one computes. :meth:`CudaBackend.prove_finish
 Build the library once with ``python -m cuzk_plugin.backends.cuda.build`` (nvcc, sm_90 with
 PTX); ``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. Tuning knobs, read by the
 library at each MSM (for measurement, not configuration): ``CZ_MSM_WINDOW`` (Pippenger window
-bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``, ``w28``,
-``w28_4``: how the G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
+bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``: how the
+G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
 bucket order, not longest first), ``CZ_NTT_MODE`` (``r4b`` default, ``r4``, ``pair``, ``single``: NTT
 butterflies a thread), ``CZ_MSM_PROFILE=1`` (phase timings on stderr).
 """

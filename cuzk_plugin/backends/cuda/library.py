@@ -68,7 +68,7 @@ _SIGNATURES = {
     "cz_bench_prove": [c_void_p, c_int, c_int, c_double, POINTER(c_double), POINTER(c_double)],
     "cz_bench_pipeline": [c_void_p, c_int, c_int, c_double, c_int, POINTER(c_double), POINTER(c_double)],
     "cz_host_mul_generator": [c_int, _U64P, _U64P],
-    "cz_host_fq28_selftest": [c_uint64, c_int, _U64P],
+    "cz_host_curve_selftest": [_U64P],
 }
 
 

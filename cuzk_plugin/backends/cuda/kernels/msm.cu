@@ -21,10 +21,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
-#include "field28.cuh"
 #include "msm.cuh"
 
 namespace {
@@ -114,8 +112,7 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
 }
 
 // Sums each item's points into one XYZZ partial. ADD: 0 called formulas, 1 inlined (G1; G2's
-// formulas stay calls for code size), 2 inlined in 28-bit limbs (G1, field28.cuh: each base
-// converted as it is read, by a shift and a small subtraction, the sum converted back once).
+// point formulas stay calls for code size, its Fq2 products are inlined).
 // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at
 // 2^27 (first session); with a one-ahead prefetch of the next base it was slower than both.
 // ncu (run 9): 128 registers, 4 blocks of 128 an SM, the warps waiting on their carry chains.
@@ -126,31 +123,21 @@ __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__
                                                  const uint32_t* __restrict__ vals, const uint32_t* item_start,
                                                  const uint32_t* item_len, const uint32_t* order,
                                                  const uint32_t* total, xyzz_t<F>* partials) {
-    using A = std::conditional_t<ADD == 2, fq28_t, F>;  // the accumulator's field
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= *total) return;
     uint32_t i = order[t];
     uint32_t st = item_start[i], len = item_len[i];
-    xyzz_t<A> acc = xyzz_t<A>::identity();
+    xyzz_t<F> acc = xyzz_t<F>::identity();
     for (uint32_t k = 0; k < len; k++) {
         uint32_t v = vals[st + k];
-        affine_t<A> p;
-        if constexpr (ADD == 2) {
-            affine_t<F> b = bases[v & ~kSignBit];
-            p = {fq28_t::from_fq_shift(b.x), fq28_t::from_fq_shift(b.y)};
-        } else {
-            p = bases[v & ~kSignBit];
-        }
+        affine_t<F> p = bases[v & ~kSignBit];
         if (v & kSignBit) p = p.neg();
         if constexpr (ADD == 0)
             acc = acc.add_affine(p);
         else
             acc = acc.add_affine_inline(p);
     }
-    if constexpr (ADD == 2)
-        partials[i] = {acc.X.to_fq(), acc.Y.to_fq(), acc.ZZ.to_fq(), acc.ZZZ.to_fq()};
-    else
-        partials[i] = acc;
+    partials[i] = acc;
 }
 
 constexpr int kAccumulateThreads = 128;
@@ -163,11 +150,10 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
 }
 
 // The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
-// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy), and
-// the 28-bit-limb loop (w28: 190 registers, 2 blocks an SM; w28_4: 128 with 720 bytes of
-// spills; about a third fewer instructions than the fq_t loop; not yet timed on a GPU).
+// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy).
 // Measured alternatives that lost and were removed (bench/cuda-kernels-2026-12-02.md): paired
-// products (runs 7, commit 5d3afc4) and the accumulator in shared memory (run 10, defd2be).
+// products (run 7, commit 5d3afc4), the accumulator in shared memory (run 10, defd2be) and
+// 28-bit limbs (run 11: 1.9x slower than the even/odd 32-bit product; commit 3ea5aa8).
 template <int ADD, int MIN_BLOCKS>
 __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
     accumulate_bounded_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
@@ -176,7 +162,7 @@ __global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
     accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, order, total, partials);
 }
 
-enum class accumulate_mode { call, inline_add, bounded4, bounded5, w28, w28_4 };
+enum class accumulate_mode { call, inline_add, bounded4, bounded5 };
 
 accumulate_mode accumulate_mode_from_env() {
     const char* env = std::getenv("CZ_MSM_ACCUMULATE");
@@ -184,8 +170,6 @@ accumulate_mode accumulate_mode_from_env() {
     if (std::strcmp(env, "call") == 0) return accumulate_mode::call;
     if (std::strcmp(env, "inline4") == 0) return accumulate_mode::bounded4;
     if (std::strcmp(env, "inline5") == 0) return accumulate_mode::bounded5;
-    if (std::strcmp(env, "w28") == 0) return accumulate_mode::w28;
-    if (std::strcmp(env, "w28_4") == 0) return accumulate_mode::w28_4;
     throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_MSM_ACCUMULATE: unknown mode ") + env);
 }
 
@@ -202,12 +186,6 @@ void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* b
         else if (mode == accumulate_mode::bounded5)
             accumulate_bounded_kernel<1, 5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                      order, total, partials);
-        else if (mode == accumulate_mode::w28)
-            accumulate_bounded_kernel<2, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
-                                                                                        item_len, order, total, partials);
-        else if (mode == accumulate_mode::w28_4)
-            accumulate_bounded_kernel<2, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start,
-                                                                                        item_len, order, total, partials);
         else if (mode == accumulate_mode::inline_add)
             accumulate_kernel<F, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
                                                                                    order, total, partials);

@@ -1,5 +1,6 @@
-// Fq in 14 limbs of 28 bits, Montgomery radix 2^392: a second representation of the base
-// field for the G1 bucket loop (not wired into a kernel yet; host-tested against fq_t).
+// Fq in 14 limbs of 28 bits, Montgomery radix 2^392: a probe (bench/probes/fq_mul28.cu). It was a
+// G1 bucket-loop mode until run 11 (bench/cuda-kernels-2026-12-02.md) measured it 1.9x slower
+// than the even/odd 32-bit product of field.cuh; kept for the record, not built into the library.
 //
 // Why: the 32-bit CIOS product (field.cuh) is a serial carry chain, an IMAD plus an IADD3.X a
 // limb product (1280 SASS instructions for Fq), and the bucket loop waits on that chain
