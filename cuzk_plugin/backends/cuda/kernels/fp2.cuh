@@ -2,12 +2,13 @@
 #pragma once
 #include "field.cuh"
 
-// Fq2 products inlined (default) or called (-DCZ_FP2_CALLS). Called, each passed its operands
-// through local memory; with the even/odd Fq product, inlined G2 kernels compile in reasonable time.
-#ifdef CZ_FP2_CALLS
-#define CZ_FP2_MUL CZ_HD_CALL
-#else
+// Fq2 products are called (CZ_HD_CALL), not inlined: inlined, the G2 bucket loop needs 255
+// registers and spills, and the G2 MSM at 2^27 went from 2.29 to 3.77 s on the H200
+// (bench/cuda-kernels-2026-12-02.md, run 16). -DCZ_FP2_INLINE builds that variant.
+#ifdef CZ_FP2_INLINE
 #define CZ_FP2_MUL CZ_HD
+#else
+#define CZ_FP2_MUL CZ_HD_CALL
 #endif
 
 template <class F>
