@@ -138,7 +138,7 @@ struct cuda_event {
 // A partition's buffers are freed in upload_stream order: make that stream wait for all the
 // work queued so far on the compute streams, which read them.
 void free_after_compute(cz_context& ctx) {
-    for (cudaStream_t s : {ctx.stream, ctx.g2_stream}) {
+    for (cudaStream_t s : {ctx.stream, ctx.g2_stream, ctx.side_streams[0], ctx.side_streams[1]}) {
         cuda_event done;
         CZ_CHECK(cudaEventRecord(done.e, s));
         CZ_CHECK(cudaStreamWaitEvent(ctx.upload_stream, done.e, 0));
@@ -172,8 +172,8 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         sums = prove_device(ctx, srs, up.part, &t);
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.
-        cudaStreamSynchronize(ctx.stream);
-        cudaStreamSynchronize(ctx.g2_stream);
+        for (cudaStream_t s : {ctx.stream, ctx.g2_stream, ctx.side_streams[0], ctx.side_streams[1]})
+            cudaStreamSynchronize(s);
         throw;
     }
     free_after_compute(ctx);
@@ -233,6 +233,7 @@ cz_status cz_context_create(int device, cz_context** out) {
         CZ_CHECK(cudaSetDevice(device));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->g2_stream, cudaStreamNonBlocking));
+        for (cudaStream_t& side : ctx->side_streams) CZ_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->upload_stream, cudaStreamNonBlocking));
         CZ_CHECK(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
         // Keep freed pool memory: repeated proofs reuse it instead of returning it to the driver.
@@ -255,6 +256,7 @@ cz_status cz_context_destroy(cz_context* ctx) {
         staging_free(*ctx);
         CZ_CHECK(cudaStreamDestroy(ctx->stream));
         CZ_CHECK(cudaStreamDestroy(ctx->g2_stream));
+        for (cudaStream_t side : ctx->side_streams) CZ_CHECK(cudaStreamDestroy(side));
         CZ_CHECK(cudaStreamDestroy(ctx->upload_stream));
     });
 }

@@ -26,6 +26,7 @@ struct cz_context {
     int device = 0;
     cudaStream_t stream = nullptr;         // main work: NTTs, G1 MSMs, key uploads
     cudaStream_t g2_stream = nullptr;      // the G2 MSM of B, overlapped with the G1 work
+    cudaStream_t side_streams[2] = {};     // the L and A MSMs, overlapped with H and the H, B_G1 MSMs
     cudaStream_t upload_stream = nullptr;  // partition uploads, overlapped with the previous partition's work
     // Twiddle tables: (log_n, inverse) -> w^e for e < N/2, Montgomery form.
     std::map<std::pair<int, bool>, fr_t*> twiddles;
@@ -33,7 +34,8 @@ struct cz_context {
     cz_staging staging;
     // Partitions started together run on library threads: `upload_lock` gives one of them
     // upload_stream and the staging buffers, `compute_lock` gives one caller at a time
-    // stream, g2_stream and the twiddle cache (every entry point that computes holds it).
+    // stream, g2_stream, side_streams and the twiddle cache (every entry point that computes
+    // holds it).
     std::mutex upload_lock;
     std::mutex compute_lock;
 };

@@ -2,6 +2,7 @@
 #include <cub/cub.cuh>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "ntt.cuh"
@@ -96,6 +97,16 @@ size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags,
     return k;
 }
 
+// An MSM on `stream` from a host thread of its own (msm_device synchronises its stream).
+template <class F>
+std::future<xyzz_t<F>> msm_async(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars,
+                                 size_t n) {
+    return std::async(std::launch::async, [&ctx, stream, bases, scalars, n]() {
+        CZ_CHECK(cudaSetDevice(ctx.device));
+        return msm_device<F>(ctx, stream, bases, scalars, n);
+    });
+}
+
 }  // namespace
 
 cz_srs::~cz_srs() {
@@ -141,13 +152,15 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     size_t nb = nb_in + select_flagged(s, part.aux, part.b_aux_density, part.n_aux, b_scalars.get() + nb_in);
     CZ_REQUIRE(nb == srs.n_b_g1 && nb == srs.n_b_g2, "B density does not match the key's B vectors");
 
-    // B in G2 overlaps everything else: its own stream, its own host thread.
+    // B in G2, L and A overlap H and the other MSMs: each on its own stream and host thread
+    // (an MSM synchronises its stream between phases), so their small kernels, sorts and
+    // tails fill what the others leave idle. Everything they read is on the device now.
     CZ_CHECK(cudaStreamSynchronize(s));
     const fr_t* b_ptr = b_scalars.get();
-    auto g2 = std::async(std::launch::async, [&ctx, &srs, b_ptr, nb]() {
-        CZ_CHECK(cudaSetDevice(ctx.device));
-        return msm_device<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb);
-    });
+    const fr_t* a_ptr = a_scalars.get();
+    auto g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb);
+    auto l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux);
+    auto a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na);
 
     proof_sums out;
     try {
@@ -158,12 +171,15 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (timings) timings->h_ms = ms_since(th);
         auto tm = std::chrono::steady_clock::now();
         out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h);
-        out.l = msm_device<fq_t>(ctx, s, srs.l, part.aux, part.n_aux);
-        out.a = msm_device<fq_t>(ctx, s, srs.a, a_scalars.get(), na);
         out.b_g1 = msm_device<fq_t>(ctx, s, srs.b_g1, b_scalars.get(), nb);
+        out.l = l.get();
+        out.a = a.get();
         if (timings) timings->g1_msm_ms = ms_since(tm);
     } catch (...) {
-        if (g2.valid()) g2.wait();  // b_scalars must outlive the G2 work
+        // a_scalars and b_scalars must outlive the side work; the first error is the one reported.
+        if (g2.valid()) g2.wait();
+        if (l.valid()) l.wait();
+        if (a.valid()) a.wait();
         throw;
     }
     auto tw = std::chrono::steady_clock::now();
