@@ -26,7 +26,7 @@ struct cz_context {
     int device = 0;
     cudaStream_t stream = nullptr;         // main work: NTTs, G1 MSMs, key uploads
     cudaStream_t g2_stream = nullptr;      // the G2 MSM of B, overlapped with the G1 work
-    cudaStream_t side_streams[3] = {};     // the L, A and B_G1 MSMs, overlapped with H and the H MSM
+    cudaStream_t side_streams[2] = {};     // the L and A MSMs, overlapped with H and the H, B_G1 MSMs
     cudaStream_t upload_stream = nullptr;  // partition uploads, overlapped with the previous partition's work
     // Twiddle tables: (log_n, inverse) -> w^e for e < N/2, Montgomery form.
     std::map<std::pair<int, bool>, fr_t*> twiddles;

@@ -152,7 +152,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     size_t nb = nb_in + select_flagged(s, part.aux, part.b_aux_density, part.n_aux, b_scalars.get() + nb_in);
     CZ_REQUIRE(nb == srs.n_b_g1 && nb == srs.n_b_g2, "B density does not match the key's B vectors");
 
-    // B in G2, L, A and B in G1 overlap H and its MSM: each on its own stream and host thread
+    // B in G2, L and A overlap H and the other MSMs: each on its own stream and host thread
     // (an MSM synchronises its stream between phases), so their small kernels, sorts and
     // tails fill what the others leave idle. Everything they read is on the device now.
     CZ_CHECK(cudaStreamSynchronize(s));
@@ -161,7 +161,6 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     auto g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb);
     auto l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux);
     auto a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na);
-    auto b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb);
 
     proof_sums out;
     try {
@@ -172,7 +171,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (timings) timings->h_ms = ms_since(th);
         auto tm = std::chrono::steady_clock::now();
         out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h);
-        out.b_g1 = b1.get();
+        out.b_g1 = msm_device<fq_t>(ctx, s, srs.b_g1, b_scalars.get(), nb);
         out.l = l.get();
         out.a = a.get();
         if (timings) timings->g1_msm_ms = ms_since(tm);
@@ -181,7 +180,6 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (g2.valid()) g2.wait();
         if (l.valid()) l.wait();
         if (a.valid()) a.wait();
-        if (b1.valid()) b1.wait();
         throw;
     }
     auto tw = std::chrono::steady_clock::now();
