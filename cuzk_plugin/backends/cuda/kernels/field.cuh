@@ -72,8 +72,6 @@ static __constant__ uint32_t cz_fr_inv = 0xffffffffu;
 
 template <>
 struct mad_chains<8> {
-    __device__ __forceinline__ static void lo(uint32_t* t, const uint32_t* a, uint32_t b) { mad_lo_chain8(t, a, b); }
-    __device__ __forceinline__ static void hi(uint32_t* t, const uint32_t* a, uint32_t b) { mad_hi_chain8(t, a, b); }
     __device__ __forceinline__ static void add(uint32_t* s, const uint32_t* a, const uint32_t* b) { add_chain8(s, a, b); }
     __device__ __forceinline__ static uint32_t sub(uint32_t* d, const uint32_t* a, const uint32_t* b) {
         return sub_chain8(d, a, b);
@@ -91,8 +89,6 @@ struct mad_chains<8> {
 };
 template <>
 struct mad_chains<12> {
-    __device__ __forceinline__ static void lo(uint32_t* t, const uint32_t* a, uint32_t b) { mad_lo_chain12(t, a, b); }
-    __device__ __forceinline__ static void hi(uint32_t* t, const uint32_t* a, uint32_t b) { mad_hi_chain12(t, a, b); }
     __device__ __forceinline__ static void add(uint32_t* s, const uint32_t* a, const uint32_t* b) { add_chain12(s, a, b); }
     __device__ __forceinline__ static uint32_t sub(uint32_t* d, const uint32_t* a, const uint32_t* b) {
         return sub_chain12(d, a, b);
@@ -230,17 +226,11 @@ struct alignas(16) mont_t {
 
 #if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
     // CIOS with PTX carry chains: per word b_i, t += a b_i, m = t_0 (-p^-1), t += m p, shift
-    // one word: 2 N^2 word products.
-    __device__ __forceinline__ static mont_t mul_chains(const mont_t& a, const mont_t& b) {
-#ifdef CZ_MUL_LOHI
-        return mul_lo_hi(a, b);
-#else
-        return mul_even_odd(a, b);
-#endif
-    }
-
-    // Even/odd accumulators (tools/gen_field_ptx.py explains the layout): each a_k b_i is one
-    // 64-bit multiply-add in SASS; the two arrays swap roles every row.
+    // one word: 2 N^2 word products. Even/odd accumulators (tools/gen_field_ptx.py explains the
+    // layout): each a_k b_i is one
+    // 64-bit multiply-add in SASS; the two arrays swap roles every row. The earlier layout (a
+    // chain of low halves, then one of high halves: 1288 SASS a product for Fq against ~390)
+    // is in the history (commit d2efedd).
     __device__ __forceinline__ static mont_t mul_even_odd(const mont_t& a, const mont_t& b) {
         uint32_t x[N], y[N];
         mad_chains<N>::mont_row0(x, y, a.v, b.v[0]);
@@ -253,63 +243,12 @@ struct alignas(16) mont_t {
         mad_chains<N>::mont_merge(r.v, y, x);  // N is even: the last row's even array was y
         return reduce_once(r.v, 0);
     }
-
-    // Low halves, then high halves one word up (the earlier layout; -DCZ_MUL_LOHI measures it).
-    __device__ __forceinline__ static mont_t mul_lo_hi(const mont_t& a, const mont_t& b) {
-        uint32_t t[N + 2], p[N];
-#pragma unroll
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
-#pragma unroll
-        for (int j = 0; j < N; j++) p[j] = C::mod(j);
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            mad_chains<N>::lo(t, a.v, b.v[i]);
-            mad_chains<N>::hi(t, a.v, b.v[i]);
-            uint32_t m = t[0] * C::INV;
-            mad_chains<N>::lo(t, p, m);  // makes t_0 zero
-            mad_chains<N>::hi(t, p, m);
-#pragma unroll
-            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
-        }
-        return reduce_once(t, t[N]);
-    }
-
-
-    // Two independent products in lockstep: each step issues both carry chains side by side,
-    // so the scheduler has a second chain to fill the latency of the first (the bucket loop
-    // is latency-bound: ncu showed 35% issue utilisation at one chain a thread).
-    __device__ __forceinline__ static void mul_pair_chains(mont_t& r1, const mont_t& a1, const mont_t& b1, mont_t& r2,
-                                                           const mont_t& a2, const mont_t& b2) {
-        uint32_t t[N + 2], u[N + 2], p[N];
-#pragma unroll
-        for (int i = 0; i < N + 2; i++) t[i] = 0, u[i] = 0;
-#pragma unroll
-        for (int j = 0; j < N; j++) p[j] = C::mod(j);
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            mad_chains<N>::lo(t, a1.v, b1.v[i]);
-            mad_chains<N>::lo(u, a2.v, b2.v[i]);
-            mad_chains<N>::hi(t, a1.v, b1.v[i]);
-            mad_chains<N>::hi(u, a2.v, b2.v[i]);
-            uint32_t m1 = t[0] * C::INV, m2 = u[0] * C::INV;
-            mad_chains<N>::lo(t, p, m1);
-            mad_chains<N>::lo(u, p, m2);
-            mad_chains<N>::hi(t, p, m1);
-            mad_chains<N>::hi(u, p, m2);
-#pragma unroll
-            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1], u[j] = u[j + 1];
-            t[N + 1] = 0, u[N + 1] = 0;
-        }
-        r1 = reduce_once(t, t[N]);
-        r2 = reduce_once(u, u[N]);
-    }
 #endif
 
     // Montgomery product a * b / 2^(32N) mod p, CIOS.
     CZ_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
 #if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
-        return mul_chains(a, b);
+        return mul_even_odd(a, b);
 #else
         uint32_t t[N + 2];
 #pragma unroll
@@ -346,12 +285,8 @@ struct alignas(16) mont_t {
     // r1 = a1 b1, r2 = a2 b2 (on the device with the two carry chains interleaved).
     CZ_HD static void mul_pair(mont_t& r1, const mont_t& a1, const mont_t& b1, mont_t& r2, const mont_t& a2,
                                const mont_t& b2) {
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD) && defined(CZ_MUL_LOHI)
-        mul_pair_chains(r1, a1, b1, r2, a2, b2);
-#else  // even/odd products are short enough that ptxas interleaves two of them itself
-        r1 = a1 * b1;
+        r1 = a1 * b1;  // even/odd products are short enough that ptxas interleaves two itself
         r2 = a2 * b2;
-#endif
     }
 
     CZ_HD mont_t sqr() const { return *this * *this; }
