@@ -31,7 +31,8 @@ LIMBS = {"fr": 8, "fq": 12}
 def parse_functions(text: str) -> dict[str, tuple[list[str], list[str]]]:
     """name -> (instruction lines, operand expressions in %n order)."""
     funcs = {}
-    for m in re.finditer(r"void (\w+)\([^)]*\) \{\n    asm\(\n(.*?)\n        : (.*?)\n        : (.*?)\);", text, re.S):
+    pattern = r"(?:void|uint32_t) (\w+)\([^)]*\) \{\n(?:    uint32_t borrow;\n)?    asm\(\n(.*?)\n        : (.*?)\n        : (.*?)\);"
+    for m in re.finditer(pattern, text, re.S):
         name, body, outs, ins = m.groups()
         lines = [ln.strip()[1:].split("\\n")[0].rstrip(";") for ln in body.splitlines()]
         operands = re.findall(r'"[+=]?r"\(([^)]+)\)', outs) + re.findall(r'"[+=]?r"\(([^)]+)\)', ins)
@@ -129,6 +130,27 @@ def test_even_odd_montgomery_product_matches_integers(field: str) -> None:
         got = mont_mul(field, a, b)
         assert got < 2 * p, f"{field}: a={a:#x} b={b:#x}: result not below 2p"
         assert got % p == a * b * r_inv % p, f"{field}: a={a:#x} b={b:#x}"
+
+
+@pytest.mark.parametrize("field", ["fr", "fq"])
+def test_add_sub_chains_match_integers(field: str) -> None:
+    """add_chainN, sub_chainN (with its borrow mask) and the modulus subtraction that
+    reduce_once uses, on random and edge values below p."""
+    p, n = P[field], LIMBS[field]
+    full = 1 << (32 * n)
+    rng = random.Random(7 + n)
+    values = edge_values(p, n) + [rng.randrange(p) for _ in range(60)]
+    for a in values:
+        for b in values[::7]:
+            out = run_block(f"add_chain{n}", {**load("a", words(a, n)), **load("b", words(b, n))})
+            assert sum(out[f"s[{j}]"] << (32 * j) for j in range(n)) == a + b
+            out = run_block(f"sub_chain{n}", {**load("a", words(a, n)), **load("b", words(b, n))})
+            assert sum(out[f"d[{j}]"] << (32 * j) for j in range(n)) == (a - b) % full
+            assert out["borrow"] == (MASK if a < b else 0)
+        x = a + p if a < p // 2 else a  # values in [0, 2p) as reduce_once sees them
+        out = run_block(f"{field}_sub_modulus", load("x", words(x, n)))
+        assert sum(out[f"d[{j}]"] << (32 * j) for j in range(n)) == (x - p) % full
+        assert out["borrow"] == (MASK if x < p else 0)
 
 
 def test_model_catches_a_broken_chain() -> None:
