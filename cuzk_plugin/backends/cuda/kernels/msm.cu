@@ -112,7 +112,7 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
 }
 
 // Sums each item's points into one XYZZ partial. ADD: 0 called formulas, 1 inlined (G1; G2's
-// point formulas stay calls for code size, its Fq2 products are inlined).
+// formulas and Fq2 products stay calls: inlined, they need 255 registers and spill, run 16).
 // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at
 // 2^27 (first session); with a one-ahead prefetch of the next base it was slower than both.
 // ncu (run 9): 128 registers, 4 blocks of 128 an SM, the warps waiting on their carry chains.
