@@ -7,8 +7,9 @@
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/py_arkworks_bls12381-*.whl || exit 1
+# Every carried wheel (py_arkworks_bls12381, and pyopencl with its dependencies, so the
+# OpenCL conformance tests run on NVIDIA's OpenCL too instead of skipping).
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 export CUZK_CUDA_LIBRARY=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
 {

@@ -7,6 +7,7 @@ import pytest
 from cuzk_plugin.backends.cuda import CudaBackend
 from cuzk_plugin.backends.cuda import build as cuda_build
 from cuzk_plugin.backends.registry import probe
+from tests.cuda_support import built_library_or_skip
 
 
 @pytest.mark.slow
@@ -41,12 +42,8 @@ def test_host_side_curve_arithmetic_matches_arkworks():
     from cuzk_plugin.backends.cuda import library
     from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
     from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
-    from cuzk_plugin.errors import BackendUnavailable
 
-    try:
-        library.load_library()
-    except BackendUnavailable as exc:
-        pytest.skip(str(exc))
+    built_library_or_skip()
     for k in (0, 1, 2, 3, 12345, R - 1, 2**200 + 17):
         limbs = ints_to_limbs([k])[0].copy()
         out1 = np.zeros((2, 6), np.uint64)
@@ -62,12 +59,8 @@ def test_host_side_curve_equation_and_mixed_additions():
     import ctypes
 
     from cuzk_plugin.backends.cuda import library
-    from cuzk_plugin.errors import BackendUnavailable
 
-    try:
-        library.load_library()
-    except BackendUnavailable as exc:
-        pytest.skip(str(exc))
+    built_library_or_skip()
     checks = ctypes.c_uint64(0)
     library.call("cz_host_curve_selftest", ctypes.byref(checks))
     assert checks.value == 4

@@ -1,5 +1,5 @@
-"""Fixtures for the CUDA backend tests: one backend for the session, skipped cleanly where
-the library is not built or no GPU is present."""
+"""Fixtures for the CUDA backend tests: one backend for the session (the library built first
+where nvcc exists), skipped only where it cannot be built or no GPU is present."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import pytest
 
 from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.backends.cuda import CudaBackend
+from tests.cuda_support import built_library_or_skip
 
 
 @pytest.fixture(scope="session")
 def cuda() -> CudaBackend:
+    built_library_or_skip()
     why = CudaBackend.probe()
     if why is not None:
-        pytest.skip(f"CUDA backend unavailable: {why}")
+        pytest.skip(why)  # no GPU (or no driver for one) here
     backend = CudaBackend()
     yield backend
     backend.close()
