@@ -138,7 +138,7 @@ struct cuda_event {
 // A partition's buffers are freed in upload_stream order: make that stream wait for all the
 // work queued so far on the compute streams, which read them.
 void free_after_compute(cz_context& ctx) {
-    for (cudaStream_t s : {ctx.stream, ctx.g2_stream, ctx.side_streams[0], ctx.side_streams[1]}) {
+    for (cudaStream_t s : ctx.compute_streams()) {
         cuda_event done;
         CZ_CHECK(cudaEventRecord(done.e, s));
         CZ_CHECK(cudaStreamWaitEvent(ctx.upload_stream, done.e, 0));
@@ -172,8 +172,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         sums = prove_device(ctx, srs, up.part, &t);
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.
-        for (cudaStream_t s : {ctx.stream, ctx.g2_stream, ctx.side_streams[0], ctx.side_streams[1]})
-            cudaStreamSynchronize(s);
+        for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
         throw;
     }
     free_after_compute(ctx);

@@ -3,6 +3,7 @@
 // buffer. The Python side creates one context per device it uses and passes it explicitly:
 // no hidden globals.
 #pragma once
+#include <array>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -38,6 +39,11 @@ struct cz_context {
     // holds it).
     std::mutex upload_lock;
     std::mutex compute_lock;
+
+    // Every stream a partition's device work (prove_device) runs on.
+    std::array<cudaStream_t, 4> compute_streams() const {
+        return {stream, g2_stream, side_streams[0], side_streams[1]};
+    }
 };
 
 // Device memory owned for the life of a scope, allocated and freed in stream order

@@ -84,23 +84,19 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_upl
         if (n > host.m) CZ_CHECK(cudaMemsetAsync(d + host.m, 0, (n - host.m) * sizeof(fr_t), s));
         upload_async(ctx, d, v, host.m * sizeof(fr_t));
     }
-    // Empty vectors still get a one-element buffer: prove_device reads the pointers.
-    auto upload_fr = [&](const uint64_t* src, size_t count) {
-        out.fr_bufs.emplace_back(std::max<size_t>(count, 1), s);
-        upload_async(ctx, out.fr_bufs.back().get(), src, count * sizeof(fr_t));
-        return out.fr_bufs.back().get();
-    };
-    auto upload_flags = [&](const uint8_t* src, size_t count) {
-        out.flag_bufs.emplace_back(std::max<size_t>(count, 1), s);
-        upload_async(ctx, out.flag_bufs.back().get(), src, count);
-        return out.flag_bufs.back().get();
+    // count elements into a new buffer of `bufs`; empty vectors still get a one-element
+    // buffer: prove_device reads the pointers.
+    auto upload = [&](auto& bufs, const void* src, size_t count) {
+        bufs.emplace_back(std::max<size_t>(count, 1), s);
+        upload_async(ctx, bufs.back().get(), src, count * sizeof(*bufs.back().get()));
+        return bufs.back().get();
     };
     partition_device& part = out.part;
     part.log_n = log_n;
     part.a = out.fr_bufs[0].get(), part.b = out.fr_bufs[1].get(), part.c = out.fr_bufs[2].get();
-    part.inputs = upload_fr(host.inputs, host.n_inputs), part.n_inputs = host.n_inputs;
-    part.aux = upload_fr(host.aux, host.n_aux), part.n_aux = host.n_aux;
-    part.a_aux_density = upload_flags(host.a_aux_density, host.n_aux);
-    part.b_input_density = upload_flags(host.b_input_density, host.n_inputs);
-    part.b_aux_density = upload_flags(host.b_aux_density, host.n_aux);
+    part.inputs = upload(out.fr_bufs, host.inputs, host.n_inputs), part.n_inputs = host.n_inputs;
+    part.aux = upload(out.fr_bufs, host.aux, host.n_aux), part.n_aux = host.n_aux;
+    part.a_aux_density = upload(out.flag_bufs, host.a_aux_density, host.n_aux);
+    part.b_input_density = upload(out.flag_bufs, host.b_input_density, host.n_inputs);
+    part.b_aux_density = upload(out.flag_bufs, host.b_aux_density, host.n_aux);
 }
