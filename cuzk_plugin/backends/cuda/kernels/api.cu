@@ -127,14 +127,6 @@ std::unique_ptr<cz_srs> bench_key(cz_context& ctx, int log_n, size_t n_inputs) {
     return srs;
 }
 
-struct cuda_event {
-    cudaEvent_t e = nullptr;
-    cuda_event() { CZ_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
-    ~cuda_event() { cudaEventDestroy(e); }
-    cuda_event(const cuda_event&) = delete;
-    cuda_event& operator=(const cuda_event&) = delete;
-};
-
 // A partition's buffers are freed in upload_stream order: make that stream wait for all the
 // work queued so far on the compute streams, which read them.
 void free_after_compute(cz_context& ctx) {

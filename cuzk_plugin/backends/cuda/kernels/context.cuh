@@ -27,7 +27,7 @@ struct cz_context {
     int device = 0;
     cudaStream_t stream = nullptr;         // main work: NTTs, G1 MSMs, key uploads
     cudaStream_t g2_stream = nullptr;      // the G2 MSM of B, overlapped with the G1 work
-    cudaStream_t side_streams[2] = {};     // the L and A MSMs, overlapped with H and the H, B_G1 MSMs
+    cudaStream_t side_streams[3] = {};     // the L, A and B_G1 MSMs, overlapped with H and the H MSM
     cudaStream_t upload_stream = nullptr;  // partition uploads, overlapped with the previous partition's work
     // Twiddle tables: (log_n, inverse) -> w^e for e < N/2, Montgomery form.
     std::map<std::pair<int, bool>, fr_t*> twiddles;
@@ -41,8 +41,8 @@ struct cz_context {
     std::mutex compute_lock;
 
     // Every stream a partition's device work (prove_device) runs on.
-    std::array<cudaStream_t, 4> compute_streams() const {
-        return {stream, g2_stream, side_streams[0], side_streams[1]};
+    std::array<cudaStream_t, 5> compute_streams() const {
+        return {stream, g2_stream, side_streams[0], side_streams[1], side_streams[2]};
     }
 };
 
@@ -73,6 +73,25 @@ struct dev_buf {
     }
     size_t bytes() const { return count * sizeof(T); }
     T* get() const { return ptr; }
+};
+
+// An event for ordering streams (no timing), owned for a scope.
+struct cuda_event {
+    cudaEvent_t e = nullptr;
+    cuda_event() { CZ_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
+    ~cuda_event() { cudaEventDestroy(e); }
+    cuda_event(const cuda_event&) = delete;
+    cuda_event& operator=(const cuda_event&) = delete;
+};
+
+// A non-blocking stream owned for a scope. Destroying it with work still queued is allowed:
+// CUDA releases it once that work is done.
+struct cuda_stream {
+    cudaStream_t s = nullptr;
+    explicit cuda_stream(int priority) { CZ_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority)); }
+    ~cuda_stream() { cudaStreamDestroy(s); }
+    cuda_stream(const cuda_stream&) = delete;
+    cuda_stream& operator=(const cuda_stream&) = delete;
 };
 
 inline unsigned blocks_for(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }

@@ -9,7 +9,9 @@
 // Per window: (1) digits -> (bucket, index|sign) pairs, (2) radix sort by bucket (CUB),
 // (3) bucket ranges, (4) ranges cut into items of at most L points (so one huge bucket does
 // not serialise the launch), (5) one thread an item sums its points with mixed XYZZ
-// additions, (6) one thread a bucket adds its items. Then all windows at once:
+// additions, (6) one thread a bucket adds its items. (1)-(4) of window w + 1 run on a stream
+// of their own beside (5)-(6) of window w, so the memory-bound sorts overlap the
+// compute-bound bucket loop. Then all windows at once:
 // sum_b b * S_b per window with running sums over segments of buckets, a tree over the
 // segments, and Horner over the windows on the host (a few hundred doublings: faster on the
 // CPU than on one GPU thread).
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "msm.cuh"
@@ -98,14 +101,13 @@ __global__ void item_counts_kernel(const uint32_t* start, const uint32_t* end, u
 }
 
 __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, const uint32_t* nitems,
-                                    const uint32_t* offs, uint32_t nb, uint32_t L, uint32_t* item_bucket,
-                                    uint32_t* item_start, uint32_t* item_len) {
+                                    const uint32_t* offs, uint32_t nb, uint32_t L, uint32_t* item_start,
+                                    uint32_t* item_len) {
     uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b == 0 || b > nb) return;
     uint32_t o = offs[b], st = start[b], e = end[b];
     for (uint32_t k = 0; k < nitems[b]; k++) {
         uint32_t s0 = st + k * L;
-        item_bucket[o + k] = b;
         item_start[o + k] = s0;
         item_len[o + k] = min(L, e - s0);
     }
@@ -333,6 +335,44 @@ xyzz_t<F> sum_ones(cudaStream_t stream, const affine_t<F>* bases, const uint32_t
     return out;
 }
 
+// Whether a window's digits are sorted on a stream of their own while the previous window
+// accumulates (CZ_MSM_PIPELINE=0: one stream, every phase in turn, to measure the difference;
+// CZ_MSM_PROFILE=1 also runs them in turn so its phase times mean something).
+bool pipeline_from_env() {
+    const char* env = std::getenv("CZ_MSM_PIPELINE");
+    return !(env && std::strcmp(env, "0") == 0);
+}
+
+// One window's sorted digits and items. The pipelined loop keeps two: the sort of window
+// w + 1 (memory-bound) runs beside the accumulation of window w (compute-bound).
+template <class F>
+struct window_state {
+    dev_buf<uint32_t> keys_in, keys_out, vals_in, vals_out;
+    dev_buf<uint32_t> start, end, nitems, offs;
+    dev_buf<uint32_t> item_start, item_len, item_order, len_sorted;
+    dev_buf<xyzz_t<F>> partials;
+    dev_buf<uint8_t> temp;
+    cuda_event prepared;  // on the sort stream: this window's items are ready
+    cuda_event consumed;  // on the MSM stream: its accumulation and merge are done
+    window_state(uint32_t n, uint32_t nb, size_t item_cap, size_t temp_bytes, cudaStream_t s)
+        : keys_in(n, s), keys_out(n, s), vals_in(n, s), vals_out(n, s), start(nb + 1, s), end(nb + 1, s),
+          nitems(nb + 2, s), offs(nb + 2, s), item_start(item_cap, s), item_len(item_cap, s),
+          item_order(item_cap, s), len_sorted(item_cap, s), partials(item_cap, s), temp(temp_bytes, s) {}
+};
+
+// On scope exit `into` waits for everything queued on `from`, so buffers freed in `into`'s
+// order are not freed under `from`'s work (also when an error cut the loop short).
+struct stream_join {
+    cudaStream_t into, from;
+    ~stream_join() {
+        if (into == from) return;
+        cudaEvent_t e;
+        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return;
+        if (cudaEventRecord(e, from) == cudaSuccess) cudaStreamWaitEvent(into, e, 0);
+        cudaEventDestroy(e);
+    }
+};
+
 template <class F>
 xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, const uint32_t* idx,
                     uint32_t n, int c) {
@@ -348,62 +388,83 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
         m.w[bit >> 5] |= 1u << (bit & 31);
     }
 
-    dev_buf<uint32_t> keys_in(n, stream), keys_out(n, stream), vals_in(n, stream), vals_out(n, stream);
-    dev_buf<uint32_t> start(nb + 1, stream), end(nb + 1, stream), nitems(nb + 2, stream), offs(nb + 2, stream);
-    dev_buf<uint32_t> item_bucket(item_cap, stream), item_start(item_cap, stream), item_len(item_cap, stream);
-    dev_buf<uint32_t> item_ids(item_cap, stream), item_order(item_cap, stream), len_sorted(item_cap, stream);
-    dev_buf<xyzz_t<F>> partials(item_cap, stream);
-    dev_buf<xyzz_t<F>> buckets((size_t)nwin * (nb + 1), stream);
-    iota_kernel<<<blocks_for(item_cap, 256), 256, 0, stream>>>(item_ids.get(), item_cap);
-    CZ_CHECK_LAUNCH();
     const bool sort_items = sort_items_from_env();
     constexpr int kLenBits = 11;  // item lengths are at most L <= 1024
-
     size_t sort_bytes = 0, scan_bytes = 0, order_bytes = 0;
-    CZ_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in.get(), keys_out.get(), vals_in.get(),
-                                             vals_out.get(), n, 0, c, stream));
-    CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, nitems.get(), offs.get(), nb + 2, stream));
-    CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, order_bytes, item_len.get(), len_sorted.get(),
-                                                       item_ids.get(), item_order.get(), item_cap, 0, kLenBits,
-                                                       stream));
-    dev_buf<uint8_t> temp(std::max({sort_bytes, scan_bytes, order_bytes}), stream);
+    uint32_t* none = nullptr;  // the size queries read no data
+    CZ_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, none, none, none, none, n, 0, c, stream));
+    CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, none, none, nb + 2, stream));
+    CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, order_bytes, none, none, none, none, item_cap, 0,
+                                                       kLenBits, stream));
+    const size_t temp_bytes = std::max({sort_bytes, scan_bytes, order_bytes});
 
     phase_profile prof(stream);
+    const bool pipelined = pipeline_from_env() && !prof.on;
+    dev_buf<uint32_t> item_ids(item_cap, stream);
+    dev_buf<xyzz_t<F>> buckets((size_t)nwin * (nb + 1), stream);
+    std::vector<std::unique_ptr<window_state<F>>> states;
+    for (int k = 0; k < (pipelined ? 2 : 1); k++)
+        states.push_back(std::make_unique<window_state<F>>(n, nb, item_cap, temp_bytes, stream));
+    iota_kernel<<<blocks_for(item_cap, 256), 256, 0, stream>>>(item_ids.get(), item_cap);
+    CZ_CHECK_LAUNCH();
+
+    // The sort stream gets the device's highest priority: its blocks take SMs as the bucket
+    // loop's blocks retire, instead of waiting for the whole loop.
+    std::unique_ptr<cuda_stream> sorter;
+    if (pipelined) {
+        int least = 0, greatest = 0;
+        CZ_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        sorter = std::make_unique<cuda_stream>(greatest);
+    }
+    cudaStream_t ss = pipelined ? sorter->s : stream;
+    stream_join join{stream, ss};
+    cuda_event allocated;
+    CZ_CHECK(cudaEventRecord(allocated.e, stream));
+    CZ_CHECK(cudaStreamWaitEvent(ss, allocated.e, 0));
+
     prof.mark();
     for (int w = 0; w < nwin; w++) {
-        digits_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, idx, n, w, c, m, keys_in.get(), vals_in.get());
+        window_state<F>& ws = *states[w % states.size()];
+        if (w >= (int)states.size()) CZ_CHECK(cudaStreamWaitEvent(ss, ws.consumed.e, 0));
+        digits_kernel<<<blocks_for(n, 256), 256, 0, ss>>>(scalars, idx, n, w, c, m, ws.keys_in.get(),
+                                                          ws.vals_in.get());
         CZ_CHECK_LAUNCH();
-        size_t bytes = sort_bytes;
-        CZ_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, keys_in.get(), keys_out.get(), vals_in.get(),
-                                                 vals_out.get(), n, 0, c, stream));
+        size_t bytes = temp_bytes;
+        CZ_CHECK(cub::DeviceRadixSort::SortPairs(ws.temp.get(), bytes, ws.keys_in.get(), ws.keys_out.get(),
+                                                 ws.vals_in.get(), ws.vals_out.get(), n, 0, c, ss));
         prof.mark();
-        CZ_CHECK(cudaMemsetAsync(start.get(), 0, start.bytes(), stream));
-        CZ_CHECK(cudaMemsetAsync(end.get(), 0, end.bytes(), stream));
-        CZ_CHECK(cudaMemsetAsync(nitems.get(), 0, nitems.bytes(), stream));
-        bucket_ranges_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(keys_out.get(), n, start.get(), end.get());
+        CZ_CHECK(cudaMemsetAsync(ws.start.get(), 0, ws.start.bytes(), ss));
+        CZ_CHECK(cudaMemsetAsync(ws.end.get(), 0, ws.end.bytes(), ss));
+        CZ_CHECK(cudaMemsetAsync(ws.nitems.get(), 0, ws.nitems.bytes(), ss));
+        bucket_ranges_kernel<<<blocks_for(n, 256), 256, 0, ss>>>(ws.keys_out.get(), n, ws.start.get(), ws.end.get());
         CZ_CHECK_LAUNCH();
-        item_counts_kernel<<<blocks_for(nb + 1, 256), 256, 0, stream>>>(start.get(), end.get(), nb, L, nitems.get());
+        item_counts_kernel<<<blocks_for(nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), nb, L,
+                                                                     ws.nitems.get());
         CZ_CHECK_LAUNCH();
-        bytes = scan_bytes;
-        CZ_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), bytes, nitems.get(), offs.get(), nb + 2, stream));
-        if (sort_items) CZ_CHECK(cudaMemsetAsync(item_len.get(), 0, item_len.bytes(), stream));
-        expand_items_kernel<<<blocks_for(nb + 1, 256), 256, 0, stream>>>(start.get(), end.get(), nitems.get(),
-                                                                         offs.get(), nb, L, item_bucket.get(),
-                                                                         item_start.get(), item_len.get());
+        bytes = temp_bytes;
+        CZ_CHECK(cub::DeviceScan::ExclusiveSum(ws.temp.get(), bytes, ws.nitems.get(), ws.offs.get(), nb + 2, ss));
+        if (sort_items) CZ_CHECK(cudaMemsetAsync(ws.item_len.get(), 0, ws.item_len.bytes(), ss));
+        expand_items_kernel<<<blocks_for(nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), ws.nitems.get(),
+                                                                      ws.offs.get(), nb, L, ws.item_start.get(),
+                                                                      ws.item_len.get());
         CZ_CHECK_LAUNCH();
         if (sort_items) {  // unused slots keep length 0 and sort last
-            bytes = order_bytes;
-            CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp.get(), bytes, item_len.get(), len_sorted.get(),
-                                                               item_ids.get(), item_order.get(), item_cap, 0,
-                                                               kLenBits, stream));
+            bytes = temp_bytes;
+            CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(ws.temp.get(), bytes, ws.item_len.get(),
+                                                               ws.len_sorted.get(), item_ids.get(),
+                                                               ws.item_order.get(), item_cap, 0, kLenBits, ss));
         }
+        CZ_CHECK(cudaEventRecord(ws.prepared.e, ss));
         prof.mark();
-        launch_accumulate<F>(stream, item_cap, bases, vals_out.get(), item_start.get(), item_len.get(),
-                             sort_items ? item_order.get() : item_ids.get(), offs.get() + nb + 1, partials.get());
+        CZ_CHECK(cudaStreamWaitEvent(stream, ws.prepared.e, 0));
+        launch_accumulate<F>(stream, item_cap, bases, ws.vals_out.get(), ws.item_start.get(), ws.item_len.get(),
+                             sort_items ? ws.item_order.get() : item_ids.get(), ws.offs.get() + nb + 1,
+                             ws.partials.get());
         prof.mark();
         merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
-            partials.get(), nitems.get(), offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
+            ws.partials.get(), ws.nitems.get(), ws.offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
         CZ_CHECK_LAUNCH();
+        CZ_CHECK(cudaEventRecord(ws.consumed.e, stream));
         prof.mark();
     }
 
