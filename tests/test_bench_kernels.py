@@ -47,3 +47,46 @@ def test_pipeline_report_compares_overlapped_with_serial():
     assert times == [8.0, 8.0]
     assert "serial median 10.00 ms" in note and "overlapped/serial 0.80" in note and "upload 3.0" in note
     assert "per partition 4.00 vs 5.00 ms serial" in note
+
+
+class CpuBenchCircuit:
+    """bench_prove as the CUDA library runs it, on the CPU at a small size (the reference
+    instance of cuzk_plugin/groth16/bench_circuit.py); `corrupt` spoils the H sum."""
+
+    def __init__(self, corrupt: bool = False):
+        self.corrupt = corrupt
+
+    def bench_prove(self, log_n, repeat, secrets, *, n_inputs=3, frac_bits=0.95):
+        import dataclasses
+
+        import numpy as np
+
+        from cuzk_plugin.backends.cpu import CpuBackend
+        from cuzk_plugin.backends.cuda.backend import BenchProveRun
+        from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
+        from cuzk_plugin.groth16 import bench_circuit as bc
+
+        k = bc.BenchSecrets(*limbs_to_ints(secrets))
+        key, cpu = bc.proving_key(k, log_n, n_inputs), CpuBackend()
+        rng = np.random.default_rng()
+        runs = []
+        for _ in range(repeat):
+            inputs = [1] + [int(x) for x in rng.integers(1 << 62, size=n_inputs - 1)]
+            aux = [int(x) for x in rng.integers(2, size=(1 << log_n) - n_inputs)]
+            aux[0] = int.from_bytes(rng.bytes(31), "little")
+            sums = cpu.prove_finish(cpu.prove_start(cpu.load_srs(key), bc.partition(inputs, aux)))
+            if self.corrupt:
+                sums = dataclasses.replace(sums, h=sums.a.copy())
+            w_one = bc.w_one(k, log_n, [0] * n_inputs + [y * y % R for y in aux])
+            runs.append(BenchProveRun(time_ms=1.0, sums=sums, inputs=inputs, w_one=w_one))
+        return runs, {"h": 0.1, "g1_msm": 0.5, "g2_wait": 0.0, "total": 1.0}
+
+
+def test_prove_report_verifies_every_proof_on_the_cpu():
+    from cuzk_plugin.cli.bench_kernels import measure
+
+    times, note = measure(CpuBenchCircuit(), "prove", 4, 2, 0.95)
+    assert times == [1.0, 1.0]
+    assert "proofs verified on the CPU: 2/2" in note
+    times, note = measure(CpuBenchCircuit(corrupt=True), "prove", 4, 2, 0.95)
+    assert "FAILED" in note and "0/2" in note

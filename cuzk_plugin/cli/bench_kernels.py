@@ -10,6 +10,7 @@ import statistics
 
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.errors import BackendUnavailable
+from cuzk_plugin.groth16.bench_circuit import BenchSecrets, check_proof, verifying_key
 
 #: Anchor medians in milliseconds (sppark on an H200, 2026-12-02), by (op, log2 size).
 ANCHORS_MS: dict[tuple[str, int], float] = {
@@ -63,9 +64,20 @@ def measure(backend, op: str, log2: int, repeat: int, frac_bits: float, parts: i
     if op.startswith("ntt"):
         times, ok = backend.bench_ntt(log2, repeat, inverse=op == "ntt-inverse", coset=op == "ntt-coset")
         return times, f"round trip {'ok' if ok else 'FAILED'}"
-    times, stages = backend.bench_prove(log2, repeat, frac_bits=frac_bits)
+    return measure_prove(backend, log2, repeat, frac_bits)
+
+
+def measure_prove(backend, log2: int, repeat: int, frac_bits: float) -> tuple[list[float], str]:
+    """Device times of the benchmark circuit's partitions; every proof is assembled and checked
+    by the CPU verifier afterwards (and a tampered copy must fail)."""
+    secrets = BenchSecrets.random()
+    runs, stages = backend.bench_prove(log2, repeat, secrets.limbs(), frac_bits=frac_bits)
+    checks = [check_proof(verifying_key(secrets, log2, len(r.inputs), r.w_one), r.sums, r.inputs) for r in runs]
+    good = sum(c.ok for c in checks)
     split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
-    return times, f"last run ms: {split}"
+    verdict = "verified" if good == len(runs) else "FAILED"
+    return [r.time_ms for r in runs], (f"proofs {verdict} on the CPU: {good}/{len(runs)} (tampered copies rejected); "
+                                       f"last run ms: {split}")
 
 
 def measure_pipeline(backend, log2: int, repeat: int, frac_bits: float, parts: int) -> tuple[list[float], str]:

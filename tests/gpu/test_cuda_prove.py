@@ -8,6 +8,7 @@ import pytest
 from cuzk_plugin.bls12_381.fields import limbs_to_ints
 from cuzk_plugin.circuit.examples import CORE_CIRCUITS, filecoin_like
 from cuzk_plugin.circuit.r1cs import synthesize
+from cuzk_plugin.groth16.bench_circuit import BenchSecrets, check_proof, verifying_key
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
@@ -51,6 +52,14 @@ def test_filecoin_like_proofs_verify_with_resident_key(cuda):
         srs.release()
 
 
-def test_bench_prove_runs(cuda):
-    times, stages = cuda.bench_prove(14, 1)
-    assert times[0] > 0 and stages["total"] > 0
+def test_bench_circuit_proofs_verify(cuda):
+    """The device-made benchmark instance (the one `cuzk-bench kernels --op prove` times at
+    2^27): every proof verifies on the CPU, a tampered one does not."""
+    secrets = BenchSecrets.random()
+    runs, stages = cuda.bench_prove(12, 2, secrets.limbs())
+    assert stages["total"] > 0
+    assert runs[0].inputs != runs[1].inputs  # a fresh witness a run
+    for run in runs:
+        assert run.time_ms > 0 and run.inputs[0] == 1
+        check = check_proof(verifying_key(secrets, 12, len(run.inputs), run.w_one), run.sums, run.inputs)
+        assert check.verified and check.tampered_rejected

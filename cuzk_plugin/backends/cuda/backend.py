@@ -12,7 +12,9 @@ library at each MSM (for measurement, not configuration): ``CZ_MSM_WINDOW`` (Pip
 bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``: how the
 G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
 bucket order, not longest first), ``CZ_NTT_MODE`` (``r4b`` default, ``r4``, ``pair``, ``single``: NTT
-butterflies a thread), ``CZ_MSM_PROFILE=1`` (phase timings on stderr).
+butterflies a thread), ``CZ_MSM_PIPELINE=0`` (a window's sort not overlapped with the previous
+window's bucket loop), ``CZ_PROVE_B_G1=main`` (B's G1 MSM after the H MSM instead of beside it),
+``CZ_MSM_PROFILE=1`` (phase timings on stderr).
 """
 
 from __future__ import annotations
@@ -28,6 +30,28 @@ from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, less_than_m
 from cuzk_plugin.circuit.partition import SynthesizedPartition
 from cuzk_plugin.errors import BackendUnavailable
 from cuzk_plugin.groth16.params import ProvingKey
+
+
+def sums_from_limbs(out: np.ndarray) -> ProofSums:
+    """The library's 72 uint64 (h, l, a, b_g1 as (2, 6), b_g2 as (2, 2, 6)) as ProofSums."""
+    return ProofSums(
+        h=out[0:12].reshape(2, 6).copy(),
+        l=out[12:24].reshape(2, 6).copy(),
+        a=out[24:36].reshape(2, 6).copy(),
+        b_g1=out[36:48].reshape(2, 6).copy(),
+        b_g2=out[48:72].reshape(2, 2, 6).copy(),
+    )
+
+
+@dataclass
+class BenchProveRun:
+    """One benchmark partition: device milliseconds, the five sums, the public inputs (ONE
+    first) and w(ONE) at tau (see cuzk_plugin/groth16/bench_circuit.py)."""
+
+    time_ms: float
+    sums: ProofSums
+    inputs: list[int]
+    w_one: int
 
 
 def canonical_scalars(scalars: np.ndarray) -> np.ndarray:
@@ -200,13 +224,7 @@ class CudaBackend:
         times = (ctypes.c_double * len(PROVE_TIMINGS))()
         call("cz_prove_finish", pending.handle, u64_ptr(out), times)
         pending.timings_ms = dict(zip(PROVE_TIMINGS, list(times)))
-        return ProofSums(
-            h=out[0:12].reshape(2, 6).copy(),
-            l=out[12:24].reshape(2, 6).copy(),
-            a=out[24:36].reshape(2, 6).copy(),
-            b_g1=out[36:48].reshape(2, 6).copy(),
-            b_g2=out[48:72].reshape(2, 2, 6).copy(),
-        )
+        return sums_from_limbs(out)
 
     # -- benchmarks on device-made inputs --------------------------------------------------
     def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1) -> tuple[list[float], bool]:
@@ -225,13 +243,26 @@ class CudaBackend:
         call("cz_bench_ntt", self.context(), log_n, repeat, int(inverse), int(coset), times, ctypes.byref(ok))
         return list(times)[:repeat], bool(ok.value)
 
-    def bench_prove(self, log_n: int, repeat: int, *, frac_bits: float = 0.95) -> tuple[list[float], dict[str, float]]:
-        """Milliseconds of ``repeat`` synthetic 2^log_n-constraint partitions (device-made key
-        and witness), and the stage split of the last one."""
+    def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
+                    frac_bits: float = 0.95) -> tuple[list[BenchProveRun], dict[str, float]]:
+        """``repeat`` whole 2^log_n-constraint partitions of the benchmark circuit
+        (``kernels/instance.cuh``: key from ``secrets``, ``(5, 4) uint64`` tau, alpha, beta,
+        gamma, delta; a fresh witness a run, made on the device) after one warm-up: each run's
+        device time and what the host needs to assemble and verify its proof; and the stage
+        split of the last run."""
+        keys = np.ascontiguousarray(secrets, dtype=np.uint64)
+        if keys.shape != (5, FR_LIMBS):
+            raise ValueError(f"bench_prove: secrets must be (5, 4) uint64, got {keys.shape}")
         times = (ctypes.c_double * max(repeat, 1))()
         stages = (ctypes.c_double * 4)()
-        call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, times, stages)
-        return list(times)[:repeat], dict(zip(PROVE_TIMINGS[:4], list(stages)))  # the device stages
+        sums = np.zeros((max(repeat, 1), 72), dtype=np.uint64)
+        inputs = np.zeros((max(repeat, 1), n_inputs, FR_LIMBS), dtype=np.uint64)
+        w_one = np.zeros((max(repeat, 1), FR_LIMBS), dtype=np.uint64)
+        call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, n_inputs, u64_ptr(keys), times, stages,
+             u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
+        runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
+                              w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]
+        return runs, dict(zip(PROVE_TIMINGS[:4], list(stages)))  # the device stages
 
     def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
                        frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gen.cuh"
+#include "instance.cuh"
 #include "ntt.cuh"
 #include "prove.cuh"
 #include "upload.cuh"
@@ -43,6 +44,15 @@ void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, s
     msm_options opt;
     opt.window_bits = window_bits;
     write_affine<F>(msm_device<F>(*ctx, s, d_bases.get(), d_scalars.get(), n, opt), out);
+}
+
+// h, l, a, b_g1 as (2, 6) uint64 each, then b_g2 as (2, 2, 6): 72 in all.
+void write_sums(const proof_sums& sums, uint64_t* out) {
+    write_affine<fq_t>(sums.h, out);
+    write_affine<fq_t>(sums.l, out + 12);
+    write_affine<fq_t>(sums.a, out + 24);
+    write_affine<fq_t>(sums.b_g1, out + 36);
+    write_affine<fq2_t>(sums.b_g2, out + 48);
 }
 
 double event_ms(cudaEvent_t a, cudaEvent_t b) {
@@ -87,44 +97,15 @@ void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, int window
     }
 }
 
-// fill a partition with Filecoin-like statistics: random a, b, c; aux mostly bits.
-void synthetic_partition(cz_context* ctx, int log_n, size_t n_inputs, double frac_bits, uint64_t seed,
-                         std::vector<dev_buf<fr_t>>& fr_bufs, std::vector<dev_buf<uint8_t>>& flag_bufs,
-                         partition_device& part) {
-    cudaStream_t s = ctx->stream;
-    size_t n = 1ull << log_n, n_aux = n - n_inputs;
-    for (int i = 0; i < 5; i++) fr_bufs.emplace_back(i < 3 ? n : i == 3 ? n_inputs : n_aux, s);
-    for (int i = 0; i < 3; i++) random_scalars(s, fr_bufs[i].get(), n, seed + i, 0.0);
-    random_scalars(s, fr_bufs[3].get(), n_inputs, seed + 3, 0.0);
-    random_scalars(s, fr_bufs[4].get(), n_aux, seed + 4, frac_bits);
-    flag_bufs.emplace_back(n_aux, s);      // a_aux density: all
-    flag_bufs.emplace_back(n_inputs, s);   // b_input density: all
-    flag_bufs.emplace_back(n_aux, s);      // b_aux density: all (upper bound of Filecoin's B)
-    for (auto& f : flag_bufs) CZ_CHECK(cudaMemsetAsync(f.get(), 1, f.bytes(), s));
-    part.log_n = log_n;
-    part.a = fr_bufs[0].get(), part.b = fr_bufs[1].get(), part.c = fr_bufs[2].get();
-    part.inputs = fr_bufs[3].get(), part.n_inputs = n_inputs;
-    part.aux = fr_bufs[4].get(), part.n_aux = n_aux;
-    part.a_aux_density = flag_bufs[0].get(), part.b_input_density = flag_bufs[1].get();
-    part.b_aux_density = flag_bufs[2].get();
+// Secrets of the pipeline benchmark's key (its proofs are not checked): small fixed values.
+bench_secrets fixed_secrets() {
+    return {fr_from_u64(0x1234567), fr_from_u64(11), fr_from_u64(13), fr_from_u64(17), fr_from_u64(19)};
 }
 
-// A benchmark key for 2^log_n constraints made on the device: H's bases are random multiples
-// of G, and L, A, B in G1 reuse them (same work, a third of the memory).
-std::unique_ptr<cz_srs> bench_key(cz_context& ctx, int log_n, size_t n_inputs) {
-    cudaStream_t s = ctx.stream;
-    const size_t n = 1ull << log_n;
-    auto srs = std::make_unique<cz_srs>();
-    srs->device = ctx.device;
-    srs->shared_g1 = true;
-    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs->h), n * sizeof(g1_affine_t)));
-    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&srs->b_g2), n * sizeof(g2_affine_t)));
-    random_bases<fq_t>(s, srs->h, n, 1, nullptr);
-    random_bases<fq2_t>(s, srs->b_g2, n, 2, nullptr);
-    srs->l = srs->a = srs->b_g1 = srs->h;
-    srs->n_h = n - 1, srs->n_l = n - n_inputs, srs->n_a = n, srs->n_b_g1 = n, srs->n_b_g2 = n;
-    CZ_CHECK(cudaStreamSynchronize(s));
-    return srs;
+fr_t fr_from_canonical(const uint64_t* limbs) {
+    fr_t k;
+    std::memcpy(&k, limbs, sizeof k);
+    return k.to_mont();
 }
 
 // A partition's buffers are freed in upload_stream order: make that stream wait for all the
@@ -177,18 +158,10 @@ std::future<proof_sums> start_proof(cz_context* ctx, const cz_srs* srs, const pa
     return std::async(std::launch::async, [ctx, srs, host, t]() { return prove_host(*ctx, *srs, host, *t); });
 }
 
-// A synthetic partition's witness in pageable host memory (canonical limbs), made on the device.
+// A benchmark partition's witness in pageable host memory (canonical limbs), made on the device.
 struct host_witness {
     std::vector<uint64_t> a, b, c, inputs, aux;
 };
-
-void random_to_host(cz_context& ctx, fr_t* scratch, std::vector<uint64_t>& out, size_t count, uint64_t seed,
-                    double frac_bits) {
-    random_scalars(ctx.stream, scratch, count, seed, frac_bits);
-    out.resize(count * (sizeof(fr_t) / sizeof(uint64_t)));
-    CZ_CHECK(cudaMemcpyAsync(out.data(), scratch, count * sizeof(fr_t), cudaMemcpyDeviceToHost, ctx.stream));
-    CZ_CHECK(cudaStreamSynchronize(ctx.stream));
-}
 
 }  // namespace
 
@@ -340,12 +313,7 @@ cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, 
 cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms) {
     return cz_guard([&] {
         std::unique_ptr<cz_pending> own(pending);
-        proof_sums sums = pending->result.get();
-        write_affine<fq_t>(sums.h, out);
-        write_affine<fq_t>(sums.l, out + 12);
-        write_affine<fq_t>(sums.a, out + 24);
-        write_affine<fq_t>(sums.b_g1, out + 36);
-        write_affine<fq2_t>(sums.b_g2, out + 48);
+        write_sums(pending->result.get(), out);
         pending->timings.write(timings_ms);
     });
 }
@@ -398,29 +366,36 @@ cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int 
     });
 }
 
-// A whole synthetic partition of 2^log_n constraints (random a, b, c; aux values bits with
-// probability frac_bits), device-resident, with a benchmark key made on the device (bench_key).
-// times_ms: `repeat` totals; stages_ms: h, g1 msm, g2 wait, total of the last run.
-cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bits, double* times_ms,
-                         double* stages_ms) {
+// Whole partitions of 2^log_n constraints on the device: the instance of instance.cuh with a
+// key made from `secrets` (tau, alpha, beta, gamma, delta: canonical, 4 uint64 each), one
+// fresh witness a run (aux values bits with probability frac_bits). times_ms: `repeat` totals
+// of prove_device (after one warm-up); stages_ms: h, g1 msm, g2 wait, total of the last run.
+// For each run, so the host can assemble and verify the proof: sums_out (72 uint64 as
+// cz_prove_finish's out), inputs_out (n_inputs values, 4 uint64 each, x_0 = 1) and w_one_out
+// (w(ONE) at tau, 4 uint64).
+cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bits, int n_inputs,
+                         const uint64_t* secrets, double* times_ms, double* stages_ms, uint64_t* sums_out,
+                         uint64_t* inputs_out, uint64_t* w_one_out) {
     return cz_guard([&] {
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
-        cudaStream_t s = ctx->stream;
-        const size_t n_inputs = 16;
-        std::unique_ptr<cz_srs> srs = bench_key(*ctx, log_n, n_inputs);
+        CZ_REQUIRE(n_inputs >= 1, "the benchmark needs at least the ONE input");
+        bench_secrets k{fr_from_canonical(secrets), fr_from_canonical(secrets + 4), fr_from_canonical(secrets + 8),
+                        fr_from_canonical(secrets + 12), fr_from_canonical(secrets + 16)};
+        bench_instance inst(*ctx, log_n, (size_t)n_inputs, k);
         for (int r = -1; r < repeat; r++) {
-            std::vector<dev_buf<fr_t>> fr_bufs;
-            std::vector<dev_buf<uint8_t>> flag_bufs;
-            partition_device part;
-            synthetic_partition(ctx, log_n, n_inputs, frac_bits, 1000 + r, fr_bufs, flag_bufs, part);
-            CZ_CHECK(cudaStreamSynchronize(s));
+            bench_witness w;
+            fr_t w_one = inst.make_witness(frac_bits, 1000 + 10 * (uint64_t)(r + 1), w);
             prove_timings t;
-            prove_device(*ctx, *srs, part, &t);
-            if (r >= 0) {
-                times_ms[r] = t.total_ms;
-                stages_ms[0] = t.h_ms, stages_ms[1] = t.g1_msm_ms, stages_ms[2] = t.g2_wait_ms, stages_ms[3] = t.total_ms;
-            }
+            proof_sums sums = prove_device(*ctx, inst.key(), w.part, &t);
+            if (r < 0) continue;
+            times_ms[r] = t.total_ms;
+            stages_ms[0] = t.h_ms, stages_ms[1] = t.g1_msm_ms, stages_ms[2] = t.g2_wait_ms, stages_ms[3] = t.total_ms;
+            write_sums(sums, sums_out + 72 * r);
+            CZ_CHECK(cudaMemcpy(inputs_out + 4 * n_inputs * r, w.part.inputs, n_inputs * sizeof(fr_t),
+                                cudaMemcpyDeviceToHost));
+            fr_t canon = w_one.from_mont();
+            std::memcpy(w_one_out + 4 * r, &canon, sizeof canon);
         }
     });
 }
@@ -438,36 +413,42 @@ cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_b
         CZ_REQUIRE(parts >= 1, "the pipeline benchmark needs at least one partition");
         CZ_CHECK(cudaSetDevice(ctx->device));
         const size_t n = 1ull << log_n, n_inputs = 16, n_aux = n - n_inputs;
-        std::unique_ptr<cz_srs> srs;
+        std::unique_ptr<bench_instance> inst;
         std::vector<host_witness> w(parts);
         {
             std::lock_guard<std::mutex> lock(ctx->compute_lock);  // released before proving
-            srs = bench_key(*ctx, log_n, n_inputs);
-            dev_buf<fr_t> scratch(n, ctx->stream);
+            inst = std::make_unique<bench_instance>(*ctx, log_n, n_inputs, fixed_secrets());
             for (int p = 0; p < parts; p++) {
-                uint64_t seed = 5000 + 10 * (uint64_t)p;
-                random_to_host(*ctx, scratch.get(), w[p].a, n, seed, 0.0);
-                random_to_host(*ctx, scratch.get(), w[p].b, n, seed + 1, 0.0);
-                random_to_host(*ctx, scratch.get(), w[p].c, n, seed + 2, 0.0);
-                random_to_host(*ctx, scratch.get(), w[p].inputs, n_inputs, seed + 3, 0.0);
-                random_to_host(*ctx, scratch.get(), w[p].aux, n_aux, seed + 4, frac_bits);
+                bench_witness dw;
+                inst->make_witness(frac_bits, 5000 + 10 * (uint64_t)p, dw);
+                const partition_device& d = dw.part;
+                auto download = [](std::vector<uint64_t>& dst, const fr_t* src, size_t count) {
+                    dst.resize(count * (sizeof(fr_t) / sizeof(uint64_t)));
+                    CZ_CHECK(cudaMemcpy(dst.data(), src, count * sizeof(fr_t), cudaMemcpyDeviceToHost));
+                };
+                download(w[p].a, d.a, n);
+                download(w[p].b, d.b, n);
+                download(w[p].c, d.c, n);
+                download(w[p].inputs, d.inputs, n_inputs);
+                download(w[p].aux, d.aux, n_aux);
             }
         }
-        std::vector<uint8_t> all(n_aux, 1);  // densities: every value in A and B (as cz_bench_prove)
+        std::vector<uint8_t> all(n_aux, 1), none(n_inputs, 0);  // densities as the instance's
         std::vector<partition_host> hosts(parts);
         for (int p = 0; p < parts; p++)
             hosts[p] = {w[p].a.data(), w[p].b.data(), w[p].c.data(), n, w[p].inputs.data(), n_inputs,
-                        w[p].aux.data(), n_aux, all.data(), all.data(), all.data()};
+                        w[p].aux.data(), n_aux, all.data(), none.data(), all.data()};
+        const cz_srs* srs = &inst->key();
         prove_timings warm;
-        start_proof(ctx, srs.get(), hosts[0], &warm).get();
+        start_proof(ctx, srs, hosts[0], &warm).get();
         std::vector<prove_timings> t(parts);
         auto t0 = std::chrono::steady_clock::now();
         if (overlap) {
             std::vector<std::future<proof_sums>> running;
-            for (int p = 0; p < parts; p++) running.push_back(start_proof(ctx, srs.get(), hosts[p], &t[p]));
+            for (int p = 0; p < parts; p++) running.push_back(start_proof(ctx, srs, hosts[p], &t[p]));
             for (auto& r : running) r.get();
         } else {
-            for (int p = 0; p < parts; p++) start_proof(ctx, srs.get(), hosts[p], &t[p]).get();
+            for (int p = 0; p < parts; p++) start_proof(ctx, srs, hosts[p], &t[p]).get();
         }
         *total_ms = ms_since(t0);
         for (int p = 0; p < parts; p++) t[p].write(per_part_ms + prove_timings::kCount * p);

@@ -1,4 +1,5 @@
 // Device-side generation of benchmark inputs (see gen.cuh).
+#include <algorithm>
 #include <vector>
 
 #include "gen.cuh"
@@ -141,6 +142,83 @@ __global__ void combine_kernel(const affine_t<F>* X, const affine_t<F>* Y, const
     }
 }
 
+// The comb's table: entry (w, d) = d 2^(c w) G, c = kCombBits. Entries whose multiplier
+// reaches 2^255 are never read (scalars are < r < 2^255) and stay the identity.
+constexpr int kCombBits = 12;
+constexpr int kCombWindows = (255 + kCombBits - 1) / kCombBits;  // 22
+constexpr uint32_t kCombEntries = (uint32_t)kCombWindows << kCombBits;
+
+template <class F>
+__global__ void comb_table_kernel(affine_t<F>* table) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= kCombEntries) return;
+    uint32_t w = t >> kCombBits, d = t & ((1u << kCombBits) - 1);
+    int bit = kCombBits * w;
+    if (d == 0 || bit + (32 - __clz(d)) > 255) {
+        table[t] = {F::zero(), F::zero()};
+        return;
+    }
+    fr_t k = fr_t::zero();  // d 2^bit as a plain 256-bit integer
+    uint64_t v = (uint64_t)d << (bit & 31);
+    k.v[bit >> 5] = (uint32_t)v;
+    if ((bit >> 5) + 1 < 8) k.v[(bit >> 5) + 1] = (uint32_t)(v >> 32);
+    table[t] = mul_generator<F>(k).to_affine();
+}
+
+// out[i] = k_i G in XYZZ: one table entry a window.
+template <class F>
+__global__ void comb_kernel(const affine_t<F>* __restrict__ table, const fr_t* __restrict__ k_mont, size_t n,
+                            xyzz_t<F>* out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t k = k_mont[i].from_mont();
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    for (int w = 0; w < kCombWindows; w++) {
+        int bit = kCombBits * w, word = bit >> 5, sh = bit & 31;
+        uint64_t two = (uint64_t)k.v[word] | ((uint64_t)(word + 1 < 8 ? k.v[word + 1] : 0) << 32);
+        uint32_t d = (uint32_t)(two >> sh) & ((1u << kCombBits) - 1);
+        if (d) acc = acc.add_affine(table[((uint32_t)w << kCombBits) | d]);
+    }
+    out[i] = acc;
+}
+
+// XYZZ -> affine, kPerThread points a thread sharing one inversion (Montgomery's trick over
+// ZZ * ZZZ: 1/ZZ = ZZZ / (ZZ ZZZ), 1/ZZZ = ZZ / (ZZ ZZZ)); identities stay (0, 0).
+template <class F>
+__global__ void to_affine_kernel(const xyzz_t<F>* in, size_t n, affine_t<F>* out) {
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t nthreads = (size_t)gridDim.x * blockDim.x;
+    F prefix[kPerThread];
+    F acc = F::one();
+    int cnt = 0;
+    for (int k = 0; k < kPerThread; k++) {
+        size_t i = t + k * nthreads;
+        if (i >= n) break;
+        xyzz_t<F> p = in[i];
+        prefix[k] = acc;
+        if (!p.is_identity()) acc = acc * (p.ZZ * p.ZZZ);
+        cnt = k + 1;
+    }
+    if (cnt == 0) return;
+    F inv = acc.inverse();
+    for (int k = cnt - 1; k >= 0; k--) {
+        size_t i = t + k * nthreads;
+        xyzz_t<F> p = in[i];
+        if (p.is_identity()) {
+            out[i] = {F::zero(), F::zero()};
+            continue;
+        }
+        F z_inv = inv * prefix[k];
+        inv = inv * (p.ZZ * p.ZZZ);
+        out[i] = {p.X * (z_inv * p.ZZZ), p.Y * (z_inv * p.ZZ)};
+    }
+}
+
+__global__ void fill_kernel(fr_t* out, size_t n, fr_t value) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = value;
+}
+
 __global__ void dot_kernel(const fr_t* s, const fr_t* k, size_t n, fr_t* partials) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     size_t nthreads = (size_t)gridDim.x * blockDim.x;
@@ -176,6 +254,30 @@ void random_bases(cudaStream_t stream, affine_t<F>* out, size_t n, uint64_t seed
     CZ_CHECK_LAUNCH();
 }
 
+template <class F>
+void fixed_base_mul(cudaStream_t stream, const fr_t* k_mont, size_t n, affine_t<F>* out) {
+    if (n == 0) return;
+    dev_buf<affine_t<F>> table(kCombEntries, stream);
+    comb_table_kernel<F><<<blocks_for(kCombEntries, 64), 64, 0, stream>>>(table.get());
+    CZ_CHECK_LAUNCH();
+    const size_t chunk = std::min<size_t>(n, 1u << 22);
+    dev_buf<xyzz_t<F>> tmp(chunk, stream);
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t cnt = std::min(chunk, n - off);
+        comb_kernel<F><<<blocks_for(cnt, 128), 128, 0, stream>>>(table.get(), k_mont + off, cnt, tmp.get());
+        CZ_CHECK_LAUNCH();
+        size_t threads = (cnt + kPerThread - 1) / kPerThread;
+        to_affine_kernel<F><<<blocks_for(threads, 64), 64, 0, stream>>>(tmp.get(), cnt, out + off);
+        CZ_CHECK_LAUNCH();
+    }
+}
+
+void fill(cudaStream_t stream, fr_t* out, size_t n, const fr_t& value) {
+    if (n == 0) return;
+    fill_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(out, n, value);
+    CZ_CHECK_LAUNCH();
+}
+
 fr_t dot_mod_r(cudaStream_t stream, const fr_t* s, const fr_t* k, size_t n) {
     const unsigned blocks = 1024, threads = 128;
     dev_buf<fr_t> partials(blocks * threads, stream);
@@ -201,6 +303,8 @@ xyzz_t<F> mul_generator_host(const fr_t& k_mont) {
 
 template void random_bases<fq_t>(cudaStream_t, affine_t<fq_t>*, size_t, uint64_t, fr_t*);
 template void random_bases<fq2_t>(cudaStream_t, affine_t<fq2_t>*, size_t, uint64_t, fr_t*);
+template void fixed_base_mul<fq_t>(cudaStream_t, const fr_t*, size_t, affine_t<fq_t>*);
+template void fixed_base_mul<fq2_t>(cudaStream_t, const fr_t*, size_t, affine_t<fq2_t>*);
 template affine_t<fq_t> generator<fq_t>();
 template affine_t<fq2_t> generator<fq2_t>();
 template xyzz_t<fq_t> mul_generator_host<fq_t>(const fr_t&);

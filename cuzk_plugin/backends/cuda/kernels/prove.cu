@@ -123,13 +123,7 @@ bool b_g1_beside_h_msm() {
 
 cz_srs::~cz_srs() {
     cudaSetDevice(device);
-    cudaFree(h);
-    if (!shared_g1) {
-        cudaFree(l);
-        cudaFree(a);
-        cudaFree(b_g1);
-    }
-    cudaFree(b_g2);
+    for (void* p : owned) cudaFree(p);
 }
 
 std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
@@ -138,11 +132,15 @@ std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, 
     auto srs = std::make_unique<cz_srs>();
     srs->device = ctx.device;
     srs->n_h = n_h, srs->n_l = n_l, srs->n_a = n_a, srs->n_b_g1 = n_b_g1, srs->n_b_g2 = n_b_g2;
-    srs->h = upload_points<g1_affine_t>(ctx, "h", h, n_h, 96, srs->nbytes);
-    srs->l = upload_points<g1_affine_t>(ctx, "l", l, n_l, 96, srs->nbytes);
-    srs->a = upload_points<g1_affine_t>(ctx, "a", a, n_a, 96, srs->nbytes);
-    srs->b_g1 = upload_points<g1_affine_t>(ctx, "b_g1", b_g1, n_b_g1, 96, srs->nbytes);
-    srs->b_g2 = upload_points<g2_affine_t>(ctx, "b_g2", b_g2, n_b_g2, 192, srs->nbytes);
+    auto own = [&](auto* p) {
+        if (p) srs->owned.push_back(p);
+        return p;
+    };
+    srs->h = own(upload_points<g1_affine_t>(ctx, "h", h, n_h, 96, srs->nbytes));
+    srs->l = own(upload_points<g1_affine_t>(ctx, "l", l, n_l, 96, srs->nbytes));
+    srs->a = own(upload_points<g1_affine_t>(ctx, "a", a, n_a, 96, srs->nbytes));
+    srs->b_g1 = own(upload_points<g1_affine_t>(ctx, "b_g1", b_g1, n_b_g1, 96, srs->nbytes));
+    srs->b_g2 = own(upload_points<g2_affine_t>(ctx, "b_g2", b_g2, n_b_g2, 192, srs->nbytes));
     return srs;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <future>
 #include <memory>
+#include <vector>
 
 #include "msm.cuh"
 
@@ -13,7 +14,9 @@ struct cz_srs {
     g1_affine_t *h = nullptr, *l = nullptr, *a = nullptr, *b_g1 = nullptr;
     g2_affine_t* b_g2 = nullptr;
     size_t nbytes = 0;
-    bool shared_g1 = false;  // benchmark keys: l, a, b_g1 alias h's memory
+    // The device allocations behind the vectors, freed with the key (benchmark keys may let
+    // vectors share one allocation).
+    std::vector<void*> owned;
     ~cz_srs();
 };
 
