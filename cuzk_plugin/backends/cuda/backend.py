@@ -14,6 +14,7 @@ G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
 bucket order, not longest first), ``CZ_NTT_MODE`` (``r4b`` default, ``r4``, ``pair``, ``single``: NTT
 butterflies a thread), ``CZ_MSM_PIPELINE=0`` (a window's sort not overlapped with the previous
 window's bucket loop), ``CZ_PROVE_B_G1=main`` (B's G1 MSM after the H MSM instead of beside it),
+``CZ_STREAM_PRIORITY=flat`` (the main stream not above the side streams; read at context creation),
 ``CZ_MSM_PROFILE=1`` (phase timings on stderr).
 """
 

@@ -4,6 +4,7 @@
 // identity is all zeros.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -195,9 +196,21 @@ cz_status cz_context_create(int device, cz_context** out) {
         auto ctx = std::make_unique<cz_context>();
         ctx->device = device;
         CZ_CHECK(cudaSetDevice(device));
-        CZ_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-        CZ_CHECK(cudaStreamCreateWithFlags(&ctx->g2_stream, cudaStreamNonBlocking));
-        for (cudaStream_t& side : ctx->side_streams) CZ_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+        // The main stream carries the prove's longest chain (H, then the H MSM); with
+        // CZ_STREAM_PRIORITY=critical (default) it gets the device's highest priority and the
+        // side streams (B in G2, L, A, B in G1) the lowest, so side work fills what the chain
+        // leaves idle instead of delaying it; "flat": all streams equal.
+        int least = 0, greatest = 0;
+        CZ_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        const char* env = std::getenv("CZ_STREAM_PRIORITY");
+        const bool flat = env && std::strcmp(env, "flat") == 0;
+        CZ_REQUIRE(!env || !*env || flat || std::strcmp(env, "critical") == 0,
+                   std::string("CZ_STREAM_PRIORITY: unknown setting ") + env);
+        const int main_priority = flat ? least : greatest;
+        CZ_CHECK(cudaStreamCreateWithPriority(&ctx->stream, cudaStreamNonBlocking, main_priority));
+        CZ_CHECK(cudaStreamCreateWithPriority(&ctx->g2_stream, cudaStreamNonBlocking, least));
+        for (cudaStream_t& side : ctx->side_streams)
+            CZ_CHECK(cudaStreamCreateWithPriority(&side, cudaStreamNonBlocking, least));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->upload_stream, cudaStreamNonBlocking));
         CZ_CHECK(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
         // Keep freed pool memory: repeated proofs reuse it instead of returning it to the driver.

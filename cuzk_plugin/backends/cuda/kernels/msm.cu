@@ -408,13 +408,12 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     iota_kernel<<<blocks_for(item_cap, 256), 256, 0, stream>>>(item_ids.get(), item_cap);
     CZ_CHECK_LAUNCH();
 
-    // The sort stream gets the device's highest priority: its blocks take SMs as the bucket
-    // loop's blocks retire, instead of waiting for the whole loop.
+    // The sort stream has the MSM stream's priority (see cz_context_create).
     std::unique_ptr<cuda_stream> sorter;
     if (pipelined) {
-        int least = 0, greatest = 0;
-        CZ_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-        sorter = std::make_unique<cuda_stream>(greatest);
+        int priority = 0;
+        CZ_CHECK(cudaStreamGetPriority(stream, &priority));
+        sorter = std::make_unique<cuda_stream>(priority);
     }
     cudaStream_t ss = pipelined ? sorter->s : stream;
     stream_join join{stream, ss};
