@@ -179,3 +179,82 @@ def test_header_is_what_the_generator_writes(tmp_path: Path) -> None:
     before = HEADER.read_text()
     subprocess.run([sys.executable, str(ROOT / "tools/gen_field_ptx.py")], check=True, capture_output=True)
     assert HEADER.read_text() == before, "field_ptx.cuh differs from tools/gen_field_ptx.py's output: regenerate it"
+
+
+# -- the lazy reduction of Fq2 products -----------------------------------------------------------
+
+def wide_mul(a: int, b: int) -> int:
+    """fq_wide_row over the twelve rows (A/B roles as field.cuh's mont_t::mul_wide), then the
+    two merges: the 768-bit a b."""
+    n = 12
+    e, o = [0] * 24, [0] * 23
+    aw, bw = words(a, n), words(b, n)
+    for i in range(n):
+        (A, a_off), (B, b_off) = ((e, i), (o, i)) if i % 2 == 0 else ((o, i - 1), (e, i + 1))
+        out = run_block("fq_wide_row", {**load("A", A[a_off:a_off + n + 1]), **load("B", B[b_off:b_off + n]),
+                                        **load("a", aw), "b": bw[i]})
+        A[a_off:a_off + n + 1] = [out[f"A[{j}]"] for j in range(n + 1)]
+        B[b_off:b_off + n] = [out[f"B[{j}]"] for j in range(n)]
+    lo = run_block("fq_wide_merge_lo", {**load("e", e[:12]), **load("o", o[:11])})
+    hi = run_block("fq_wide_merge_hi", {"c[0]": lo["c[0]"], **load("e", e[12:]), **load("o", o[11:])})
+    return sum(lo[f"t[{j}]"] << (32 * j) for j in range(n)) + (sum(hi[f"t[{j}]"] << (32 * j) for j in range(n)) << 384)
+
+
+def redc(x: int) -> int:
+    """fq_redc_row0, eleven fq_redc_rows with the arrays swapping roles, the merge of the last
+    row's arrays (as field.cuh's mont_t::redc)."""
+    n = 12
+    ev, od = words(x, n), [0] * n
+    for i in range(n):
+        if i:
+            ev, od = od, ev  # this row's even array is the previous row's odd one
+        out = run_block("fq_redc_row0" if i == 0 else "fq_redc_row", {**load("ev", ev), **load("od", od)})
+        ev, od = [out[f"ev[{j}]"] for j in range(n)], [out[f"od[{j}]"] for j in range(n)]
+        assert ev[0] == 0, "row reduction must clear word 0"
+    out = run_block("fq_mont_merge", {**load("ev", ev), **load("od", od)})
+    return sum(out[f"r[{j}]"] << (32 * j) for j in range(n))
+
+
+def test_wide_product_and_reduction_match_integers() -> None:
+    p, top = P["fq"], (1 << 384) - 1
+    r_inv = pow(1 << 384, -1, p)
+    rng = random.Random(11)
+    values = edge_values(p, 12) + [top, top - 1, 2 * p - 1, 1 << 383] + [rng.randrange(1 << 384) for _ in range(40)]
+    for a in values:
+        for b in values[::5]:
+            assert wide_mul(a, b) == a * b, f"a={a:#x} b={b:#x}"
+    for x in values + [rng.randrange(1 << 384) for _ in range(100)]:
+        got = redc(x)
+        assert got <= p and got % p == x * r_inv % p, f"x={x:#x}"
+
+
+def test_sub_chain_with_borrow_in_matches_integers() -> None:
+    rng = random.Random(5)
+    full = 1 << 384
+    for _ in range(200):
+        a, b, bin_ = rng.randrange(full), rng.randrange(full), rng.choice([0, MASK])
+        out = run_block("sub_chain12_borrow_in", {**load("a", words(a, 12)), **load("b", words(b, 12)),
+                                                  "borrow_in": bin_})
+        diff = a - b - (1 if bin_ else 0)
+        assert sum(out[f"d[{j}]"] << (32 * j) for j in range(12)) == diff % full
+        assert out["borrow"] == (MASK if diff < 0 else 0)
+
+
+def test_lazy_fq2_product_matches_integers() -> None:
+    """fp2.cuh's lazy product, step by step on the modelled blocks, against Fq2 arithmetic:
+    (a0 + a1 u)(b0 + b1 u) R^-1 with u^2 = -1."""
+    p = P["fq"]
+    r_inv = pow(1 << 384, -1, p)
+    rng = random.Random(3)
+    cases = [tuple(rng.randrange(p) for _ in range(4)) for _ in range(60)]
+    cases += [(p - 1, p - 1, p - 1, p - 1), (0, p - 1, p - 1, 0), (p - 1, 0, 0, p - 1), (0, 0, 0, 0), (1, 0, 0, 1)]
+    for a0, a1, b0, b1 in cases:
+        t0, t1, t2 = wide_mul(a0, b0), wide_mul(a1, b1), wide_mul(a0 + a1, b0 + b1)
+        lo0, hi0 = (t0 - t1) % (1 << 384), (t0 - t1) >> 384  # the chains: borrow into the high half
+        hi0 = hi0 + p if hi0 < 0 else hi0
+        c0 = (hi0 + redc(lo0)) % p
+        c1_full = t2 - t0 - t1
+        c1 = ((c1_full >> 384) + redc(c1_full % (1 << 384))) % p
+        assert hi0 < p and (c1_full >> 384) < p
+        assert c0 == (a0 * b0 - a1 * b1) * r_inv % p
+        assert c1 == (a0 * b1 + a1 * b0) * r_inv % p

@@ -111,13 +111,98 @@ def mont_row(field: str, first: bool) -> list[Instr]:
             code += [("madc.lo.cc.u32", ("od", k - 1), ("a", k), ("b",), lo_add),
                      ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("a", k), ("b",), hi_add)]
         code += even_chain(n, [("a", k) for k in range(0, n, 2)], ("b",))
-    code.append(("mul.lo.u32", ("m",), ("ev", 0), ("inv",) if INV_AS_OPERAND[field] else INV[field]))
+    return code + mont_reduction(field)
+
+
+def mont_reduction(field: str) -> list[Instr]:
+    """The row's reduction: m = ev_0 p', (ev, od) += m p, after which ev_0 is zero."""
+    n = LIMBS[field]
+    p = words(MODULI[field], n)
+    code: list[Instr] = [("mul.lo.u32", ("m",), ("ev", 0), ("inv",) if INV_AS_OPERAND[field] else INV[field])]
     for k in range(1, n, 2):
         code += modulus_pair(("od", k - 1), ("od", k), p[k], k == 1, k == n - 1)
     for k in range(0, n, 2):
         code += modulus_pair(("ev", k), ("ev", k + 1), p[k], k == 0, False)
     code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
     return code
+
+
+# ---------------------------------------------------------------------------------------------
+# Lazy reduction for Fq2 (fp2.cuh): the three Karatsuba products as full 768-bit values, their
+# sums and differences taken before any reduction, and two Montgomery reductions instead of
+# three (a sixth fewer word products an Fq2 product).
+#
+# The 768-bit product a b (a, b < 2^384) uses the even/odd split too: E takes the products
+# a_k b_i with i + k even at words (i + k, i + k + 1), O the odd ones at words (i + k - 1,
+# i + k) with weight 2^32. Both are sub-sums of a b, and after rows 0..i either is below
+# a 2^(32(i + 1)) < 2^(32(n + i + 1)), so a row's last carry lands in a word that cannot
+# overflow, or is zero (the model checks both). Row i is one block: chain A adds the even a_k
+# with a carry word, chain B the odd a_k without one; for even i, A is E at word i and B is O
+# at word i, for odd i, A is O at word i - 1 and B is E at word i + 1.
+#
+# The reduction of T = T_lo + 2^(32n) T_hi (T < p 2^(32n)) is T_hi + REDC(T_lo), where REDC
+# runs the product's reduction rows without the products (x 2^(-32n) mod p, at most p for any
+# x < 2^(32n)): the sum is below 2p, one conditional subtraction.
+# ---------------------------------------------------------------------------------------------
+
+
+def wide_row(field: str) -> list[Instr]:
+    """A[0..n] += a_even b (pairs at words (k, k + 1), carry into A[n]); B[0..n-1] += a_odd b
+    (pairs at (k - 1, k), no carry out)."""
+    n = LIMBS[field]
+    code: list[Instr] = []
+    for k in range(0, n, 2):
+        code += [("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", ("A", k), ("a", k), ("b",), ("A", k)),
+                 ("madc.hi.cc.u32", ("A", k + 1), ("a", k), ("b",), ("A", k + 1))]
+    code.append(("addc.u32", ("A", n), ("A", n), 0))
+    for k in range(1, n, 2):
+        last = k == n - 1
+        code += [("mad.lo.cc.u32" if k == 1 else "madc.lo.cc.u32", ("B", k - 1), ("a", k), ("b",), ("B", k - 1)),
+                 ("madc.hi.u32" if last else "madc.hi.cc.u32", ("B", k), ("a", k), ("b",), ("B", k))]
+    return code
+
+
+def wide_merge(field: str, half: int) -> list[Instr]:
+    """t = E + 2^32 O, one half (n words) at a time: half 0 returns its carry word in c,
+    half 1 takes it."""
+    n = LIMBS[field]
+    code: list[Instr] = []
+    if half == 0:
+        code.append(("add.u32", ("t", 0), ("e", 0), 0))
+        for j in range(1, n):
+            code.append(("add.cc.u32" if j == 1 else "addc.cc.u32", ("t", j), ("e", j), ("o", j - 1)))
+        code.append(("addc.u32", ("c", 0), 0, 0))
+    else:
+        code.append(("add.cc.u32", ("t", 0), ("c", 0), 0xFFFFFFFF))  # carry flag = c (0 or 1)
+        for j in range(n):
+            last = j == n - 1
+            code.append(("addc.u32" if last else "addc.cc.u32", ("t", j), ("e", j), ("o", j)))
+    return code
+
+
+def redc_row(field: str, first: bool) -> list[Instr]:
+    """A product row without its product (b = 0; row 0 starts from ev = x, od = 0)."""
+    n = LIMBS[field]
+    code: list[Instr] = []
+    if not first:
+        code.append(("add.cc.u32", ("ev", 0), ("ev", 0), ("od", 1)))
+        for k in range(1, n, 2):
+            lo_add = ("od", k + 1) if k + 1 < n else 0
+            hi_add = ("od", k + 2) if k + 2 < n else 0
+            code += [("addc.cc.u32", ("od", k - 1), lo_add, 0),
+                     ("addc.u32" if k == n - 1 else "addc.cc.u32", ("od", k), hi_add, 0)]
+    return code + mont_reduction(field)
+
+
+def sub_chain_borrow_in(n: int) -> str:
+    """d = a - b - borrow_in (the mask sub_chainN returns); returns the borrow mask."""
+    lines = ["add.cc.u32 %0, %{0}, 1".format(3 * n + 1)]
+    lines += [f"subc.cc.u32 %{j + 1}, %{n + 1 + j}, %{2 * n + 1 + j}" for j in range(n)]
+    lines.append("subc.u32 %0, 0, 0")
+    outs = ['"=r"(borrow)'] + [f'"=r"(d[{j}])' for j in range(n)]
+    ins = [f'"r"(a[{j}])' for j in range(n)] + [f'"r"(b[{j}])' for j in range(n)] + ['"r"(borrow_in)']
+    return block(f"sub_chain{n}_borrow_in", "uint32_t* d, const uint32_t* a, const uint32_t* b, uint32_t borrow_in",
+                 lines, outs, ins, ret="borrow")
 
 
 def modulus_pair(lo, hi, word: int, first: bool, last: bool) -> list[Instr]:
@@ -196,6 +281,21 @@ def mont_functions(field: str) -> list[str]:
     ]
 
 
+def lazy_functions(field: str) -> list[str]:
+    n = LIMBS[field]
+    args = "uint32_t* ev, uint32_t* od"
+    return [
+        render(f"{field}_wide_row", "uint32_t* A, uint32_t* B, const uint32_t* a, uint32_t b", wide_row(field),
+               {"A": (n + 1, '"+r"'), "B": (n, '"+r"'), "a": (n, '"r"')}),
+        render(f"{field}_wide_merge_lo", "uint32_t* t, uint32_t* c, const uint32_t* e, const uint32_t* o",
+               wide_merge(field, 0), {"t": (n, '"=r"'), "c": (1, '"=r"'), "e": (n, '"r"'), "o": (n - 1, '"r"')}),
+        render(f"{field}_wide_merge_hi", "uint32_t* t, const uint32_t* c, const uint32_t* e, const uint32_t* o",
+               wide_merge(field, 1), {"t": (n, '"=r"'), "c": (1, '"r"'), "e": (n, '"r"'), "o": (n, '"r"')}),
+        render(f"{field}_redc_row0", args, redc_row(field, True), {"ev": (n, '"+r"'), "od": (n, '"+r"')}),
+        render(f"{field}_redc_row", args, redc_row(field, False), {"ev": (n, '"+r"'), "od": (n, '"+r"')}),
+    ]
+
+
 def main() -> None:
     parts = [
         "// Generated by tools/gen_field_ptx.py: do not edit by hand.\n"
@@ -204,12 +304,15 @@ def main() -> None:
         "//   add_chainN: s = a + b;  sub_chainN: d = a - b, returns the borrow mask\n"
         "//   fr_sub_modulus / fq_sub_modulus: d = x - p, returns the borrow mask\n"
         "//   fr/fq_mont_row0, _mont_row, _mont_merge: the even/odd Montgomery product (see the generator)\n"
+        "//   sub_chain12_borrow_in; fq_wide_row, _wide_merge_lo/_hi, _redc_row0, _redc_row: the lazy\n"
+        "//   reduction of Fq2 products (768-bit products, reduction rows without products)\n"
         "#pragma once\n#include <cstdint>\n",
     ]
     for n in (8, 12):
         parts += [add_chain(n), sub_chain(n)]
     parts += [sub_modulus("fr"), sub_modulus("fq")]
     parts += mont_functions("fr") + mont_functions("fq")
+    parts += [sub_chain_borrow_in(12)] + lazy_functions("fq")
     OUT.write_text("\n".join(parts))
     print(OUT)
 

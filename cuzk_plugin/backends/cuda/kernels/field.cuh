@@ -103,6 +103,23 @@ struct mad_chains<12> {
     __device__ __forceinline__ static void mont_merge(uint32_t* r, const uint32_t* ev, const uint32_t* od) {
         fq_mont_merge(r, ev, od);
     }
+    // The lazy reduction's blocks (Fq2 products, fp2.cuh).
+    __device__ __forceinline__ static void wide_row(uint32_t* A, uint32_t* B, const uint32_t* a, uint32_t b) {
+        fq_wide_row(A, B, a, b);
+    }
+    __device__ __forceinline__ static void wide_merge_lo(uint32_t* t, uint32_t* c, const uint32_t* e, const uint32_t* o) {
+        fq_wide_merge_lo(t, c, e, o);
+    }
+    __device__ __forceinline__ static void wide_merge_hi(uint32_t* t, const uint32_t* c, const uint32_t* e,
+                                                         const uint32_t* o) {
+        fq_wide_merge_hi(t, c, e, o);
+    }
+    __device__ __forceinline__ static void redc_row0(uint32_t* ev, uint32_t* od) { fq_redc_row0(ev, od); }
+    __device__ __forceinline__ static void redc_row(uint32_t* ev, uint32_t* od) { fq_redc_row(ev, od); }
+    __device__ __forceinline__ static uint32_t sub_borrow_in(uint32_t* d, const uint32_t* a, const uint32_t* b,
+                                                             uint32_t borrow_in) {
+        return sub_chain12_borrow_in(d, a, b, borrow_in);
+    }
 };
 
 template <class C>
@@ -110,6 +127,7 @@ struct alignas(16) mont_t {
     static constexpr int N = C::N;
     uint32_t v[N];
 
+    CZ_HD static constexpr uint32_t mod_word(int i) { return C::mod(i); }
     CZ_HD static mont_t zero() {
         mont_t r;
 #pragma unroll
@@ -242,6 +260,44 @@ struct alignas(16) mont_t {
         mont_t r;
         mad_chains<N>::mont_merge(r.v, y, x);  // N is even: the last row's even array was y
         return reduce_once(r.v, 0);
+    }
+#endif
+
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+    // t = a b as 2N words, for any a, b < 2^(32N) (Fq only: the lazy Fq2 product). Row i adds
+    // a b_i with the even/odd split of tools/gen_field_ptx.py; E and O start at zero.
+    __device__ __forceinline__ static void mul_wide(uint32_t* t, const uint32_t* a, const uint32_t* b) {
+        uint32_t e[2 * N], o[2 * N - 1];
+#pragma unroll
+        for (int i = 0; i < 2 * N; i++) e[i] = 0;
+#pragma unroll
+        for (int i = 0; i < 2 * N - 1; i++) o[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            if (i % 2 == 0)
+                mad_chains<N>::wide_row(e + i, o + i, a, b[i]);
+            else
+                mad_chains<N>::wide_row(o + i - 1, e + i + 1, a, b[i]);
+        }
+        uint32_t c;
+        mad_chains<N>::wide_merge_lo(t, &c, e, o);
+        mad_chains<N>::wide_merge_hi(t + N, &c, e + N, o + N - 1);
+    }
+    // x 2^(-32N) mod p for any x < 2^(32N), at most p (not reduced): the product's reduction
+    // rows without the products.
+    __device__ __forceinline__ static mont_t redc(const uint32_t* x) {
+        uint32_t ev[N], od[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) ev[i] = x[i], od[i] = 0;
+        mad_chains<N>::redc_row0(ev, od);
+#pragma unroll
+        for (int i = 1; i < N; i += 2) {
+            mad_chains<N>::redc_row(od, ev);
+            if (i + 1 < N) mad_chains<N>::redc_row(ev, od);
+        }
+        mont_t r;
+        mad_chains<N>::mont_merge(r.v, od, ev);  // N is even: the last row's even array was od
+        return r;
     }
 #endif
 

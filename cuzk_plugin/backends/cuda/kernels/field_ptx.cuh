@@ -4,6 +4,8 @@
 //   add_chainN: s = a + b;  sub_chainN: d = a - b, returns the borrow mask
 //   fr_sub_modulus / fq_sub_modulus: d = x - p, returns the borrow mask
 //   fr/fq_mont_row0, _mont_row, _mont_merge: the even/odd Montgomery product (see the generator)
+//   sub_chain12_borrow_in; fq_wide_row, _wide_merge_lo/_hi, _redc_row0, _redc_row: the lazy
+//   reduction of Fq2 products (768-bit products, reduction rows without products)
 #pragma once
 #include <cstdint>
 
@@ -353,4 +355,178 @@ __device__ __forceinline__ void fq_mont_merge(uint32_t* r, const uint32_t* ev, c
         "addc.u32 %11, %23, 0x00000000;\n\t"
         : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11])
         : "r"(od[0]), "r"(od[1]), "r"(od[2]), "r"(od[3]), "r"(od[4]), "r"(od[5]), "r"(od[6]), "r"(od[7]), "r"(od[8]), "r"(od[9]), "r"(od[10]), "r"(od[11]), "r"(ev[0]), "r"(ev[1]), "r"(ev[2]), "r"(ev[3]), "r"(ev[4]), "r"(ev[5]), "r"(ev[6]), "r"(ev[7]), "r"(ev[8]), "r"(ev[9]), "r"(ev[10]), "r"(ev[11]));
+}
+
+__device__ __forceinline__ uint32_t sub_chain12_borrow_in(uint32_t* d, const uint32_t* a, const uint32_t* b, uint32_t borrow_in) {
+    uint32_t borrow;
+    asm(
+        "add.cc.u32 %0, %37, 1;\n\t"
+        "subc.cc.u32 %1, %13, %25;\n\t"
+        "subc.cc.u32 %2, %14, %26;\n\t"
+        "subc.cc.u32 %3, %15, %27;\n\t"
+        "subc.cc.u32 %4, %16, %28;\n\t"
+        "subc.cc.u32 %5, %17, %29;\n\t"
+        "subc.cc.u32 %6, %18, %30;\n\t"
+        "subc.cc.u32 %7, %19, %31;\n\t"
+        "subc.cc.u32 %8, %20, %32;\n\t"
+        "subc.cc.u32 %9, %21, %33;\n\t"
+        "subc.cc.u32 %10, %22, %34;\n\t"
+        "subc.cc.u32 %11, %23, %35;\n\t"
+        "subc.cc.u32 %12, %24, %36;\n\t"
+        "subc.u32 %0, 0, 0;\n\t"
+        : "=r"(borrow), "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7]), "=r"(d[8]), "=r"(d[9]), "=r"(d[10]), "=r"(d[11])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]), "r"(borrow_in));
+    return borrow;
+}
+
+__device__ __forceinline__ void fq_wide_row(uint32_t* A, uint32_t* B, const uint32_t* a, uint32_t b) {
+    asm(
+        "mad.lo.cc.u32 %0, %25, %37, %0;\n\t"
+        "madc.hi.cc.u32 %1, %25, %37, %1;\n\t"
+        "madc.lo.cc.u32 %2, %27, %37, %2;\n\t"
+        "madc.hi.cc.u32 %3, %27, %37, %3;\n\t"
+        "madc.lo.cc.u32 %4, %29, %37, %4;\n\t"
+        "madc.hi.cc.u32 %5, %29, %37, %5;\n\t"
+        "madc.lo.cc.u32 %6, %31, %37, %6;\n\t"
+        "madc.hi.cc.u32 %7, %31, %37, %7;\n\t"
+        "madc.lo.cc.u32 %8, %33, %37, %8;\n\t"
+        "madc.hi.cc.u32 %9, %33, %37, %9;\n\t"
+        "madc.lo.cc.u32 %10, %35, %37, %10;\n\t"
+        "madc.hi.cc.u32 %11, %35, %37, %11;\n\t"
+        "addc.u32 %12, %12, 0x00000000;\n\t"
+        "mad.lo.cc.u32 %13, %26, %37, %13;\n\t"
+        "madc.hi.cc.u32 %14, %26, %37, %14;\n\t"
+        "madc.lo.cc.u32 %15, %28, %37, %15;\n\t"
+        "madc.hi.cc.u32 %16, %28, %37, %16;\n\t"
+        "madc.lo.cc.u32 %17, %30, %37, %17;\n\t"
+        "madc.hi.cc.u32 %18, %30, %37, %18;\n\t"
+        "madc.lo.cc.u32 %19, %32, %37, %19;\n\t"
+        "madc.hi.cc.u32 %20, %32, %37, %20;\n\t"
+        "madc.lo.cc.u32 %21, %34, %37, %21;\n\t"
+        "madc.hi.cc.u32 %22, %34, %37, %22;\n\t"
+        "madc.lo.cc.u32 %23, %36, %37, %23;\n\t"
+        "madc.hi.u32 %24, %36, %37, %24;\n\t"
+        : "+r"(A[0]), "+r"(A[1]), "+r"(A[2]), "+r"(A[3]), "+r"(A[4]), "+r"(A[5]), "+r"(A[6]), "+r"(A[7]), "+r"(A[8]), "+r"(A[9]), "+r"(A[10]), "+r"(A[11]), "+r"(A[12]), "+r"(B[0]), "+r"(B[1]), "+r"(B[2]), "+r"(B[3]), "+r"(B[4]), "+r"(B[5]), "+r"(B[6]), "+r"(B[7]), "+r"(B[8]), "+r"(B[9]), "+r"(B[10]), "+r"(B[11])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b));
+}
+
+__device__ __forceinline__ void fq_wide_merge_lo(uint32_t* t, uint32_t* c, const uint32_t* e, const uint32_t* o) {
+    asm(
+        "add.u32 %0, %13, 0x00000000;\n\t"
+        "add.cc.u32 %1, %14, %25;\n\t"
+        "addc.cc.u32 %2, %15, %26;\n\t"
+        "addc.cc.u32 %3, %16, %27;\n\t"
+        "addc.cc.u32 %4, %17, %28;\n\t"
+        "addc.cc.u32 %5, %18, %29;\n\t"
+        "addc.cc.u32 %6, %19, %30;\n\t"
+        "addc.cc.u32 %7, %20, %31;\n\t"
+        "addc.cc.u32 %8, %21, %32;\n\t"
+        "addc.cc.u32 %9, %22, %33;\n\t"
+        "addc.cc.u32 %10, %23, %34;\n\t"
+        "addc.cc.u32 %11, %24, %35;\n\t"
+        "addc.u32 %12, 0x00000000, 0x00000000;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(t[8]), "=r"(t[9]), "=r"(t[10]), "=r"(t[11]), "=r"(c[0])
+        : "r"(e[0]), "r"(e[1]), "r"(e[2]), "r"(e[3]), "r"(e[4]), "r"(e[5]), "r"(e[6]), "r"(e[7]), "r"(e[8]), "r"(e[9]), "r"(e[10]), "r"(e[11]), "r"(o[0]), "r"(o[1]), "r"(o[2]), "r"(o[3]), "r"(o[4]), "r"(o[5]), "r"(o[6]), "r"(o[7]), "r"(o[8]), "r"(o[9]), "r"(o[10]));
+}
+
+__device__ __forceinline__ void fq_wide_merge_hi(uint32_t* t, const uint32_t* c, const uint32_t* e, const uint32_t* o) {
+    asm(
+        "add.cc.u32 %0, %12, 0xffffffff;\n\t"
+        "addc.cc.u32 %0, %13, %25;\n\t"
+        "addc.cc.u32 %1, %14, %26;\n\t"
+        "addc.cc.u32 %2, %15, %27;\n\t"
+        "addc.cc.u32 %3, %16, %28;\n\t"
+        "addc.cc.u32 %4, %17, %29;\n\t"
+        "addc.cc.u32 %5, %18, %30;\n\t"
+        "addc.cc.u32 %6, %19, %31;\n\t"
+        "addc.cc.u32 %7, %20, %32;\n\t"
+        "addc.cc.u32 %8, %21, %33;\n\t"
+        "addc.cc.u32 %9, %22, %34;\n\t"
+        "addc.cc.u32 %10, %23, %35;\n\t"
+        "addc.u32 %11, %24, %36;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(t[8]), "=r"(t[9]), "=r"(t[10]), "=r"(t[11])
+        : "r"(c[0]), "r"(e[0]), "r"(e[1]), "r"(e[2]), "r"(e[3]), "r"(e[4]), "r"(e[5]), "r"(e[6]), "r"(e[7]), "r"(e[8]), "r"(e[9]), "r"(e[10]), "r"(e[11]), "r"(o[0]), "r"(o[1]), "r"(o[2]), "r"(o[3]), "r"(o[4]), "r"(o[5]), "r"(o[6]), "r"(o[7]), "r"(o[8]), "r"(o[9]), "r"(o[10]), "r"(o[11]));
+}
+
+__device__ __forceinline__ void fq_redc_row0(uint32_t* ev, uint32_t* od) {
+    asm(
+        "{\n\t"
+        ".reg .u32 m;\n\t"
+        "mul.lo.u32 m, %0, 0xfffcfffd;\n\t"
+        "mad.lo.cc.u32 %12, m, 0xb9feffff, %12;\n\t"
+        "madc.hi.cc.u32 %13, m, 0xb9feffff, %13;\n\t"
+        "madc.lo.cc.u32 %14, m, 0x1eabfffe, %14;\n\t"
+        "madc.hi.cc.u32 %15, m, 0x1eabfffe, %15;\n\t"
+        "madc.lo.cc.u32 %16, m, 0x6730d2a0, %16;\n\t"
+        "madc.hi.cc.u32 %17, m, 0x6730d2a0, %17;\n\t"
+        "madc.lo.cc.u32 %18, m, 0x64774b84, %18;\n\t"
+        "madc.hi.cc.u32 %19, m, 0x64774b84, %19;\n\t"
+        "madc.lo.cc.u32 %20, m, 0x4b1ba7b6, %20;\n\t"
+        "madc.hi.cc.u32 %21, m, 0x4b1ba7b6, %21;\n\t"
+        "madc.lo.cc.u32 %22, m, 0x1a0111ea, %22;\n\t"
+        "madc.hi.u32 %23, m, 0x1a0111ea, %23;\n\t"
+        "mad.lo.cc.u32 %0, m, 0xffffaaab, %0;\n\t"
+        "madc.hi.cc.u32 %1, m, 0xffffaaab, %1;\n\t"
+        "madc.lo.cc.u32 %2, m, 0xb153ffff, %2;\n\t"
+        "madc.hi.cc.u32 %3, m, 0xb153ffff, %3;\n\t"
+        "madc.lo.cc.u32 %4, m, 0xf6b0f624, %4;\n\t"
+        "madc.hi.cc.u32 %5, m, 0xf6b0f624, %5;\n\t"
+        "madc.lo.cc.u32 %6, m, 0xf38512bf, %6;\n\t"
+        "madc.hi.cc.u32 %7, m, 0xf38512bf, %7;\n\t"
+        "madc.lo.cc.u32 %8, m, 0x434bacd7, %8;\n\t"
+        "madc.hi.cc.u32 %9, m, 0x434bacd7, %9;\n\t"
+        "madc.lo.cc.u32 %10, m, 0x397fe69a, %10;\n\t"
+        "madc.hi.cc.u32 %11, m, 0x397fe69a, %11;\n\t"
+        "addc.u32 %23, %23, 0x00000000;\n\t"
+        "}\n\t"
+        : "+r"(ev[0]), "+r"(ev[1]), "+r"(ev[2]), "+r"(ev[3]), "+r"(ev[4]), "+r"(ev[5]), "+r"(ev[6]), "+r"(ev[7]), "+r"(ev[8]), "+r"(ev[9]), "+r"(ev[10]), "+r"(ev[11]), "+r"(od[0]), "+r"(od[1]), "+r"(od[2]), "+r"(od[3]), "+r"(od[4]), "+r"(od[5]), "+r"(od[6]), "+r"(od[7]), "+r"(od[8]), "+r"(od[9]), "+r"(od[10]), "+r"(od[11])
+        : );
+}
+
+__device__ __forceinline__ void fq_redc_row(uint32_t* ev, uint32_t* od) {
+    asm(
+        "{\n\t"
+        ".reg .u32 m;\n\t"
+        "add.cc.u32 %0, %0, %13;\n\t"
+        "addc.cc.u32 %12, %14, 0x00000000;\n\t"
+        "addc.cc.u32 %13, %15, 0x00000000;\n\t"
+        "addc.cc.u32 %14, %16, 0x00000000;\n\t"
+        "addc.cc.u32 %15, %17, 0x00000000;\n\t"
+        "addc.cc.u32 %16, %18, 0x00000000;\n\t"
+        "addc.cc.u32 %17, %19, 0x00000000;\n\t"
+        "addc.cc.u32 %18, %20, 0x00000000;\n\t"
+        "addc.cc.u32 %19, %21, 0x00000000;\n\t"
+        "addc.cc.u32 %20, %22, 0x00000000;\n\t"
+        "addc.cc.u32 %21, %23, 0x00000000;\n\t"
+        "addc.cc.u32 %22, 0x00000000, 0x00000000;\n\t"
+        "addc.u32 %23, 0x00000000, 0x00000000;\n\t"
+        "mul.lo.u32 m, %0, 0xfffcfffd;\n\t"
+        "mad.lo.cc.u32 %12, m, 0xb9feffff, %12;\n\t"
+        "madc.hi.cc.u32 %13, m, 0xb9feffff, %13;\n\t"
+        "madc.lo.cc.u32 %14, m, 0x1eabfffe, %14;\n\t"
+        "madc.hi.cc.u32 %15, m, 0x1eabfffe, %15;\n\t"
+        "madc.lo.cc.u32 %16, m, 0x6730d2a0, %16;\n\t"
+        "madc.hi.cc.u32 %17, m, 0x6730d2a0, %17;\n\t"
+        "madc.lo.cc.u32 %18, m, 0x64774b84, %18;\n\t"
+        "madc.hi.cc.u32 %19, m, 0x64774b84, %19;\n\t"
+        "madc.lo.cc.u32 %20, m, 0x4b1ba7b6, %20;\n\t"
+        "madc.hi.cc.u32 %21, m, 0x4b1ba7b6, %21;\n\t"
+        "madc.lo.cc.u32 %22, m, 0x1a0111ea, %22;\n\t"
+        "madc.hi.u32 %23, m, 0x1a0111ea, %23;\n\t"
+        "mad.lo.cc.u32 %0, m, 0xffffaaab, %0;\n\t"
+        "madc.hi.cc.u32 %1, m, 0xffffaaab, %1;\n\t"
+        "madc.lo.cc.u32 %2, m, 0xb153ffff, %2;\n\t"
+        "madc.hi.cc.u32 %3, m, 0xb153ffff, %3;\n\t"
+        "madc.lo.cc.u32 %4, m, 0xf6b0f624, %4;\n\t"
+        "madc.hi.cc.u32 %5, m, 0xf6b0f624, %5;\n\t"
+        "madc.lo.cc.u32 %6, m, 0xf38512bf, %6;\n\t"
+        "madc.hi.cc.u32 %7, m, 0xf38512bf, %7;\n\t"
+        "madc.lo.cc.u32 %8, m, 0x434bacd7, %8;\n\t"
+        "madc.hi.cc.u32 %9, m, 0x434bacd7, %9;\n\t"
+        "madc.lo.cc.u32 %10, m, 0x397fe69a, %10;\n\t"
+        "madc.hi.cc.u32 %11, m, 0x397fe69a, %11;\n\t"
+        "addc.u32 %23, %23, 0x00000000;\n\t"
+        "}\n\t"
+        : "+r"(ev[0]), "+r"(ev[1]), "+r"(ev[2]), "+r"(ev[3]), "+r"(ev[4]), "+r"(ev[5]), "+r"(ev[6]), "+r"(ev[7]), "+r"(ev[8]), "+r"(ev[9]), "+r"(ev[10]), "+r"(ev[11]), "+r"(od[0]), "+r"(od[1]), "+r"(od[2]), "+r"(od[3]), "+r"(od[4]), "+r"(od[5]), "+r"(od[6]), "+r"(od[7]), "+r"(od[8]), "+r"(od[9]), "+r"(od[10]), "+r"(od[11])
+        : );
 }

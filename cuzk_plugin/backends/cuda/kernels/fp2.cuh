@@ -27,10 +27,44 @@ struct alignas(16) fp2_t {
 
     // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
     CZ_FP2_MUL friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+        if constexpr (F::N == 12) return mul_lazy(a, b);
+#endif
         F t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
         F t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {t0 - t1, t2 - t0 - t1};
     }
+
+#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+    // The same Karatsuba with lazy reduction (tools/gen_field_ptx.py): t0, t1, t2 as 768-bit
+    // integers (a0 + a1 and b0 + b1 unreduced, < 2p), then c0 = REDC(t0 - t1) and
+    // c1 = REDC(t2 - t0 - t1) with REDC(T) = T_hi + redc(T_lo): two reductions instead of
+    // three. Bounds: t0_hi, t1_hi < p / 8, so T_hi of c0 lies in (-p, p) (p is added when
+    // negative); c1's T = a0 b1 + a1 b0 < 2p^2, so its T_hi < p. Each sum T_hi + redc < 2p.
+    __device__ __forceinline__ static fp2_t mul_lazy(const fp2_t& a, const fp2_t& b) {
+        constexpr int N = F::N;
+        uint32_t sa[N], sb[N], t0[2 * N], t1[2 * N], t2[2 * N], lo[N];
+        F hi;
+        mad_chains<N>::add(sa, a.c0.v, a.c1.v);
+        mad_chains<N>::add(sb, b.c0.v, b.c1.v);
+        F::mul_wide(t0, a.c0.v, b.c0.v);
+        F::mul_wide(t1, a.c1.v, b.c1.v);
+        F::mul_wide(t2, sa, sb);
+        uint32_t borrow = mad_chains<N>::sub(lo, t0, t1);
+        uint32_t negative = mad_chains<N>::sub_borrow_in(hi.v, t0 + N, t1 + N, borrow), pm[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) pm[i] = F::mod_word(i) & negative;
+        mad_chains<N>::add(hi.v, hi.v, pm);
+        fp2_t r;
+        r.c0 = hi + F::redc(lo);
+        uint32_t b1 = mad_chains<N>::sub(lo, t2, t0);
+        uint32_t b2 = mad_chains<N>::sub(lo, lo, t1);
+        mad_chains<N>::sub_borrow_in(hi.v, t2 + N, t0 + N, b1);
+        mad_chains<N>::sub_borrow_in(hi.v, hi.v, t1 + N, b2);
+        r.c1 = hi + F::redc(lo);
+        return r;
+    }
+#endif
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
     CZ_FP2_MUL fp2_t sqr() const {
         F t = c0 * c1;
