@@ -48,6 +48,7 @@ def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
     lines, operands = FUNCS[name]
     regs = {f"%{i}": values.get(expr, 0) for i, expr in enumerate(operands)}
     cf = 0
+    cf_family = None  # "add" or "sub": what set the flag (SASS gives them opposite senses)
 
     def val(tok: str) -> int:
         tok = tok.strip()
@@ -61,6 +62,9 @@ def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
         parts = op.split(".")
         base, sets_cc = parts[0], "cc" in parts
         carry_in = cf if base in ("addc", "madc", "subc") else 0
+        if base in ("addc", "madc", "subc"):
+            want = "sub" if base == "subc" else "add"
+            assert cf_family == want, f"{name}: {ln!r} takes a flag set by a {cf_family} instruction"
         if base in ("add", "addc"):
             full = val(a[1]) + val(a[2]) + carry_in
         elif base in ("sub", "subc"):
@@ -75,6 +79,8 @@ def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
             full = min(val(a[1]), val(a[2]))
         else:
             raise AssertionError(f"{name}: unmodelled instruction {ln!r}")
+        if sets_cc:
+            cf_family = "sub" if base in ("sub", "subc") else "add"
         if base in ("sub", "subc"):
             if sets_cc:
                 cf = 1 if full < 0 else 0
@@ -258,3 +264,17 @@ def test_lazy_fq2_product_matches_integers() -> None:
         assert hi0 < p and (c1_full >> 384) < p
         assert c0 == (a0 * b0 - a1 * b1) * r_inv % p
         assert c1 == (a0 * b1 + a1 * b0) * r_inv % p
+
+
+def test_model_rejects_a_carry_used_as_a_borrow() -> None:
+    """An add's carry feeding subc is wrong in SASS (the flag's senses differ; the H200 gave
+    wrong G2 sums, run 22): the model must refuse it, not compute it the PTX way."""
+    lines, _ = FUNCS["sub_chain12_borrow_in"]
+    saved = list(lines)
+    lines[0] = lines[0].replace("sub.cc.u32 %0, 0, %37", "add.cc.u32 %0, %37, 1")
+    assert lines[0] != saved[0]
+    try:
+        with pytest.raises(AssertionError, match="flag set by a add"):
+            run_block("sub_chain12_borrow_in", {"borrow_in": MASK})
+    finally:
+        lines[:] = saved

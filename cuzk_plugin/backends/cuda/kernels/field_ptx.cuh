@@ -360,7 +360,7 @@ __device__ __forceinline__ void fq_mont_merge(uint32_t* r, const uint32_t* ev, c
 __device__ __forceinline__ uint32_t sub_chain12_borrow_in(uint32_t* d, const uint32_t* a, const uint32_t* b, uint32_t borrow_in) {
     uint32_t borrow;
     asm(
-        "add.cc.u32 %0, %37, 1;\n\t"
+        "sub.cc.u32 %0, 0, %37;\n\t"
         "subc.cc.u32 %1, %13, %25;\n\t"
         "subc.cc.u32 %2, %14, %26;\n\t"
         "subc.cc.u32 %3, %15, %27;\n\t"
