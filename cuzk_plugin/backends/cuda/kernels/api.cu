@@ -199,18 +199,16 @@ cz_status cz_context_create(int device, cz_context** out) {
         // The main stream carries the prove's longest chain (H, then the H MSM); with
         // CZ_STREAM_PRIORITY=critical (default) it gets the device's highest priority and the
         // side streams (B in G2, L, A, B in G1) the lowest, so side work fills what the chain
-        // leaves idle instead of delaying it; "g2-middle": B in G2 (the largest side job)
-        // between the two; "flat": all streams equal.
+        // leaves idle instead of delaying it; "flat": all streams equal.
         int least = 0, greatest = 0;
         CZ_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
         const char* env = std::getenv("CZ_STREAM_PRIORITY");
-        const std::string mode = env && *env ? env : "critical";
-        CZ_REQUIRE(mode == "critical" || mode == "g2-middle" || mode == "flat",
-                   "CZ_STREAM_PRIORITY: unknown setting " + mode);
-        const int main_priority = mode == "flat" ? least : greatest;
-        const int g2_priority = mode == "g2-middle" ? (least + greatest) / 2 : least;
+        const bool flat = env && std::strcmp(env, "flat") == 0;
+        CZ_REQUIRE(!env || !*env || flat || std::strcmp(env, "critical") == 0,
+                   std::string("CZ_STREAM_PRIORITY: unknown setting ") + env);
+        const int main_priority = flat ? least : greatest;
         CZ_CHECK(cudaStreamCreateWithPriority(&ctx->stream, cudaStreamNonBlocking, main_priority));
-        CZ_CHECK(cudaStreamCreateWithPriority(&ctx->g2_stream, cudaStreamNonBlocking, g2_priority));
+        CZ_CHECK(cudaStreamCreateWithPriority(&ctx->g2_stream, cudaStreamNonBlocking, least));
         for (cudaStream_t& side : ctx->side_streams)
             CZ_CHECK(cudaStreamCreateWithPriority(&side, cudaStreamNonBlocking, least));
         CZ_CHECK(cudaStreamCreateWithFlags(&ctx->upload_stream, cudaStreamNonBlocking));
