@@ -94,7 +94,6 @@ INV_AS_OPERAND = {"fr": True, "fq": False}
 def mont_row(field: str, first: bool) -> list[Instr]:
     """One row: (ev, od) += a b_i, then the Montgomery reduction of word 0 (roles as called)."""
     n = LIMBS[field]
-    p = words(MODULI[field], n)
     code: list[Instr] = []
     if first:  # nothing to add to: plain products, no carries (the pairs do not overlap)
         for k in range(0, n, 2):
