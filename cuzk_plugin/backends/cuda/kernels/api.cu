@@ -126,7 +126,7 @@ void free_after_compute(cz_context& ctx) {
 // stays bounded however many are started).
 proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t) {
     CZ_CHECK(cudaSetDevice(ctx.device));
-    partition_upload up;  // destroyed after the locks are released; its frees are stream-ordered
+    partition_buffers up;  // destroyed after the locks are released; its frees are stream-ordered
     cuda_event uploaded;
     auto t0 = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> upload_lock(ctx.upload_lock);
@@ -397,7 +397,7 @@ cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bit
                         fr_from_canonical(secrets + 12), fr_from_canonical(secrets + 16)};
         bench_instance inst(*ctx, log_n, (size_t)n_inputs, k);
         for (int r = -1; r < repeat; r++) {
-            bench_witness w;
+            partition_buffers w;
             fr_t w_one = inst.make_witness(frac_bits, 1000 + 10 * (uint64_t)(r + 1), w);
             prove_timings t;
             proof_sums sums = prove_device(*ctx, inst.key(), w.part, &t);
@@ -432,7 +432,7 @@ cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_b
             std::lock_guard<std::mutex> lock(ctx->compute_lock);  // released before proving
             inst = std::make_unique<bench_instance>(*ctx, log_n, n_inputs, fixed_secrets());
             for (int p = 0; p < parts; p++) {
-                bench_witness dw;
+                partition_buffers dw;
                 inst->make_witness(frac_bits, 5000 + 10 * (uint64_t)p, dw);
                 const partition_device& d = dw.part;
                 auto download = [](std::vector<uint64_t>& dst, const fr_t* src, size_t count) {

@@ -252,14 +252,23 @@ struct alignas(16) mont_t {
     __device__ __forceinline__ static mont_t mul_even_odd(const mont_t& a, const mont_t& b) {
         uint32_t x[N], y[N];
         mad_chains<N>::mont_row0(x, y, a.v, b.v[0]);
+        mont_t r = rows_and_merge(x, y, [&](uint32_t* ev, uint32_t* od, int i) {
+            mad_chains<N>::mont_row(ev, od, a.v, b.v[i]);
+        });
+        return reduce_once(r.v, 0);
+    }
+    // Rows 1..N-1 after row 0 (x even, y odd), the two arrays swapping roles every row, then
+    // the merge; row(ev, od, i) runs row i. N is even: the last row's even array is y.
+    template <class Row>
+    __device__ __forceinline__ static mont_t rows_and_merge(uint32_t* x, uint32_t* y, Row row) {
 #pragma unroll
         for (int i = 1; i < N; i += 2) {
-            mad_chains<N>::mont_row(y, x, a.v, b.v[i]);
-            if (i + 1 < N) mad_chains<N>::mont_row(x, y, a.v, b.v[i + 1]);
+            row(y, x, i);
+            if (i + 1 < N) row(x, y, i + 1);
         }
         mont_t r;
-        mad_chains<N>::mont_merge(r.v, y, x);  // N is even: the last row's even array was y
-        return reduce_once(r.v, 0);
+        mad_chains<N>::mont_merge(r.v, y, x);
+        return r;
     }
 #endif
 
@@ -290,14 +299,7 @@ struct alignas(16) mont_t {
 #pragma unroll
         for (int i = 0; i < N; i++) ev[i] = x[i], od[i] = 0;
         mad_chains<N>::redc_row0(ev, od);
-#pragma unroll
-        for (int i = 1; i < N; i += 2) {
-            mad_chains<N>::redc_row(od, ev);
-            if (i + 1 < N) mad_chains<N>::redc_row(ev, od);
-        }
-        mont_t r;
-        mad_chains<N>::mont_merge(r.v, od, ev);  // N is even: the last row's even array was od
-        return r;
+        return rows_and_merge(ev, od, [](uint32_t* e, uint32_t* o, int) { mad_chains<N>::redc_row(e, o); });
     }
 #endif
 

@@ -106,40 +106,54 @@ __global__ void table_kernel(affine_t<F>* table, fr_t* dlogs, uint32_t count, ui
     table[j] = mul_generator<F>(k).to_affine();
 }
 
-// Each thread makes kPerThread points X[hi] + Y[lo] and turns them to affine with one
-// inversion (Montgomery's trick over the products ZZ * ZZZ).
+// Thread t turns the XYZZ points point(i), i = t + k * nthreads (k < kPerThread), into affine
+// points with one inversion: Montgomery's trick over ZZ * ZZZ (1/ZZ = ZZZ / (ZZ ZZZ),
+// 1/ZZZ = ZZ / (ZZ ZZZ)). point(i) is evaluated again in the backward pass (cheaper than keeping
+// 2 x 32 field elements live); identities stay (0, 0).
 constexpr int kPerThread = 32;
 
-template <class F>
-__global__ void combine_kernel(const affine_t<F>* X, const affine_t<F>* Y, const fr_t* xd, const fr_t* yd,
-                               int lo_bits, size_t n, affine_t<F>* out, fr_t* dlog) {
+template <class F, class Point>
+__device__ __forceinline__ void batch_to_affine(Point point, size_t n, affine_t<F>* out) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     size_t nthreads = (size_t)gridDim.x * blockDim.x;
-    uint64_t mask = (1ull << lo_bits) - 1;
     F prefix[kPerThread];
     F acc = F::one();
     int cnt = 0;
     for (int k = 0; k < kPerThread; k++) {
         size_t i = t + k * nthreads;
         if (i >= n) break;
-        xyzz_t<F> p = xyzz_t<F>::from_affine(X[i >> lo_bits]).add_affine(Y[i & mask]);
+        xyzz_t<F> p = point(i);
         prefix[k] = acc;  // product of the earlier points' ZZ * ZZZ
-        acc = acc * (p.ZZ * p.ZZZ);
+        if (!p.is_identity()) acc = acc * (p.ZZ * p.ZZZ);
         cnt = k + 1;
-        if (dlog) dlog[i] = xd[i >> lo_bits] + yd[i & mask];
     }
     if (cnt == 0) return;
     F inv = acc.inverse();
     for (int k = cnt - 1; k >= 0; k--) {
         size_t i = t + k * nthreads;
-        // Recompute the point's ZZ, ZZZ (cheaper than keeping 2 x 32 field elements live).
-        xyzz_t<F> p = xyzz_t<F>::from_affine(X[i >> lo_bits]).add_affine(Y[i & mask]);
-        F z = p.ZZ * p.ZZZ;
+        xyzz_t<F> p = point(i);
+        if (p.is_identity()) {
+            out[i] = {F::zero(), F::zero()};
+            continue;
+        }
         F z_inv = inv * prefix[k];  // 1 / (ZZ ZZZ)
-        inv = inv * z;
-        F zz_inv = z_inv * p.ZZZ, zzz_inv = z_inv * p.ZZ;
-        out[i] = {p.X * zz_inv, p.Y * zzz_inv};
+        inv = inv * (p.ZZ * p.ZZZ);
+        out[i] = {p.X * (z_inv * p.ZZZ), p.Y * (z_inv * p.ZZ)};
     }
+}
+
+// Points X[hi] + Y[lo] (and their discrete logs), kPerThread a thread.
+template <class F>
+__global__ void combine_kernel(const affine_t<F>* X, const affine_t<F>* Y, const fr_t* xd, const fr_t* yd,
+                               int lo_bits, size_t n, affine_t<F>* out, fr_t* dlog) {
+    const uint64_t mask = (1ull << lo_bits) - 1;
+    if (dlog) {
+        size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nthreads = (size_t)gridDim.x * blockDim.x;
+        for (size_t i = t; i < n && i < t + kPerThread * nthreads; i += nthreads)
+            dlog[i] = xd[i >> lo_bits] + yd[i & mask];
+    }
+    batch_to_affine<F>([&](size_t i) { return xyzz_t<F>::from_affine(X[i >> lo_bits]).add_affine(Y[i & mask]); },
+                       n, out);
 }
 
 // The comb's table: entry (w, d) = d 2^(c w) G, c = kCombBits. Entries whose multiplier
@@ -182,36 +196,9 @@ __global__ void comb_kernel(const affine_t<F>* __restrict__ table, const fr_t* _
     out[i] = acc;
 }
 
-// XYZZ -> affine, kPerThread points a thread sharing one inversion (Montgomery's trick over
-// ZZ * ZZZ: 1/ZZ = ZZZ / (ZZ ZZZ), 1/ZZZ = ZZ / (ZZ ZZZ)); identities stay (0, 0).
 template <class F>
 __global__ void to_affine_kernel(const xyzz_t<F>* in, size_t n, affine_t<F>* out) {
-    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t nthreads = (size_t)gridDim.x * blockDim.x;
-    F prefix[kPerThread];
-    F acc = F::one();
-    int cnt = 0;
-    for (int k = 0; k < kPerThread; k++) {
-        size_t i = t + k * nthreads;
-        if (i >= n) break;
-        xyzz_t<F> p = in[i];
-        prefix[k] = acc;
-        if (!p.is_identity()) acc = acc * (p.ZZ * p.ZZZ);
-        cnt = k + 1;
-    }
-    if (cnt == 0) return;
-    F inv = acc.inverse();
-    for (int k = cnt - 1; k >= 0; k--) {
-        size_t i = t + k * nthreads;
-        xyzz_t<F> p = in[i];
-        if (p.is_identity()) {
-            out[i] = {F::zero(), F::zero()};
-            continue;
-        }
-        F z_inv = inv * prefix[k];
-        inv = inv * (p.ZZ * p.ZZZ);
-        out[i] = {p.X * (z_inv * p.ZZZ), p.Y * (z_inv * p.ZZ)};
-    }
+    batch_to_affine<F>([&](size_t i) { return in[i]; }, n, out);
 }
 
 __global__ void fill_kernel(fr_t* out, size_t n, fr_t value) {

@@ -68,7 +68,7 @@ bench_instance::bench_instance(cz_context& ctx, int log_n, size_t n_inputs, cons
     CZ_CHECK(cudaStreamSynchronize(s));
 }
 
-fr_t bench_instance::make_witness(double frac_bits, uint64_t seed, bench_witness& w) {
+fr_t bench_instance::make_witness(double frac_bits, uint64_t seed, partition_buffers& w) {
     cudaStream_t s = ctx_.stream;
     const size_t n = 1ull << log_n_, n_aux = n - n_inputs_;
     w.fr_bufs.clear();

@@ -19,13 +19,6 @@ struct bench_secrets {
     fr_t tau, alpha, beta, gamma, delta;  // Montgomery form
 };
 
-// One witness on the device and the view prove_device reads.
-struct bench_witness {
-    std::vector<dev_buf<fr_t>> fr_bufs;
-    std::vector<dev_buf<uint8_t>> flag_bufs;
-    partition_device part;
-};
-
 class bench_instance {
   public:
     // Makes the key: H = tau^i Z(tau) / delta G, L = (alpha + beta) L_(m+j)(tau) / delta G,
@@ -33,7 +26,7 @@ class bench_instance {
     bench_instance(cz_context& ctx, int log_n, size_t n_inputs, const bench_secrets& secrets);
     const cz_srs& key() const { return *srs_; }
     // A fresh witness (x_0 = 1, the rest from `seed`) into `w`; returns w(ONE) at tau (Montgomery).
-    fr_t make_witness(double frac_bits, uint64_t seed, bench_witness& w);
+    fr_t make_witness(double frac_bits, uint64_t seed, partition_buffers& w);
 
   private:
     cz_context& ctx_;

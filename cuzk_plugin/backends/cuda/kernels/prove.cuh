@@ -31,6 +31,14 @@ struct partition_device {
     uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
 };
 
+// A partition's device buffers and the view of them prove_device reads (uploaded from the host,
+// upload.cuh, or made on the device, instance.cuh).
+struct partition_buffers {
+    std::vector<dev_buf<fr_t>> fr_bufs;
+    std::vector<dev_buf<uint8_t>> flag_bufs;
+    partition_device part;
+};
+
 struct proof_sums {
     g1_xyzz_t h, l, a, b_g1;
     g2_xyzz_t b_g2;

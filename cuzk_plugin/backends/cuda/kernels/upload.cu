@@ -73,7 +73,7 @@ void staging_free(cz_context& ctx) {
     st.ready = false;
 }
 
-void upload_partition(cz_context& ctx, const partition_host& host, partition_upload& out) {
+void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out) {
     CZ_REQUIRE(host.m >= 1, "a partition needs at least one constraint");
     cudaStream_t s = ctx.upload_stream;
     const int log_n = log2_ceil(host.m);

@@ -26,14 +26,6 @@ struct partition_host {
     const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
 };
 
-// A partition's device buffers (allocated, and freed, on upload_stream) and the view of them
-// prove_device reads.
-struct partition_upload {
-    std::vector<dev_buf<fr_t>> fr_bufs;
-    std::vector<dev_buf<uint8_t>> flag_bufs;
-    partition_device part;
-};
-
-// Allocates the partition's buffers and queues its upload on ctx.upload_stream (a, b, c zero
-// padded to the next power of two).
-void upload_partition(cz_context& ctx, const partition_host& host, partition_upload& out);
+// Allocates the partition's buffers (freed in upload_stream order too) and queues its upload on
+// ctx.upload_stream (a, b, c zero padded to the next power of two).
+void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out);
