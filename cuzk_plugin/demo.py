@@ -9,7 +9,7 @@ from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.bls12_381.fields import limbs_to_ints
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.circuit.r1cs import synthesize
-from cuzk_plugin.groth16.proof import decode_proofs, encode_proofs
+from cuzk_plugin.formats.proof import decode_proofs, encode_proofs
 from cuzk_plugin.groth16.prover import ProveTimings, prove
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import batch_verify

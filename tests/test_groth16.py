@@ -12,7 +12,7 @@ from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
 from cuzk_plugin.circuit.examples import CORE_CIRCUITS, filecoin_like
 from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.errors import CircuitError, EncodingError
-from cuzk_plugin.groth16.proof import PROOF_BYTES, Proof, decode_proofs, encode_proofs
+from cuzk_plugin.formats.proof import PROOF_BYTES, Proof, decode_proofs, encode_proofs
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import batch_verify, verify

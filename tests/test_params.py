@@ -8,7 +8,7 @@ import pytest
 from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.errors import EncodingError, ParamsError
-from cuzk_plugin.groth16.params import VK_BYTES, ProvingKey, VerifyingKey, file_digest
+from cuzk_plugin.formats.params import VK_BYTES, ProvingKey, VerifyingKey, file_digest
 from cuzk_plugin.groth16.setup import setup
 
 

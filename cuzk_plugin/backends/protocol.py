@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from cuzk_plugin.circuit.partition import SynthesizedPartition
-    from cuzk_plugin.groth16.params import ProvingKey
+    from cuzk_plugin.formats.params import ProvingKey
+    from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+    from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,16 @@ class SrsHandle(Protocol):
     def release(self) -> None: ...
 
 
+class CircuitHandle(Protocol):
+    """A pre-compiled circuit made resident on a device (until ``release``), beside the SRS."""
+
+    nbytes: int
+    #: The circuit it holds (counts, densities, digest; the matrices may live on the device only).
+    circuit: PrecompiledCircuit
+
+    def release(self) -> None: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What the engine and the conformance suite need from a backend."""
@@ -66,12 +77,23 @@ class Backend(Protocol):
 
     def load_srs(self, key: ProvingKey, device: int = 0) -> SrsHandle: ...
 
-    def prove_start(self, srs: SrsHandle, part: SynthesizedPartition) -> Any:
-        """Start the partition's work (H, then the G1 MSMs); may return before it is done."""
+    def prove_start(self, srs: SrsHandle, part: SynthesizedPartition | WitnessPartition) -> Any:
+        """Start the partition's work (a, b, c from the resident circuit for a WitnessPartition,
+        then H, then the G1 MSMs); may return before it is done."""
         ...
 
     def prove_finish(self, pending: Any) -> ProofSums:
         """Wait for ``prove_start``'s work (and the G2 MSM) and return the five sums."""
+        ...
+
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> CircuitHandle:
+        """Make a pre-compiled circuit resident on ``device`` for :meth:`evaluate_r1cs` and
+        WitnessPartitions."""
+        ...
+
+    def evaluate_r1cs(self, circuit: CircuitHandle, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """a = A z, b = B z, c = C z over every row: z (num_vars, 4) uint64 canonical (inputs then
+        aux), results (num_constraints, 4) uint64 canonical."""
         ...
 
     # Primitives, for the conformance suite and kernel benchmarks.

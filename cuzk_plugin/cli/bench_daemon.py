@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import json
 import os
 import statistics
@@ -23,8 +24,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cuzk_plugin.server.batch import format_record, print_summary, run_batch, summarize
+
 DEFAULT_ADDR = os.environ.get("CUZK_ADDR", "unix:///run/curio/cuzk.sock")
-STATUS_NAMES = {0: "UNKNOWN", 1: "COMPLETED", 2: "FAILED", 3: "CANCELLED", 4: "TIMEOUT"}
 TIER_NAMES = {0: "HOT", 1: "WARM", 2: "COLD"}
 
 
@@ -54,128 +56,9 @@ def build_request(args: argparse.Namespace, request_id: str, index: int = 0):
         synthetic=pb.SyntheticInput(log2_constraints=args.log2, partitions=args.partitions, seed=args.seed + 1000 * index))
 
 
-# -- results ------------------------------------------------------------------------------------
-@dataclass
-class ProofRecord:
-    """One answered request, client side."""
-
-    job_id: str
-    status: str
-    proof_bytes: int
-    error: str
-    submit_s: float  # seconds since the batch started
-    latency_ms: float
-    timings_ms: dict[str, int]
-    timeline: list[dict] = field(default_factory=list)
-    seed: int = 0
-    proof: bytes = b""
-
-
-def record(res, submit_s: float, latency_ms: float, seed: int = 0) -> ProofRecord:
-    return ProofRecord(
-        job_id=res.job_id, status=STATUS_NAMES.get(res.status, str(res.status)), proof_bytes=len(res.proof),
-        error=res.error_message, submit_s=submit_s, latency_ms=latency_ms,
-        timings_ms={"queue": res.queue_wait_ms, "srs": res.srs_load_ms, "synthesis": res.synthesis_ms,
-                    "gpu": res.gpu_compute_ms, "total": res.total_ms},
-        timeline=[{"stage": e.stage, "partition": e.partition, "lane": e.lane, "start_ms": e.start_ms,
-                   "end_ms": e.end_ms, "attempt": e.attempt} for e in res.timeline],
-        seed=seed, proof=res.proof,
-    )
-
-
-def format_record(r: ProofRecord) -> str:
-    t = r.timings_ms
-    line = (f"{r.job_id}: {r.status}, {r.proof_bytes} proof bytes; queue {t['queue']} ms, srs {t['srs']} ms, "
-            f"synthesis {t['synthesis']} ms, gpu {t['gpu']} ms, total {t['total']} ms (client {r.latency_ms:.0f} ms)")
-    return line + (f"\n  error: {r.error}" if r.error else "")
-
-
-class Progress:
-    """A one-line progress bar on stderr (only when it is a terminal, unless forced)."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.done, self.failed = total, 0, 0
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-
-    def step(self, ok: bool) -> None:
-        self.done += 1
-        self.failed += 0 if ok else 1
-        if not self.enabled:
-            return
-        width = 30
-        filled = int(width * self.done / max(1, self.total))
-        rate = self.done / max(1e-9, time.perf_counter() - self.t0)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                         f"{rate:5.1f} proofs/s, {self.failed} failed")
-        if self.done == self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
-async def run_batch(address: str, args: argparse.Namespace, count: int, concurrency: int,
-                    show_progress: bool) -> tuple[list[ProofRecord], float]:
-    """COUNT Prove calls, CONCURRENCY at a time; returns the records and the wall time."""
-    from cuzk_plugin.server.client import aio_channel
-    from cuzk_plugin.server.proto import cuzk_pb2 as pb
-    from cuzk_plugin.server.proto import cuzk_pb2_grpc
-
-    progress = Progress(count, show_progress)
-    records: list[ProofRecord] = []
-    todo = iter(range(count))
-    prefix = f"bench-{os.getpid()}-{int(time.time())}"
-    t0 = time.perf_counter()
-    async with aio_channel(address) as channel:
-        stub = cuzk_pb2_grpc.ProvingEngineStub(channel)
-
-        async def worker() -> None:
-            for i in todo:
-                req = build_request(args, f"{prefix}-{i}", i)
-                sent = time.perf_counter()
-                res = (await stub.Prove(pb.ProveRequest(submit=req))).result
-                done = time.perf_counter()
-                records.append(record(res, sent - t0, (done - sent) * 1000, req.synthetic.seed))
-                progress.step(res.status == pb.AwaitProofResponse.COMPLETED)
-
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return records, time.perf_counter() - t0
-
-
-def summarize(records: list[ProofRecord], wall_s: float, partitions: int) -> dict:
-    ok = [r for r in records if r.status == "COMPLETED"]
-    lat = sorted(r.latency_ms for r in ok)
-
-    def pct(p: float) -> float:
-        return lat[min(len(lat) - 1, int(round(p * (len(lat) - 1))))] if lat else 0.0
-
-    stages = {k: statistics.median([r.timings_ms[k] for r in ok]) if ok else 0 for k in ("queue", "srs", "synthesis", "gpu", "total")}
-    return {
-        "requests": len(records), "completed": len(ok), "failed": len(records) - len(ok),
-        "wall_s": round(wall_s, 3), "proofs_per_s": round(len(ok) / wall_s, 3) if wall_s else 0.0,
-        "partitions_per_s": round(len(ok) * partitions / wall_s, 3) if wall_s else 0.0,
-        "latency_ms": {"min": round(lat[0], 1) if lat else 0, "median": round(pct(0.5), 1), "p90": round(pct(0.9), 1),
-                       "max": round(lat[-1], 1) if lat else 0,
-                       "stdev": round(statistics.pstdev(lat), 1) if len(lat) > 1 else 0.0},
-        "stage_median_ms": stages,
-        "errors": sorted({r.error for r in records if r.error})[:5],
-    }
-
-
-def print_summary(s: dict) -> None:
-    lat = s["latency_ms"]
-    st = s["stage_median_ms"]
-    print(f"{s['completed']}/{s['requests']} completed in {s['wall_s']:.2f} s: {s['proofs_per_s']:.2f} proofs/s "
-          f"({s['partitions_per_s']:.2f} partitions/s)")
-    print(f"latency ms: min {lat['min']}, median {lat['median']}, p90 {lat['p90']}, max {lat['max']} (stdev {lat['stdev']})")
-    print(f"median per proof ms: queue {st['queue']}, srs {st['srs']}, synthesis {st['synthesis']}, gpu {st['gpu']}, "
-          f"total {st['total']}")
-    for e in s["errors"]:
-        print(f"error: {e}")
-
-
 # -- commands -----------------------------------------------------------------------------------
 def cmd_single(args: argparse.Namespace) -> int:
-    records, wall = asyncio.run(run_batch(args.addr, args, 1, 1, False))
+    records, wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), 1, 1, False))
     r = records[0]
     if args.out and r.proof:
         Path(args.out).write_bytes(r.proof)
@@ -188,7 +71,7 @@ def cmd_single(args: argparse.Namespace) -> int:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     show = not args.json and (args.progress or sys.stderr.isatty())
-    records, wall = asyncio.run(run_batch(args.addr, args, args.count, args.concurrency, show))
+    records, wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), args.count, args.concurrency, show))
     summary = summarize(records, wall, args.partitions)
     if args.plot:
         from cuzk_plugin.cli.bench_daemon_plot import plot_timeline

@@ -38,6 +38,8 @@ def setup_logging(level: str) -> None:
 async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | None = None,
                      stop: asyncio.Event | None = None) -> None:
     """Run until ``stop`` is set (or SIGTERM/SIGINT). ``on_ready(address, status_port)`` once serving."""
+    from cuzk_plugin.adapters import builtin_providers
+    from cuzk_plugin.engine.circuits import ProviderRegistry
     from cuzk_plugin.engine.engine import Engine
     from cuzk_plugin.server.app import start_server
 
@@ -48,7 +50,7 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # not the main thread
             pass
-    engine = Engine(config)
+    engine = Engine(config, providers=ProviderRegistry(builtin_providers()))
     await engine.start()
     try:
         server = await start_server(engine, config.daemon.listen, config.daemon.status_listen)

@@ -71,7 +71,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     from cuzk_plugin.bls12_381.fields import limbs_to_ints
     from cuzk_plugin.circuit.circom import read_r1cs, read_wtns, split_witness
     from cuzk_plugin.circuit.r1cs import synthesize
-    from cuzk_plugin.groth16.params import ProvingKey
+    from cuzk_plugin.formats.params import ProvingKey
     from cuzk_plugin.groth16.prover import ProveTimings, prove
     from cuzk_plugin.groth16.snarkjs_export import public_json
 
@@ -106,8 +106,8 @@ def _read_public(path: str) -> list[int]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from cuzk_plugin.groth16.params import VerifyingKey
-    from cuzk_plugin.groth16.proof import decode_proofs
+    from cuzk_plugin.formats.params import VerifyingKey
+    from cuzk_plugin.formats.proof import decode_proofs
     from cuzk_plugin.groth16.verifier import verify
 
     vk = VerifyingKey.load(args.vk)
@@ -123,8 +123,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_export_snarkjs(args: argparse.Namespace) -> int:
-    from cuzk_plugin.groth16.params import VerifyingKey
-    from cuzk_plugin.groth16.proof import Proof
+    from cuzk_plugin.formats.params import VerifyingKey
+    from cuzk_plugin.formats.proof import Proof
     from cuzk_plugin.groth16.snarkjs_export import proof_json, public_json, verification_key_json
 
     vk = VerifyingKey.load(args.vk)
@@ -139,7 +139,7 @@ def cmd_export_snarkjs(args: argparse.Namespace) -> int:
 
 
 def cmd_params_inspect(args: argparse.Namespace) -> int:
-    from cuzk_plugin.groth16.params import ProvingKey, VerifyingKey, file_digest
+    from cuzk_plugin.formats.params import ProvingKey, VerifyingKey, file_digest
 
     path = Path(args.file)
     report: dict = {"file": str(path), "size_bytes": path.stat().st_size, "digest": file_digest(path)}

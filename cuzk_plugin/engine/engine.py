@@ -39,8 +39,8 @@ from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
 from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
 from cuzk_plugin.engine.types import JobResult, JobStatus, Priority, ProofKind, ProofRequest
 from cuzk_plugin.errors import BackendError, TransientBackendError
-from cuzk_plugin.groth16.params import ProvingKey
-from cuzk_plugin.groth16.proof import Proof, encode_proofs
+from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.proof import Proof, encode_proofs
 from cuzk_plugin.groth16.prover import check_shapes
 from cuzk_plugin.groth16.verifier import batch_verify, verify
 
@@ -90,7 +90,7 @@ class Engine:
                  providers: ProviderRegistry | None = None, synthesis_pool: SynthesisPool | None = None):
         self.config = config
         self.param_cache = param_cache_dir(config.srs.param_cache)
-        self.providers = providers or ProviderRegistry()
+        self.providers = providers if providers is not None else ProviderRegistry()
         self.lanes, self.backend_summary = build_lanes(config, backends)
         self._lane_by_name = {lane.name: lane for lane in self.lanes}
         workers = config.gpus.gpu_workers_per_device

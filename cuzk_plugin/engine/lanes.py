@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from cuzk_plugin.backends.protocol import Backend, DeviceInfo
 from cuzk_plugin.backends.registry import get_backend
-from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.config import Config, ConfigError
-from cuzk_plugin.groth16.params import ProvingKey, VerifyingKey
-from cuzk_plugin.groth16.proof import Proof
+from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
+from cuzk_plugin.formats.proof import Proof
 from cuzk_plugin.groth16.prover import assemble, random_fr
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from typing import Any
 
 from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.errors import SrsBudgetExceeded, SrsInUse
-from cuzk_plugin.groth16.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
-from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.engine.circuits import PartitionTask
 from cuzk_plugin.errors import CuzkError
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuzk_plugin.circuit.gadgets.boolean import FALSE, Boolean, alloc_bit, reverse_bit_numbering
-from cuzk_plugin.circuit.gadgets.merkle import PathLevel, enforce_inclusion, poseidon_node_hash, sha256_node_hash
-from cuzk_plugin.circuit.gadgets.num import (
+from cuzk_plugin.filecoin.gadgets.boolean import FALSE, Boolean, alloc_bit, reverse_bit_numbering
+from cuzk_plugin.filecoin.gadgets.merkle import PathLevel, enforce_inclusion, poseidon_node_hash, sha256_node_hash
+from cuzk_plugin.filecoin.gadgets.num import (
     AllocatedNum, add, alloc_num, equal, inputize, pack_bits, pack_into_inputs, to_bits_le,
 )
-from cuzk_plugin.circuit.gadgets.poseidon import poseidon_hash
-from cuzk_plugin.circuit.gadgets.sha256 import sha256
+from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
+from cuzk_plugin.filecoin.gadgets.sha256 import sha256
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
 
 __all__ = ["ColumnOpening", "ChallengeWitness", "PartitionWitness", "synthesize_partition",

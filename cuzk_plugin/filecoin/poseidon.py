@@ -6,7 +6,7 @@ matrix 1 / (x_i + y_j), x_i = i, y_j = t + j (``mds.rs``). The state is [domain 
 the digest is state[1]. Filecoin hashes with the MerkleTree hash type: tag 2^arity - 1.
 
 :func:`poseidon_hash` is the textbook permutation (neptune's ``hash_correct``). The circuit
-(:mod:`cuzk_plugin.circuit.gadgets.poseidon`) follows neptune's optimized schedule, whose
+(:mod:`cuzk_plugin.filecoin.gadgets.poseidon`) follows neptune's optimized schedule, whose
 constants :class:`PoseidonConstants` also derives: compressed round constants
 (``preprocessing.rs``), a pre-sparse matrix and one sparse matrix per partial round
 (``mds.rs``, factor_to_sparse_matrixes).

@@ -11,7 +11,7 @@ import json
 import random
 from dataclasses import dataclass
 
-from cuzk_plugin.adapters.curio.proofs import (
+from cuzk_plugin.filecoin.proofs import (
     RegisteredSealProof, prover_id_from_miner, replica_id as derive_replica_id, seal_proof_by_name,
 )
 from cuzk_plugin.bls12_381.fields import R

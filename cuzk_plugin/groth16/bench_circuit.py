@@ -24,9 +24,9 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, root_of_unity
-from cuzk_plugin.circuit.partition import SynthesizedPartition
-from cuzk_plugin.groth16.params import ProvingKey, VerifyingKey
-from cuzk_plugin.groth16.proof import Proof
+from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
+from cuzk_plugin.formats.proof import Proof
 from cuzk_plugin.groth16.prover import assemble, random_fr
 from cuzk_plugin.groth16.setup import FixedBaseTable
 from cuzk_plugin.groth16.verifier import verify

@@ -14,11 +14,11 @@ import time
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from cuzk_plugin.backends.cpu.ntt import powers
+from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.bls12_381.fields import R, root_of_unity
 from cuzk_plugin.bls12_381.points import FLAG_INFINITY
 from cuzk_plugin.circuit.r1cs import R1CS
-from cuzk_plugin.groth16.params import ProvingKey, VerifyingKey
+from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
 
 log = logging.getLogger(__name__)
 

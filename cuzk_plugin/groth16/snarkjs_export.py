@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
-from cuzk_plugin.groth16.params import VerifyingKey
-from cuzk_plugin.groth16.proof import Proof
+from cuzk_plugin.formats.params import VerifyingKey
+from cuzk_plugin.formats.proof import Proof
 
 
 def g1_json(p: G1Point) -> list[str]:

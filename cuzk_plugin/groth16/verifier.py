@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from py_arkworks_bls12381 import GT, G1Point, Scalar
 
 from cuzk_plugin.bls12_381.fields import R
-from cuzk_plugin.groth16.params import VerifyingKey
-from cuzk_plugin.groth16.proof import Proof
+from cuzk_plugin.formats.params import VerifyingKey
+from cuzk_plugin.formats.proof import Proof
 
 
 def prepare_inputs(vk: VerifyingKey, public_inputs: Sequence[int]) -> G1Point:

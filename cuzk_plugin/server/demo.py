@@ -64,8 +64,8 @@ def verify_records(records, param_cache: Path, log2: int, partitions: int) -> tu
     """Client-side check of every proof against the cached key: (valid proofs, seconds)."""
     from cuzk_plugin.bls12_381.fields import limbs_to_ints
     from cuzk_plugin.circuit.examples import filecoin_like
-    from cuzk_plugin.groth16.params import VerifyingKey
-    from cuzk_plugin.groth16.proof import decode_proofs
+    from cuzk_plugin.formats.params import VerifyingKey
+    from cuzk_plugin.formats.proof import decode_proofs
     from cuzk_plugin.groth16.verifier import batch_verify
 
     t0 = time.perf_counter()
@@ -82,7 +82,7 @@ def verify_records(records, param_cache: Path, log2: int, partitions: int) -> tu
 
 def run_demo(log2: int = 10, partitions: int = 2, count: int = 4, concurrency: int = 2, backend: str = "auto",
              json_out: bool = False) -> int:
-    from cuzk_plugin.cli.bench_daemon import format_record, print_summary, run_batch, summarize
+    from cuzk_plugin.server.batch import format_record, print_summary, run_batch, summarize
     from cuzk_plugin.server.client import sync_channel
     from cuzk_plugin.server.proto import cuzk_pb2 as pb
     from cuzk_plugin.server.proto import cuzk_pb2_grpc
@@ -113,8 +113,11 @@ def run_demo(log2: int = 10, partitions: int = 2, count: int = 4, concurrency: i
             pre = stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=f"synthetic-k{log2}"), timeout=600)
             say(f"  key synthetic-k{log2}: {'already loaded' if pre.already_loaded else 'ready'} in "
                 f"{time.perf_counter() - t0:.2f} s (generated once, then cached)")
-        args = argparse.Namespace(log2=log2, partitions=partitions, seed=1, priority=None, c1=None, circuit=None)
-        records, wall = asyncio.run(run_batch(address, args, count, concurrency, show_progress=False))
+        def synthetic_request(request_id: str, index: int):
+            return pb.SubmitProofRequest(request_id=request_id, proof_kind=pb.SYNTHETIC, synthetic=pb.SyntheticInput(
+                log2_constraints=log2, partitions=partitions, seed=1 + 1000 * index))
+
+        records, wall = asyncio.run(run_batch(address, synthetic_request, count, concurrency, show_progress=False))
         valid, t_verify = verify_records(records, cache, log2, partitions)
         summary = summarize(records, wall, partitions)
         summary |= {"client_verified": valid, "client_verify_s": round(t_verify, 3), "startup_s": round(t_up, 3)}

@@ -13,7 +13,7 @@ import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from cuzk_plugin.backends.cpu import CpuBackend
-from cuzk_plugin.backends.cpu.ntt import powers
+from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.bls12_381.fields import FR_GENERATOR, R, limbs_to_ints, limbs_to_objects, root_of_unity
 from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from cuzk_plugin.adapters import builtin_providers
 from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.engine import Engine
@@ -66,8 +67,8 @@ async def make_daemon(synth_pool, param_cache) -> AsyncIterator[Callable]:
 
     async def make(backends=None, providers: ProviderRegistry | None = None, status_listen: str = "", **sections) -> Daemon:
         config = daemon_config(param_cache, **sections)
-        # Built-in providers only: plug-ins (e.g. the PoRep circuit) must not change what this suite checks.
-        providers = providers or ProviderRegistry(load_plugins=False)
+        # This package's providers only: installed plug-ins must not change what this suite checks.
+        providers = providers or ProviderRegistry(builtin_providers(), load_plugins=False)
         engine = Engine(config, backends=backends or [CpuBackend()], providers=providers, synthesis_pool=synth_pool)
         await engine.start()
         unix = f"unix://{sockdir}/d{len(made)}.sock"

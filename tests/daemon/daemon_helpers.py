@@ -19,11 +19,12 @@ from cuzk_plugin.config import Config, load_config
 from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
 from cuzk_plugin.circuit.examples import filecoin_like
-from cuzk_plugin.engine.circuits import ProviderRegistry, SyntheticProvider, SyntheticTask, synthetic_circuit_id, JobPlan
+from cuzk_plugin.adapters.synthetic import SyntheticProvider, SyntheticTask, synthetic_circuit_id
+from cuzk_plugin.engine.circuits import JobPlan, ProviderRegistry
 from cuzk_plugin.engine.types import ProofRequest
 from cuzk_plugin.errors import BackendError, TransientBackendError
-from cuzk_plugin.groth16.params import VerifyingKey
-from cuzk_plugin.groth16.proof import decode_proofs
+from cuzk_plugin.formats.params import VerifyingKey
+from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import batch_verify
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 

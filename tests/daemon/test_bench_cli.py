@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 
-from cuzk_plugin.cli.bench_daemon import run_batch, summarize
+from cuzk_plugin.cli.bench_daemon import build_request
 from cuzk_plugin.cli.bench_daemon_plot import plot_timeline, timeline_bars
+from cuzk_plugin.server.batch import run_batch, summarize
 from daemon_helpers import verify_synthetic
 
 
@@ -23,7 +25,7 @@ async def _bench(*args: str) -> tuple[int, str]:
 async def test_batch_summary_and_timeline(make_daemon, tmp_path):
     d = await make_daemon()
     args = argparse.Namespace(log2=4, partitions=2, seed=1, priority=None, c1=None, circuit=None)
-    records, wall = await run_batch(d.unix, args, count=6, concurrency=3, show_progress=False)
+    records, wall = await run_batch(d.unix, functools.partial(build_request, args), count=6, concurrency=3, show_progress=False)
     s = summarize(records, wall, partitions=2)
     assert s["completed"] == 6 and s["failed"] == 0 and s["proofs_per_s"] > 0
     assert s["latency_ms"]["min"] <= s["latency_ms"]["median"] <= s["latency_ms"]["max"]

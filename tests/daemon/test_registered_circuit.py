@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from cuzk_plugin.bls12_381.fields import limbs_to_ints
 from cuzk_plugin.circuit.examples import filecoin_like
-from cuzk_plugin.groth16.params import VerifyingKey
-from cuzk_plugin.groth16.proof import decode_proofs
+from cuzk_plugin.formats.params import VerifyingKey
+from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import batch_verify
 from cuzk_plugin.server.proto import cuzk_pb2 as pb

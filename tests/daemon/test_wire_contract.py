@@ -10,7 +10,7 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from cuzk_plugin.groth16.proof import decode_proofs
+from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.server.proto import cuzk_pb2
 from daemon_helpers import verify_synthetic
 

@@ -11,8 +11,8 @@ from contextlib import redirect_stdout
 import pytest
 
 from cuzk_plugin.adapters.curio import WitnessError, porep_partitions
-from cuzk_plugin.circuit.gadgets.boolean import Boolean, alloc_bit
-from cuzk_plugin.circuit.gadgets.shape import ShapeConstraintSystem
+from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit
+from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin import count
 from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS, _label
 

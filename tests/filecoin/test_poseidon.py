@@ -9,8 +9,8 @@ import pytest
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ConstraintSystem
-from cuzk_plugin.circuit.gadgets.num import alloc_num
-from cuzk_plugin.circuit.gadgets.poseidon import poseidon_hash as poseidon_gadget
+from cuzk_plugin.filecoin.gadgets.num import alloc_num
+from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash as poseidon_gadget
 from cuzk_plugin.filecoin.poseidon import _mat_mul, _prime_and_double_prime, constants, poseidon_hash
 
 # neptune src/poseidon.rs, tests hash_values_aux (Strength::Standard, HashType::MerkleTree,

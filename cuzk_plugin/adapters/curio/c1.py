@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cuzk_plugin.adapters.curio.proofs import RegisteredSealProof, seal_proof_by_name
+from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 from cuzk_plugin.errors import CuzkError
 
 __all__ = [
@@ -237,7 +237,13 @@ def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
 
 def parse_c1(raw: bytes | str, *, prefix: str = "$") -> C1Output:
     """Parse and structurally check C1 JSON bytes (see :func:`check_c1` for consistency)."""
-    c1 = _validate(C1Output, _loads(raw, "the C1 output"), prefix)
+    top = _loads(raw, "the C1 output")
+    if isinstance(top, dict) and "registered_proof" in top:  # name the proof type before the rest
+        try:
+            seal_proof_by_name(str(top["registered_proof"]))
+        except ValueError as exc:
+            raise C1Error(f"{prefix}.registered_proof", str(exc)) from None
+    c1 = _validate(C1Output, top, prefix)
     try:
         proof = c1.seal_proof
     except ValueError as exc:

@@ -21,10 +21,10 @@ from functools import cached_property
 from cuzk_plugin.adapters.curio.c1 import (
     C1Error, C1Output, ColumnProof, MerkleProof, parse_c1, parse_envelope,
 )
-from cuzk_plugin.adapters.curio.proofs import RegisteredSealProof
+from cuzk_plugin.filecoin.proofs import RegisteredSealProof
 from cuzk_plugin.bls12_381.fields import R, limbs_to_objects
-from cuzk_plugin.circuit.gadgets.fast_cs import FastConstraintSystem
-from cuzk_plugin.circuit.gadgets.merkle import PathLevel
+from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, PartitionWitness, synthesize_partition
@@ -268,11 +268,13 @@ class PorepJob:
 def porep_partitions(raw: bytes | str) -> PorepJob:
     """A PoRep job from Curio's C1 envelope (``{"SectorNum", "Phase1Out", "SectorSize"}``) or
     from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path."""
+    if not raw:
+        raise C1Error("$", "empty (PoRep needs Curio's C1 envelope {SectorNum, Phase1Out, SectorSize} or C1 JSON)")
     try:
         top = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise C1Error("$", f"not JSON ({exc})") from None
-    if isinstance(top, dict) and "Phase1Out" in top:
+        raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
+    if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
         env, c1 = parse_envelope(raw)
         return PorepJob(c1, sector_id=env.SectorNum, prefix="$.Phase1Out")
     return PorepJob(parse_c1(raw))

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
 from cuzk_plugin.adapters.curio.porep import porep_partitions
+from cuzk_plugin.engine.circuits import JobPlan, KeySource
+from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.types import ProofKind
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 
@@ -40,7 +43,7 @@ class PorepKeyGenerator:
     path: Path
 
     def __call__(self) -> None:
-        from cuzk_plugin.circuit.gadgets.fast_cs import FastConstraintSystem
+        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
         from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
         from cuzk_plugin.filecoin.params import porep_params
         from cuzk_plugin.groth16.setup import setup
@@ -56,15 +59,9 @@ class PorepKeyGenerator:
 class PorepCircuitProvider:
     """POREP_SEAL_COMMIT: the stacked DRG PoRep circuit of every sector size."""
 
-    def __init__(self) -> None:
-        from cuzk_plugin.engine.types import ProofKind
+    kinds = (ProofKind.POREP_SEAL_COMMIT,)
 
-        self.kinds = (ProofKind.POREP_SEAL_COMMIT,)
-
-    def plan(self, request, param_cache: Path):
-        from cuzk_plugin.engine.circuits import JobPlan
-        from cuzk_plugin.engine.errors import InvalidRequest
-
+    def plan(self, request, param_cache: Path) -> JobPlan:
         try:
             job = porep_partitions(request.vanilla_proof)
         except C1Error as exc:
@@ -72,9 +69,7 @@ class PorepCircuitProvider:
         tasks = tuple(PorepPartitionTask(bytes(request.vanilla_proof), k) for k in range(job.num_partitions))
         return JobPlan(job.circuit_id, tasks)
 
-    def key_source(self, circuit_id: str, param_cache: Path):
-        from cuzk_plugin.engine.circuits import KeySource
-
+    def key_source(self, circuit_id: str, param_cache: Path) -> KeySource | None:
         if not circuit_id.startswith("porep-"):
             return None
         path = param_cache / f"{circuit_id}.params"

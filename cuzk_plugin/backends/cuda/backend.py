@@ -28,9 +28,9 @@ import numpy as np
 from cuzk_plugin.backends.cuda.library import call, load_library, u8_ptr, u64_ptr
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, less_than_modulus, limbs_to_ints
-from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.errors import BackendUnavailable
-from cuzk_plugin.groth16.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey
 
 
 def sums_from_limbs(out: np.ndarray) -> ProofSums:

@@ -29,9 +29,9 @@ from cuzk_plugin.backends.opencl.msm import MsmDriver
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.circuit.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.errors import BackendUnavailable, EncodingError
-from cuzk_plugin.groth16.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey
 
 
 @dataclass

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from cuzk_plugin.circuit.constraint_system import ONE, LinearCombination
-from cuzk_plugin.circuit.gadgets.boolean import FALSE, Boolean, alloc_bit, sha256_ch, sha256_maj, xor
+from cuzk_plugin.filecoin.gadgets.boolean import FALSE, Boolean, alloc_bit, sha256_ch, sha256_maj, xor
 
 __all__ = ["UInt32", "MultiEq"]
 

@@ -1,8 +1,11 @@
-"""`SynthesizedPartition`: what synthesis hands to a backend, in numpy arrays."""
+"""What synthesis hands to a backend, in numpy arrays: a :class:`SynthesizedPartition` (a, b, c
+already evaluated) or a :class:`WitnessPartition` (the assignment only, for a pre-compiled circuit
+resident on the backend)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -74,3 +77,17 @@ class SynthesizedPartition:
         return np.concatenate(
             [self.input_assignment[self.b_input_density], self.aux_assignment[self.b_aux_density]]
         )
+
+
+@dataclass(frozen=True)
+class WitnessPartition:
+    """One circuit instance as its assignment alone: the backend evaluates a, b, c itself from a
+    pre-compiled circuit it holds (``circuit``, the handle :meth:`Backend.load_circuit` returned),
+    and takes the densities from it, so the matrices never cross the boundary per proof."""
+
+    #: The backend's handle of the resident :class:`~cuzk_plugin.formats.pce.PrecompiledCircuit`.
+    circuit: Any
+    #: Public inputs, ONE first: (num_inputs, 4) uint64 canonical.
+    input_assignment: np.ndarray
+    #: Private variables: (num_aux, 4) uint64 canonical.
+    aux_assignment: np.ndarray

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ONE, LinearCombination
-from cuzk_plugin.circuit.gadgets.num import AllocatedNum, alloc_num
+from cuzk_plugin.filecoin.gadgets.num import AllocatedNum, alloc_num
 from cuzk_plugin.filecoin.poseidon import PoseidonConstants, constants
 
 __all__ = ["poseidon_hash"]

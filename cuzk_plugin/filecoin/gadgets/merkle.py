@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk_plugin.circuit.gadgets.boolean import Boolean, alloc_bit, and_, reverse_bit_numbering
-from cuzk_plugin.circuit.gadgets.num import (
+from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit, and_, reverse_bit_numbering
+from cuzk_plugin.filecoin.gadgets.num import (
     AllocatedNum, alloc_num, equal, pack_bits, pack_into_inputs, pick, to_bits_le,
 )
-from cuzk_plugin.circuit.gadgets.poseidon import poseidon_hash
-from cuzk_plugin.circuit.gadgets.sha256 import sha256
+from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
+from cuzk_plugin.filecoin.gadgets.sha256 import sha256
 
 __all__ = ["PathLevel", "insert", "sha256_node_hash", "poseidon_node_hash", "enforce_inclusion"]
 

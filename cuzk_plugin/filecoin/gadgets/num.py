@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ONE, LinearCombination, Variable
-from cuzk_plugin.circuit.gadgets.boolean import Boolean, alloc_bit
+from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit
 
 __all__ = [
     "AllocatedNum", "alloc_num", "inputize", "to_bits_le", "equal", "add", "pick",

@@ -12,8 +12,8 @@ of a compression already synthesized with the same constant/variable input patte
 
 from __future__ import annotations
 
-from cuzk_plugin.circuit.gadgets.boolean import FALSE, TRUE, Boolean
-from cuzk_plugin.circuit.gadgets.uint32 import MultiEq, UInt32
+from cuzk_plugin.filecoin.gadgets.boolean import FALSE, TRUE, Boolean
+from cuzk_plugin.filecoin.gadgets.uint32 import MultiEq, UInt32
 
 __all__ = ["sha256", "sha256_compression", "sha256_block_no_padding", "IV", "ROUND_CONSTANTS"]
 
