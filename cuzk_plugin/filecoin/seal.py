@@ -2,14 +2,20 @@
 (labels of every layer, encoding, trees), derive the interactive challenges from a seed and
 write the C1 output JSON Curio would send (filecoin-proofs-api SealCommitPhase1Output).
 
-Pure Python: fit for 2 KiB sectors (64 nodes), far too slow for production sizes.
+Pure Python: fit for 2 KiB sectors (64 nodes), far too slow for production sizes. For any
+size, ``--sparse`` writes a test fixture instead (:mod:`cuzk_plugin.filecoin.sparse_seal`):
+only what the challenges open is built, and every constraint of the circuit holds for it.
+The C1 writer below serves both through :class:`Sector`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 from cuzk_plugin.filecoin.proofs import (
     RegisteredSealProof, prover_id_from_miner, replica_id as derive_replica_id, seal_proof_by_name,
@@ -22,7 +28,8 @@ from cuzk_plugin.filecoin.params import PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.trees import MerklePath, MerkleTree, fr_to_bytes, sha256_fr
 
-__all__ = ["SealedSector", "seal", "interactive_challenges", "c1_output", "c1_json", "expand_parents"]
+__all__ = ["Sector", "SealedSector", "seal", "interactive_challenges", "c1_output", "c1_json", "expand_parents",
+           "label_hash"]
 
 
 def expand_parents(parents: list[int], layer: int) -> list[int]:
@@ -31,6 +38,34 @@ def expand_parents(parents: list[int], layer: int) -> list[int]:
     if layer == 1:
         return parents * 6 + parents[:1]
     return parents + parents + parents[:9]
+
+
+class _Tree(Protocol):
+    @property
+    def root(self) -> int: ...
+
+    def path(self, index: int) -> MerklePath: ...
+
+
+class Sector(Protocol):
+    """What the C1 writer reads from a sealed (or sparsely sealed) sector."""
+
+    proof: RegisteredSealProof
+    params: PorepParams
+    graph: StackedGraph
+    replica_id: bytes
+    tree_d: _Tree
+    tree_r_last: _Tree
+    tree_c: _Tree
+    comm_r: int
+    ticket: bytes
+    seed: bytes
+
+    @property
+    def comm_d(self) -> int: ...
+
+    def label(self, layer: int, node: int) -> int:
+        """The label of ``node`` in ``layer`` (1-based)."""
 
 
 @dataclass
@@ -54,8 +89,13 @@ class SealedSector:
     def comm_d(self) -> int:
         return self.tree_d.root
 
+    def label(self, layer: int, node: int) -> int:
+        return self.labels[layer - 1][node]
 
-def _label(replica_id: bytes, layer: int, node: int, parent_labels: list[int] | None) -> int:
+
+def label_hash(replica_id: bytes, layer: int, node: int, parent_labels: list[int] | None) -> int:
+    """SHA-256 of replica_id | layer (u32 BE) | node (u64 BE) | 20 zero bytes | the 37 expanded
+    parent labels (none for node 0), as a field element."""
     buf = layer.to_bytes(4, "big") + node.to_bytes(8, "big") + bytes(20)
     msg = replica_id + buf
     if parent_labels is not None:
@@ -85,12 +125,12 @@ def seal(registered_proof: str = "StackedDrg2KiBV1_1", *, miner_id: int = 1000, 
         cur: list[int] = []
         for node in range(params.nodes):
             if node == 0:
-                cur.append(_label(rid, layer, node, None))
+                cur.append(label_hash(rid, layer, node, None))
                 continue
             parents = [cur[p] for p in graph.drg_parents(node)]
             if layer > 1:
                 parents += [labels[-1][p] for p in graph.exp_parents(node)]
-            cur.append(_label(rid, layer, node, expand_parents(parents, layer)))
+            cur.append(label_hash(rid, layer, node, expand_parents(parents, layer)))
         labels.append(cur)
 
     replica = [(d + k) % R for d, k in zip(data, labels[-1])]
@@ -119,21 +159,22 @@ def _merkle_json(path: MerklePath, params: PorepParams, *, binary: bool = False)
                              "top_proof": {"path": rest[1:]}, "root": root, "leaf": leaf}}}
 
 
-def _column_json(s: SealedSector, node: int) -> dict:
+def _column_json(s: Sector, node: int) -> dict:
     return {
-        "column": {"index": node, "rows": [_domain(s.labels[l][node]) for l in range(s.params.layers)], "_h": None},
+        "column": {"index": node, "rows": [_domain(s.label(l, node)) for l in range(1, s.params.layers + 1)],
+                   "_h": None},
         "inclusion_proof": _merkle_json(s.tree_c.path(node), s.params),
     }
 
 
-def _labeling_parents(s: SealedSector, node: int, layer: int) -> list[int]:
-    parents = [s.labels[layer - 1][p] for p in s.graph.drg_parents(node)]
+def _labeling_parents(s: Sector, node: int, layer: int) -> list[int]:
+    parents = [s.label(layer, p) for p in s.graph.drg_parents(node)]
     if layer > 1:
-        parents += [s.labels[layer - 2][p] for p in s.graph.exp_parents(node)]
+        parents += [s.label(layer - 1, p) for p in s.graph.exp_parents(node)]
     return expand_parents(parents, layer)
 
 
-def _challenge_proof(s: SealedSector, c: int) -> dict:
+def _challenge_proof(s: Sector, c: int) -> dict:
     layers = s.params.layers
     return {
         "comm_d_proofs": _merkle_json(s.tree_d.path(c), s.params, binary=True),
@@ -153,7 +194,7 @@ def _challenge_proof(s: SealedSector, c: int) -> dict:
     }
 
 
-def c1_output(s: SealedSector) -> dict:
+def c1_output(s: Sector) -> dict:
     """The C1 output JSON (as a dict) for every partition of the sealed sector."""
     parts = []
     for k in range(s.params.partitions):
@@ -170,31 +211,58 @@ def c1_output(s: SealedSector) -> dict:
     }
 
 
-def c1_json(s: SealedSector) -> bytes:
+def c1_json(s: Sector) -> bytes:
     return json.dumps(c1_output(s)).encode()
 
+
+def _write_atomically(path: str, raw: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(raw)
+    os.replace(tmp, path)
 
 
 def _main(argv: list[str] | None = None) -> int:
     import argparse
     import base64
 
-    ap = argparse.ArgumentParser(description="Seal a 2 KiB test sector and write its C1 output JSON")
+    from cuzk_plugin.filecoin.params import parse_sector_size
+    from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
+
+    ap = argparse.ArgumentParser(
+        description="Seal a test sector and write its C1 output JSON. Without --sparse: a real 2 KiB "
+                    "sealing. With --sparse: a TEST FIXTURE at any size (only the challenged nodes are "
+                    "labelled, the rest repeats a 64-node block; every circuit constraint holds, but it "
+                    "is not the replica of any data).")
     ap.add_argument("--out", required=True, help="where to write the C1 JSON")
     ap.add_argument("--envelope", action="store_true", help="wrap it as Curio's {SectorNum, Phase1Out, SectorSize}")
-    ap.add_argument("--proof", default="StackedDrg2KiBV1_1")
+    ap.add_argument("--proof", help="registered seal proof (default StackedDrg<size>V1_1)")
+    ap.add_argument("--sector-size", help="2KiB, 8MiB, 512MiB, 32GiB or 64GiB (default 2KiB)")
+    ap.add_argument("--sparse", action="store_true",
+                    help="write a sparse test fixture (any size) instead of sealing the whole sector")
     ap.add_argument("--miner-id", type=int, default=1000)
     ap.add_argument("--sector-id", type=int, default=1)
     ap.add_argument("--data-seed", type=int, default=0)
     args = ap.parse_args(argv)
-    sector = seal(args.proof, miner_id=args.miner_id, sector_id=args.sector_id, data_seed=args.data_seed)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        size = parse_sector_size(args.sector_size) if args.sector_size else None
+        proof = seal_proof_by_name(args.proof) if args.proof else seal_proof_for_size(size or (2 << 10))
+    except ValueError as exc:
+        ap.error(str(exc))
+    if size is not None and proof.sector_size != size:
+        ap.error(f"--proof {proof.name} is for {proof.sector_size}-byte sectors, not --sector-size {args.sector_size}")
+    if not args.sparse and proof.sector_size != 2 << 10:
+        ap.error("the full sealer seals 2 KiB sectors only; use --sparse for a test fixture of this size")
+    make = sparse_seal if args.sparse else seal
+    sector = make(proof.name, miner_id=args.miner_id, sector_id=args.sector_id, data_seed=args.data_seed)
     raw = c1_json(sector)
     if args.envelope:
         raw = json.dumps({"SectorNum": args.sector_id, "Phase1Out": base64.b64encode(raw).decode(),
                           "SectorSize": sector.params.sector_size}).encode()
-    with open(args.out, "wb") as fh:
-        fh.write(raw)
-    print(f"wrote {args.out}: {sector.proof.name}, comm_d {fr_to_bytes(sector.comm_d).hex()}, "
+    _write_atomically(args.out, raw)
+    kind = "sparse TEST FIXTURE (not a replica)" if args.sparse else "sealed"
+    print(f"wrote {args.out}: {kind} {sector.proof.name}, {len(raw)} bytes, comm_d {fr_to_bytes(sector.comm_d).hex()}, "
           f"comm_r {fr_to_bytes(sector.comm_r).hex()}")
     return 0
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Callable
 
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 
-__all__ = ["trim_to_fr32", "sha256_fr", "fr_to_bytes", "bytes_to_fr", "MerkleTree", "MerklePath"]
+__all__ = ["trim_to_fr32", "sha256_fr", "fr_to_bytes", "bytes_to_fr", "node_hasher", "MerkleTree", "MerklePath"]
 
 
 def fr_to_bytes(x: int) -> bytes:
@@ -36,6 +37,15 @@ def _sha256_node(children: list[int]) -> int:
     return sha256_fr(b"".join(fr_to_bytes(c) for c in children))
 
 
+def node_hasher(hasher: str) -> Callable[[list[int]], int]:
+    """The node hash of a tree kind: 'sha256' (data trees) or 'poseidon' (of the arity)."""
+    if hasher == "sha256":
+        return _sha256_node
+    if hasher == "poseidon":
+        return poseidon_hash
+    raise ValueError(f"unknown tree hasher {hasher!r}")
+
+
 @dataclass(frozen=True)
 class MerklePath:
     """An inclusion path, leaf to root: per level (siblings in order, position among children)."""
@@ -51,8 +61,7 @@ class MerkleTree:
     SHA-256 (``hasher='sha256'``, binary) or Poseidon of the level's arity."""
 
     def __init__(self, leaves: list[int], arities: list[int], hasher: str):
-        if hasher not in ("sha256", "poseidon"):
-            raise ValueError(f"unknown tree hasher {hasher!r}")
+        h = node_hasher(hasher)
         size = 1
         for a in arities:
             size *= a
@@ -60,7 +69,6 @@ class MerkleTree:
             raise ValueError(f"{len(leaves)} leaves do not fit arities {arities}")
         self.arities = arities
         self.layers = [list(leaves)]
-        h = _sha256_node if hasher == "sha256" else poseidon_hash
         for a in arities:
             prev = self.layers[-1]
             self.layers.append([h(prev[i:i + a]) for i in range(0, len(prev), a)])
@@ -82,7 +90,7 @@ class MerkleTree:
 
     @staticmethod
     def verify(path: MerklePath, hasher: str) -> bool:
-        h = _sha256_node if hasher == "sha256" else poseidon_hash
+        h = node_hasher(hasher)
         cur = path.leaf
         for (siblings, pos), a in zip(path.levels, path.arities):
             children = siblings[:pos] + [cur] + siblings[pos:]
