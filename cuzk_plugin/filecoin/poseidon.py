@@ -14,12 +14,12 @@ constants :class:`PoseidonConstants` also derives: compressed round constants
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from cuzk_plugin.bls12_381.fields import R
 
-__all__ = ["PoseidonConstants", "constants", "poseidon_hash", "FULL_ROUNDS", "PARTIAL_ROUNDS"]
+__all__ = ["PoseidonConstants", "constants", "custom_constants", "poseidon_hash", "FULL_ROUNDS", "PARTIAL_ROUNDS"]
 
 FULL_ROUNDS = 8
 #: Partial rounds by arity, Standard strength (neptune test_round_numbers_against_known_values).
@@ -184,13 +184,20 @@ def constants(arity: int) -> PoseidonConstants:
     )
 
 
+@lru_cache(maxsize=None)
+def custom_constants(arity: int, custom_id: int) -> PoseidonConstants:
+    """neptune's HashType::Custom(CType::Arbitrary(id)): the MerkleTree instance's constants with
+    domain tag id * 2^40 (neptune v11 ``hash_type.rs``); no padding."""
+    return replace(constants(arity), domain_tag=custom_id << 40)
+
+
 def _sbox(x: int) -> int:
     return pow(x, 5, R)
 
 
-def poseidon_hash(preimage: list[int]) -> int:
-    """Poseidon (MerkleTree type) of ``arity`` field elements, textbook schedule."""
-    c = constants(len(preimage))
+def poseidon_hash(preimage: list[int], c: PoseidonConstants | None = None) -> int:
+    """Poseidon (MerkleTree type unless ``c`` is given) of ``arity`` field elements, textbook schedule."""
+    c = c or constants(len(preimage))
     t = c.width
     state = [c.domain_tag] + [int(x) % R for x in preimage]
     rk = iter(c.round_constants)

@@ -157,14 +157,12 @@ class _Hasher:
         return _ensure_allocated(self.cs, self.elements[1])
 
 
-def _hash(cs, preimage: list[AllocatedNum]) -> AllocatedNum:
-    return _Hasher(cs, constants(len(preimage)), preimage).hash()
-
-
-def poseidon_hash(cs, preimage: list[AllocatedNum]) -> AllocatedNum:
-    """Poseidon (MerkleTree hash type, arity = len(preimage)) of allocated numbers."""
+def poseidon_hash(cs, preimage: list[AllocatedNum], c: PoseidonConstants | None = None) -> AllocatedNum:
+    """Poseidon (MerkleTree hash type unless ``c`` is given, arity = len(preimage)) of allocated numbers."""
+    c = c or constants(len(preimage))
     memoized = getattr(cs, "memoized", None)
     if memoized is None:
-        return _hash(cs, preimage)
-    (out,) = memoized(f"poseidon{len(preimage)}", lambda inner, ins: [_hash(inner, ins)], list(preimage))
+        return _Hasher(cs, c, preimage).hash()
+    (out,) = memoized(f"poseidon{len(preimage)}-{c.domain_tag}", lambda inner, ins: [_Hasher(inner, c, ins).hash()],
+                      list(preimage))
     return out
