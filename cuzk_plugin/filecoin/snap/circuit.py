@@ -26,17 +26,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ONE, LinearCombination
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit
-from cuzk_plugin.filecoin.gadgets.merkle import insert, poseidon_node_hash, sha256_node_hash
-from cuzk_plugin.filecoin.gadgets.num import AllocatedNum, alloc_num, equal, inputize, pack_bits, pick
+from cuzk_plugin.filecoin.gadgets.merkle import (
+    insert,
+    poseidon_node_hash,
+    sha256_node_hash,
+)
+from cuzk_plugin.filecoin.gadgets.num import (
+    AllocatedNum,
+    alloc_num,
+    equal,
+    inputize,
+    pack_bits,
+    pick,
+)
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.snap.params import UpdateParams
-from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
-from cuzk_plugin.bls12_381.fields import R
+from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS, PartitionProof
 
-__all__ = ["UpdateChallengeWitness", "UpdatePartitionWitness", "blank_update_partition",
-           "synthesize_update_partition"]
+__all__ = [
+    "UpdateChallengeWitness",
+    "UpdatePartitionWitness",
+    "blank_update_partition",
+    "synthesize_update_partition",
+    "witness_from_proof",
+]
 
 _FR_NUM_BITS = 255
 
@@ -239,3 +255,20 @@ def synthesize_update_partition(cs, p: UpdateParams, w: UpdatePartitionWitness, 
         apex_leaf = _select(cs, apex_leafs, c_bits[start:start + p.apex_leaf_bit_len])
         path_d = [[alloc_num(cs, s)] for s in cw.path_d_new[:start]]
         _por(cs, c_bits[:start], leaf_d_new, path_d, apex_leaf, sha256_node_hash)
+
+
+def witness_from_proof(p: UpdateParams, proof: PartitionProof, k: int, comm_r_old: int, comm_d_new: int,
+                       comm_r_new: int, h: int | None = None) -> UpdatePartitionWitness:
+    """Partition k's witness from its vanilla PartitionProof (PrivateInputs::new: the roots come
+    from challenge 0's TreeR proofs; the path index bits are not taken: the circuit derives them)."""
+    first = proof.challenge_proofs[0]
+    chs = [
+        UpdateChallengeWitness(
+            cp.proof_r_old.leaf, [tuple(sib) for sib, _ in cp.proof_r_old.levels],
+            cp.proof_d_new.leaf, [sib[0] for sib, _ in cp.proof_d_new.levels],
+            [tuple(sib) for sib, _ in cp.proof_r_new.levels],
+        )
+        for cp in proof.challenge_proofs
+    ]
+    return UpdatePartitionWitness(p.k_and_h_select(k, h), comm_r_old, comm_d_new, comm_r_new, proof.comm_c,
+                                  first.proof_r_old.root, first.proof_r_new.root, list(proof.apex_leafs), chs)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cuzk_plugin.filecoin.params import NODE_SIZE, PorepParams, porep_params
 from cuzk_plugin.filecoin.proofs import SECTOR_SIZE_NAMES
 
-__all__ = ["UpdateParams", "update_params", "update_proof_size", "UPDATE_PROOF_SIZES", "FR_CAPACITY"]
+__all__ = ["FR_CAPACITY", "UPDATE_PROOF_SIZES", "UpdateParams", "update_params", "update_proof_size"]
 
 FR_CAPACITY = 254
 #: RegisteredUpdateProof id -> sector size (StackedDrg{2KiB..64GiB}V1, API 1.1.0)

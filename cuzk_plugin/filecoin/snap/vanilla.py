@@ -16,8 +16,17 @@ from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.trees import MerklePath, MerkleTree, node_hasher
 
 __all__ = [
-    "GEN_RANDOMNESS", "phi", "rho", "challenge_high", "partition_challenges", "encode",
-    "ChallengeProof", "PartitionProof", "UpdateProofError", "verify_partition", "path_index",
+    "GEN_RANDOMNESS",
+    "ChallengeProof",
+    "PartitionProof",
+    "UpdateProofError",
+    "challenge_high",
+    "encode",
+    "partition_challenges",
+    "path_index",
+    "phi",
+    "rho",
+    "verify_partition",
 ]
 
 #: Poseidon "gen randomness": arity 2, HashType::Custom(CType::Arbitrary(1)) -> tag 2^40 (snap-facts 3).
