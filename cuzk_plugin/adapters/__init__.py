@@ -16,7 +16,9 @@ def builtin_providers() -> list[CircuitProvider]:
     """Every provider this package ships: PoRep, the Filecoin kinds still pending, synthetic, registered."""
     from cuzk_plugin.adapters.curio.pending import FilecoinCircuitPending
     from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider
+    from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
     from cuzk_plugin.adapters.registered import RegisteredCircuitProvider
     from cuzk_plugin.adapters.synthetic import SyntheticProvider
 
-    return [FilecoinCircuitPending(), PorepCircuitProvider(), SyntheticProvider(), RegisteredCircuitProvider()]
+    return [FilecoinCircuitPending(), PorepCircuitProvider(), SnapCircuitProvider(), SyntheticProvider(),
+            RegisteredCircuitProvider()]

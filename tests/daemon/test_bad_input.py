@@ -76,16 +76,12 @@ async def test_invalid_requests_are_refused_with_the_field(make_daemon, rpc):
 async def test_missing_filecoin_circuit_fails_with_its_name(make_daemon):
     d = await make_daemon()
     stub = d.stub()
-    snap = pb.SubmitProofRequest(request_id="snap-1000-1", proof_kind=pb.SNAP_DEALS_UPDATE, vanilla_proofs=[b"p"] * 16,
-                                 comm_r_old=b"a" * 32, comm_r_new=b"b" * 32, comm_d_new=b"c" * 32, registered_proof=4)
-    res = (await stub.Prove(pb.ProveRequest(submit=snap))).result
-    assert res.status == pb.AwaitProofResponse.FAILED and "snap-64g" in res.error_message
     wpost = pb.SubmitProofRequest(request_id="wdpost-1", proof_kind=pb.WINDOW_POST_PARTITION, vanilla_proofs=[b"p"],
                                   randomness=b"r" * 32, registered_proof=13)
     res = (await stub.Prove(pb.ProveRequest(submit=wpost))).result
     assert res.status == pb.AwaitProofResponse.FAILED and "wpost-32g" in res.error_message
     await _still_serving(stub, d.param_cache, "filecoin")
-    assert d.engine.status().failed == 2
+    assert d.engine.status().failed == 1
 
 
 async def test_unknown_registered_circuit(make_daemon):

@@ -1,4 +1,4 @@
-"""SnapDeals, WindowPoSt and WinningPoSt until their circuits are plugged in: the request is
+"""WindowPoSt and WinningPoSt until their circuits are plugged in: the request is
 checked as Curio sends it, then answered with :class:`CircuitUnavailable` (never a fake proof)."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ _POST_SIZES = ("2k", "8m", "512m", "32g", "64g")
 
 
 class FilecoinCircuitPending:
-    """SnapDeals, WindowPoSt and WinningPoSt until their circuits are plugged in.
+    """WindowPoSt and WinningPoSt until their circuits are plugged in.
 
     Checks the request as Curio sends it (so bad input is refused the same way it will be
     later), names the circuit it would need, then answers :class:`CircuitUnavailable`: the job
     FAILS with that message, never with a fake proof.
     """
 
-    kinds = (ProofKind.SNAP_DEALS_UPDATE, ProofKind.WINDOW_POST_PARTITION, ProofKind.WINNING_POST)
+    kinds = (ProofKind.WINDOW_POST_PARTITION, ProofKind.WINNING_POST)
 
     def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
         circuit_id, what = self.circuit_for(request)
@@ -37,14 +37,6 @@ class FilecoinCircuitPending:
     @staticmethod
     def circuit_for(request: ProofRequest) -> tuple[str, str]:
         """(circuit id, description) from a validated Filecoin request; raises InvalidRequest."""
-        if request.kind == ProofKind.SNAP_DEALS_UPDATE:
-            if not request.vanilla_proofs:
-                raise InvalidRequest("vanilla_proofs: empty (SnapDeals needs one vanilla proof per partition)")
-            for name in ("comm_r_old", "comm_r_new", "comm_d_new"):
-                if len(getattr(request, name)) != 32:
-                    raise InvalidRequest(f"{name}: expected 32 bytes, got {len(getattr(request, name))}")
-            size = _size_label(request.registered_proof, range(0, 5), "SnapDeals")
-            return f"snap-{size}", "SnapDeals update"
         if not request.vanilla_proofs or any(len(v) == 0 for v in request.vanilla_proofs):
             raise InvalidRequest("vanilla_proofs: empty (PoSt needs the per-sector vanilla proofs)")
         if len(request.randomness) != 32:

@@ -1,0 +1,336 @@
+"""SnapDeals (SNAP_DEALS_UPDATE) from Curio: the bincode PartitionProofs of ``vanilla_proofs``
+decoded and checked, and the provider that proves them with the EmptySectorUpdate circuit
+(/work/shared/specs/snap-facts.md sections 5, 6 and 9; curio-adapter-facts.md section 5).
+
+The bytes are hostile. Every count is checked against what the sector size prescribes (and
+against the bytes left) before anything is allocated; every 32-byte value must be a canonical
+field element; variant tags must be the size's; nothing may trail. A refusal is a
+:class:`SnapDecodeError` naming the field and its first byte
+(``vanilla_proofs[0].challenge_proofs[3].proof_r_old.Single.path[1].hashes[4] (byte 1234)``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuzk_plugin.bls12_381.fields import R
+from cuzk_plugin.engine.circuits import JobPlan, KeySource
+from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.types import ProofKind, ProofRequest
+from cuzk_plugin.errors import CircuitError, CuzkError
+from cuzk_plugin.filecoin.poseidon import poseidon_hash
+from cuzk_plugin.filecoin.snap.params import (
+    UpdateParams,
+    update_params,
+    update_proof_size,
+)
+from cuzk_plugin.filecoin.snap.vanilla import (
+    ChallengeProof,
+    PartitionProof,
+    partition_challenges,
+    path_index,
+    verify_partition,
+)
+from cuzk_plugin.filecoin.trees import MerklePath
+
+__all__ = [
+    "SnapCircuitProvider",
+    "SnapDecodeError",
+    "SnapJob",
+    "SnapKeyGenerator",
+    "SnapPartitionTask",
+    "SnapWitnessError",
+    "decode_partition_proof",
+    "snap_circuit_id",
+    "snap_job",
+]
+
+_SIZE_IDS = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
+_VARIANTS = ("Single", "Sub", "Top")
+#: Our own (test-only) keys are generated for these circuits; others must be in the param cache.
+OWN_SETUP_CIRCUITS = ("snap-2k",)
+
+
+class SnapDecodeError(CuzkError, ValueError):
+    """A malformed PartitionProof; ``path`` names the field, ``offset`` its first byte."""
+
+    def __init__(self, path: str, offset: int, message: str):
+        super().__init__(f"{path} (byte {offset}): {message}")
+        self.path = path
+        self.offset = offset
+        self.message = message
+
+
+class SnapWitnessError(CircuitError):
+    """A well-formed PartitionProof whose values the vanilla verifier or the circuit refuses."""
+
+
+class _Reader:
+    def __init__(self, raw: bytes):
+        self.raw = memoryview(raw)
+        self.pos = 0
+
+    @property
+    def left(self) -> int:
+        return len(self.raw) - self.pos
+
+    def take(self, n: int, path: str) -> bytes:
+        if self.left < n:
+            raise SnapDecodeError(path, self.pos, f"truncated: needs {n} bytes, {self.left} left")
+        out = bytes(self.raw[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def u32(self, path: str) -> int:
+        return struct.unpack("<I", self.take(4, path))[0]
+
+    def u64(self, path: str) -> int:
+        return struct.unpack("<Q", self.take(8, path))[0]
+
+    def count(self, path: str, expected: int, min_size: int) -> int:
+        """A u64 length that must equal ``expected`` and fit in the bytes left."""
+        at = self.pos
+        n = self.u64(path)
+        if n != expected:
+            raise SnapDecodeError(path, at, f"count {n}, this sector size has {expected}")
+        if n * min_size > self.left:
+            raise SnapDecodeError(path, at, f"count {n} cannot fit in the {self.left} bytes left")
+        return n
+
+    def fr(self, path: str) -> int:
+        at = self.pos
+        x = int.from_bytes(self.take(32, path), "little")
+        if x >= R:
+            raise SnapDecodeError(path, at, "not a canonical field element (>= r)")
+        return x
+
+
+def _inclusion_path(r: _Reader, path: str, arities: list[int]) -> list[tuple[list[int], int]]:
+    r.count(path, len(arities), 16)
+    levels = []
+    for i, arity in enumerate(arities):
+        where = f"{path}[{i}]"
+        r.count(f"{where}.hashes", arity - 1, 32)
+        siblings = [r.fr(f"{where}.hashes[{j}]") for j in range(arity - 1)]
+        at = r.pos
+        index = r.u64(f"{where}.index")
+        if index >= arity:
+            raise SnapDecodeError(f"{where}.index", at, f"{index} is not below the arity {arity}")
+        levels.append((siblings, index))
+    return levels
+
+
+def _merkle(r: _Reader, path: str, arities: list[int], upper: int) -> MerklePath:
+    """A bincode MerkleProof of the expected variant (0 Single, 1 Sub, 2 Top) as a MerklePath."""
+    at = r.pos
+    tag = r.u32(f"{path}.variant")
+    if tag != upper:
+        known = _VARIANTS[tag] if tag < len(_VARIANTS) else f"unknown variant {tag}"
+        raise SnapDecodeError(f"{path}.variant", at, f"{known}, this sector size's tree needs {_VARIANTS[upper]}")
+    name = f"{path}.{_VARIANTS[upper]}"
+    if upper == 0:
+        root, leaf = r.fr(f"{name}.root"), r.fr(f"{name}.leaf")
+        levels = _inclusion_path(r, f"{name}.path", arities)
+    else:
+        n_base = len(arities) - upper
+        levels = _inclusion_path(r, f"{name}.base_proof", arities[:n_base])
+        levels += _inclusion_path(r, f"{name}.sub_proof", arities[n_base:n_base + 1])
+        if upper == 2:
+            levels += _inclusion_path(r, f"{name}.top_proof", arities[n_base + 1:])
+        root, leaf = r.fr(f"{name}.root"), r.fr(f"{name}.leaf")
+    return MerklePath(leaf, root, levels, list(arities))
+
+
+def decode_partition_proof(raw: bytes, p: UpdateParams, path: str = "vanilla_proof") -> PartitionProof:
+    """One bincode PartitionProof {comm_c, apex_leafs, challenge_proofs} of sector size ``p``."""
+    r = _Reader(raw)
+    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    tree_r, tree_d = p.tree_r_arities, [2] * p.challenge_bit_len
+    comm_c = r.fr(f"{path}.comm_c")
+    r.count(f"{path}.apex_leafs", p.apex_leaves, 32)
+    apex = [r.fr(f"{path}.apex_leafs[{i}]") for i in range(p.apex_leaves)]
+    r.count(f"{path}.challenge_proofs", p.challenges, 3 * (4 + 64 + 8))
+    proofs = []
+    for i in range(p.challenges):
+        where = f"{path}.challenge_proofs[{i}]"
+        proofs.append(ChallengeProof(_merkle(r, f"{where}.proof_r_old", tree_r, upper),
+                                     _merkle(r, f"{where}.proof_d_new", tree_d, 0),
+                                     _merkle(r, f"{where}.proof_r_new", tree_r, upper)))
+    if r.left:
+        raise SnapDecodeError(path, r.pos, f"{r.left} bytes after the PartitionProof")
+    return PartitionProof(comm_c, apex, proofs)
+
+
+def snap_circuit_id(sector_size: int) -> str:
+    return f"snap-{_SIZE_IDS[sector_size]}"
+
+
+def _comm(request: ProofRequest, name: str) -> int:
+    raw = getattr(request, name)
+    if len(raw) != 32:
+        raise InvalidRequest(f"{name}: expected 32 bytes, got {len(raw)}")
+    x = int.from_bytes(raw, "little")
+    if x >= R:
+        raise InvalidRequest(f"{name}: not a canonical field element (>= r)")
+    return x
+
+
+@dataclass(frozen=True)
+class SnapJob:
+    """A checked SnapDeals request: its sector size and decoded partitions."""
+
+    params: UpdateParams
+    comm_r_old: int
+    comm_d_new: int
+    comm_r_new: int
+    partitions: tuple[PartitionProof, ...]
+
+    @property
+    def circuit_id(self) -> str:
+        return snap_circuit_id(self.params.sector_size)
+
+    def public_inputs(self, k: int) -> list[int]:
+        """Partition k's inputs, ONE excluded: k_and_h_select, comm_r_old, comm_d_new, comm_r_new."""
+        return [self.params.k_and_h_select(k), self.comm_r_old, self.comm_d_new, self.comm_r_new]
+
+
+def _check_structure(p: UpdateParams, proof: PartitionProof, k: int, comm_r_old: int, comm_r_new: int,
+                     where: str) -> None:
+    """The cheap checks of plan time: path indices are the derived challenges, one root per
+    tree, comm_r_old / comm_r_new = Poseidon(comm_c, root)."""
+    challenges = partition_challenges(p, comm_r_new, k)
+    first = proof.challenge_proofs[0]
+    for i, (cp, c) in enumerate(zip(proof.challenge_proofs, challenges)):
+        for name in ("proof_r_old", "proof_d_new", "proof_r_new"):
+            path = getattr(cp, name)
+            if path_index(path) != c:
+                raise InvalidRequest(f"{where}.challenge_proofs[{i}].{name}: path addresses node {path_index(path)}, "
+                                     f"comm_r_new derives challenge {c}")
+        for name in ("proof_r_old", "proof_r_new"):
+            if getattr(cp, name).root != getattr(first, name).root:
+                raise InvalidRequest(f"{where}.challenge_proofs[{i}].{name}.root: differs from challenge 0's")
+    for name, comm, root in (("comm_r_old", comm_r_old, first.proof_r_old.root),
+                             ("comm_r_new", comm_r_new, first.proof_r_new.root)):
+        if poseidon_hash([proof.comm_c, root]) != comm:
+            raise InvalidRequest(f"{where}.comm_c: Poseidon(comm_c, TreeR root) is not the request's {name}")
+
+
+def snap_job(request: ProofRequest) -> SnapJob:
+    """Validate a SNAP_DEALS_UPDATE request and decode its partitions; InvalidRequest names the field."""
+    try:
+        size = update_proof_size(request.registered_proof)
+    except ValueError as exc:
+        raise InvalidRequest(f"registered_proof: {exc}") from None
+    p = update_params(size)
+    comm_r_old, comm_d_new, comm_r_new = (_comm(request, n) for n in ("comm_r_old", "comm_d_new", "comm_r_new"))
+    if len(request.vanilla_proofs) != p.partitions:
+        raise InvalidRequest(f"vanilla_proofs: {len(request.vanilla_proofs)} partition proofs, "
+                             f"update proof {request.registered_proof} has {p.partitions}")
+    parts = []
+    for k, raw in enumerate(request.vanilla_proofs):
+        where = f"vanilla_proofs[{k}]"
+        try:
+            proof = decode_partition_proof(raw, p, where)
+        except SnapDecodeError as exc:
+            raise InvalidRequest(str(exc)) from None
+        _check_structure(p, proof, k, comm_r_old, comm_r_new, where)
+        parts.append(proof)
+    return SnapJob(p, comm_r_old, comm_d_new, comm_r_new, tuple(parts))
+
+
+@dataclass(frozen=True)
+class SnapPartitionTask:
+    """Synthesize partition ``k`` from its bincode PartitionProof (a worker process re-decodes)."""
+
+    registered_proof: int
+    raw: bytes
+    k: int
+    comm_r_old: int
+    comm_d_new: int
+    comm_r_new: int
+
+    def circuit(self):
+        """(R1CS, inputs, aux), the vanilla relations and every constraint checked first."""
+        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+        from cuzk_plugin.filecoin.snap.circuit import (
+            synthesize_update_partition,
+            witness_from_proof,
+        )
+        from cuzk_plugin.filecoin.snap.vanilla import UpdateProofError
+
+        p = update_params(update_proof_size(self.registered_proof))
+        where = f"vanilla_proofs[{self.k}]"
+        proof = decode_partition_proof(self.raw, p, where)
+        try:
+            verify_partition(p, proof, self.k, self.comm_r_old, self.comm_d_new, self.comm_r_new, prefix=where)
+        except UpdateProofError as exc:
+            raise SnapWitnessError(f"{exc}; nothing was proved") from None
+        w = witness_from_proof(p, proof, self.k, self.comm_r_old, self.comm_d_new, self.comm_r_new)
+        cs = FastConstraintSystem(check_as_you_go=True)
+        regions: list[tuple[int, str]] = []
+        try:
+            synthesize_update_partition(cs, p, w, regions=regions)
+        except CircuitError as exc:
+            bad = getattr(exc, "constraint", None)
+            if bad is None:
+                raise
+            part = next((name for start, name in reversed(regions) if start <= bad), "partition header")
+            raise SnapWitnessError(f"partition {self.k}: the proof's values violate constraint {bad} ({part}); "
+                                   f"nothing was proved") from None
+        return cs.finish()
+
+    def synthesize(self):
+        from cuzk_plugin.bls12_381.fields import limbs_to_objects
+        from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
+
+        r1cs, inputs, aux = self.circuit()
+        got = [int(x) for x in limbs_to_objects(inputs[1:])]
+        expected = update_params(update_proof_size(self.registered_proof)).k_and_h_select(self.k)
+        if got != [expected, self.comm_r_old, self.comm_d_new, self.comm_r_new]:
+            raise SnapWitnessError(f"partition {self.k}: synthesized public inputs differ from the verifier's")
+        return synthesize_r1cs(r1cs, inputs, aux, check=False), got
+
+
+@dataclass(frozen=True)
+class SnapKeyGenerator:
+    """Our own single-party key for a small update circuit (its blank shape, same code)."""
+
+    sector_size: int
+    path: Path
+
+    def __call__(self) -> None:
+        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+        from cuzk_plugin.filecoin.snap.circuit import (
+            blank_update_partition,
+            synthesize_update_partition,
+        )
+        from cuzk_plugin.groth16.setup import setup
+
+        p = update_params(self.sector_size)
+        cs = FastConstraintSystem()
+        synthesize_update_partition(cs, p, blank_update_partition(p))
+        shape, _, _ = cs.finish()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        setup(shape).save(self.path)  # atomic: tmp file + rename
+
+
+class SnapCircuitProvider:
+    """SNAP_DEALS_UPDATE: the EmptySectorUpdate circuit of every sector size."""
+
+    kinds = (ProofKind.SNAP_DEALS_UPDATE,)
+
+    def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
+        job = snap_job(request)
+        tasks = tuple(SnapPartitionTask(request.registered_proof, bytes(raw), k, job.comm_r_old, job.comm_d_new,
+                                        job.comm_r_new) for k, raw in enumerate(request.vanilla_proofs))
+        return JobPlan(job.circuit_id, tasks)
+
+    def key_source(self, circuit_id: str, param_cache: Path) -> KeySource | None:
+        if not circuit_id.startswith("snap-"):
+            return None
+        path = param_cache / f"{circuit_id}.params"
+        if circuit_id in OWN_SETUP_CIRCUITS:
+            return KeySource(circuit_id, path, SnapKeyGenerator(2 << 10, path))
+        return KeySource(circuit_id, path) if path.is_file() else None
