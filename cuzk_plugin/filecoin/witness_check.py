@@ -31,9 +31,14 @@ class WitnessCheckError(CircuitError):
     """A relation of the PoRep circuit fails for the witness; ``challenge`` is its index in the
     partition (None for the partition's header) and ``what`` names the relation."""
 
-    def __init__(self, challenge: int | None, node: int | None, what: str):
-        where = "partition header" if challenge is None else f"challenge {challenge} (node {node})"
+    def __init__(self, partition: int | None, challenge: int | None, node: int | None, what: str):
+        where = "header" if challenge is None else f"challenge {challenge} (node {node})"
+        if partition is not None:
+            where = f"partition {partition}, {where}"
+        elif challenge is None:
+            where = "partition header"
         super().__init__(f"{where}: {what}")
+        self.partition = partition
         self.challenge = challenge
         self.what = what
 
@@ -63,11 +68,11 @@ def _root(leaf: int, path: list[PathLevel], h: Callable[[list[int]], int]) -> in
 
 
 def _check_challenge(params: PorepParams, rid: bytes, w: PartitionWitness, i: int, ch: ChallengeWitness,
-                     sha: _MemoHash, pos: _MemoHash) -> None:
+                     sha: _MemoHash, pos: _MemoHash, partition: int | None) -> None:
     c = ch.challenge
 
     def fail(what: str):
-        raise WitnessCheckError(i, c, what)
+        raise WitnessCheckError(partition, i, c, what)
 
     if _root(ch.data_leaf, ch.comm_d_path, sha) != w.comm_d:
         fail("the data leaf's path does not hash to comm_d")
@@ -89,11 +94,12 @@ def _check_challenge(params: PorepParams, rid: bytes, w: PartitionWitness, i: in
         fail("the challenged column (labels from the parents) does not hash to comm_c")
 
 
-def check_partition(params: PorepParams, w: PartitionWitness) -> None:
-    """Raise :class:`WitnessCheckError` at the first relation of the circuit ``w`` breaks."""
+def check_partition(params: PorepParams, w: PartitionWitness, *, partition: int | None = None) -> None:
+    """Raise :class:`WitnessCheckError` at the first relation of the circuit ``w`` breaks
+    (named with ``partition``, the partition's index, when given)."""
     if w.comm_r != poseidon_hash([w.comm_c, w.comm_r_last]):
-        raise WitnessCheckError(None, None, "comm_r is not Poseidon(comm_c, comm_r_last)")
+        raise WitnessCheckError(partition, None, None, "comm_r is not Poseidon(comm_c, comm_r_last)")
     rid = fr_to_bytes(w.replica_id)
     sha, pos = _MemoHash("sha256"), _MemoHash("poseidon")
     for i, ch in enumerate(w.challenges):
-        _check_challenge(params, rid, w, i, ch, sha, pos)
+        _check_challenge(params, rid, w, i, ch, sha, pos, partition)

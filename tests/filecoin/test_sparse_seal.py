@@ -23,7 +23,8 @@ SIZE = {"2KiB": 2 << 10, "8MiB": 8 << 20, "512MiB": 512 << 20, "32GiB": 32 << 30
 
 
 def _sparse_c1(size: str, **kw) -> bytes:
-    return c1_json(sparse_seal(seal_proof_for_size(SIZE[size]).name, **kw))
+    proof = kw.pop("proof", None) or seal_proof_for_size(SIZE[size]).name
+    return c1_json(sparse_seal(proof, **kw))
 
 
 @pytest.mark.parametrize("arities,hasher,period,overrides", [
@@ -69,9 +70,17 @@ def test_full_sealer_passes_the_native_check(c1_bytes):
     check_partition(job.params, job.witness(0))
 
 
-@pytest.mark.parametrize("size", SMALL)
-def test_sparse_c1_parses_and_passes_the_native_check(size):
-    job = porep_partitions(_sparse_c1(size, sector_id=3, data_seed=9))
+def test_wrong_comm_r_fails_the_native_check(c1_bytes):
+    job = porep_partitions(c1_bytes)
+    w = job.witness(0)
+    w2 = type(w)(w.replica_id, w.comm_d, (w.comm_r + 1), w.comm_r_last, w.comm_c, w.challenges)
+    with pytest.raises(WitnessCheckError, match=r"^partition 0, header: comm_r is not"):
+        check_partition(job.params, w2, partition=0)
+
+
+@pytest.mark.parametrize("size,proof", [(s, None) for s in SMALL] + [("8MiB", "StackedDrg8MiBV1")])
+def test_sparse_c1_parses_and_passes_the_native_check(size, proof):
+    job = porep_partitions(_sparse_c1(size, proof=proof, sector_id=3, data_seed=9))
     assert job.params.sector_size == SIZE[size]
     for k in range(job.num_partitions):
         check_partition(job.params, job.witness(k))
@@ -154,8 +163,8 @@ def test_sparse_32gib_flipped_path_byte_fails(c1_32gib):
     _flip(merkle, 5)
     job = porep_partitions(json.dumps(c1).encode())
     check_partition(job.params, job.witness(5))
-    with pytest.raises(WitnessCheckError, match=r"^challenge 4 \(node \d+\): expander parent 5: .* comm_c"):
-        check_partition(job.params, job.witness(6))
+    with pytest.raises(WitnessCheckError, match=r"^partition 6, challenge 4 \(node \d+\): expander parent 5: .* comm_c"):
+        check_partition(job.params, job.witness(6), partition=6)
 
 
 @pytest.mark.slow
