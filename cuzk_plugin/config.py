@@ -127,6 +127,10 @@ class SrsConfig(_Section):
 
     #: Directory of `.params` files (Filecoin's parameter cache; our synthetic keys are cached here too).
     param_cache: Path = Path("/var/tmp/filecoin-proof-parameters")
+    #: Make a TEST key (named ``<id>-test-key``, small sizes only) for a Filecoin circuit whose
+    #: parameter files are missing; Filecoin's verifier rejects its proofs. false: such a job
+    #: fails at once, naming the paths looked at (``param_cache``, then $FIL_PROOFS_PARAMETER_CACHE).
+    allow_test_keys: bool = False
 
 
 class MemoryConfig(_Section):

@@ -7,18 +7,25 @@ entry-point group ``cuzk_plugin.circuit_providers`` (see :mod:`cuzk_plugin.engin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cuzk_plugin.engine.circuits import CircuitProvider
+
+if TYPE_CHECKING:
+    from cuzk_plugin.config import SrsConfig
 
 __all__ = ["builtin_providers"]
 
 
-def builtin_providers() -> list[CircuitProvider]:
-    """Every provider this package ships: PoRep, the Filecoin kinds still pending, synthetic, registered."""
+def builtin_providers(srs: SrsConfig | None = None) -> list[CircuitProvider]:
+    """Every provider this package ships: PoRep, the Filecoin kinds still pending, synthetic, registered.
+    ``srs`` ([srs] of the config) says whether Filecoin circuits may use test keys (default: never)."""
     from cuzk_plugin.adapters.curio.pending import FilecoinCircuitPending
     from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider
     from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
     from cuzk_plugin.adapters.registered import RegisteredCircuitProvider
     from cuzk_plugin.adapters.synthetic import SyntheticProvider
 
-    return [FilecoinCircuitPending(), PorepCircuitProvider(), SnapCircuitProvider(), SyntheticProvider(),
-            RegisteredCircuitProvider()]
+    allow_test_keys = bool(getattr(srs, "allow_test_keys", False))
+    return [FilecoinCircuitPending(), PorepCircuitProvider(allow_test_keys=allow_test_keys),
+            SnapCircuitProvider(allow_test_keys=allow_test_keys), SyntheticProvider(), RegisteredCircuitProvider()]

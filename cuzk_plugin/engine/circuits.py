@@ -22,6 +22,7 @@ from cuzk_plugin.engine.errors import CircuitUnavailable, InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
 
 if TYPE_CHECKING:
+    from cuzk_plugin.filecoin.param_files import ParamFiles
     from cuzk_plugin.formats.partition import SynthesizedPartition
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,11 @@ class KeySource:
     path: Path
     #: Picklable zero-argument callable writing ``path`` (run once, in a worker process); None: must exist.
     generate: object | None = None
+    #: A Filecoin circuit's files (checked at load; its verifying key is pinned to Filecoin's);
+    #: None: the key is pinned to the digest recorded beside it when it was made or first loaded.
+    filecoin: ParamFiles | None = None
+    #: A key made here for a Filecoin circuit (tests only): never Filecoin's, named so everywhere.
+    test_key: bool = False
 
 
 @runtime_checkable

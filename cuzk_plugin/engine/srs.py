@@ -1,7 +1,7 @@
 """The SRS manager: proving keys by circuit id, in three tiers, under one memory budget.
 
-    COLD  the `.params` file on disk (or a key we can generate: synthetic circuits)
-    WARM  ProvingKey.open(): memory-mapped, checked, verifying key decoded
+    COLD  the `.params` file on disk (or a key we can generate: synthetic circuits, test keys)
+    WARM  ProvingKey.open(): memory-mapped, checked, verifying key decoded and pinned
     HOT   loaded on a lane (backend.load_srs) and ready for prove_start
 
 Keys load on demand (the first partition that needs one waits for it, concurrent callers
@@ -10,13 +10,21 @@ share one load) or on PreloadSRS. Every loaded byte counts against one budget
 ``nbytes``. A load that would exceed it first evicts idle keys (ref count 0), least recently
 used first; idle keys are also evicted after [memory] eviction_min_idle. EvictSRS releases the
 handles and drops the mapping, so the memory really goes.
+
+A key is checked once when it loads and its verifying key is pinned (:func:`pin_verifying_key`):
+a file replaced by another valid key of the same circuit is refused, so self-verification never
+checks a proof only against the file that made it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
+import json
 import logging
+import os
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +33,8 @@ from typing import Any
 
 from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.errors import SrsBudgetExceeded, SrsInUse
-from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.errors import ParamsError
+from cuzk_plugin.formats.params import VK_BYTES, ProvingKey
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,64 @@ class SrsEntry:
         if self.tier == COLD:
             return self.path.stat().st_size if self.path.exists() else 0
         return self.warm_bytes + self.hot_bytes
+
+
+def _embedded_vk_bytes(path: Path) -> bytes:
+    """The verifying key at the front of a .params file, as stored (868 + 96 * |ic| bytes)."""
+    with open(path, "rb") as fh:
+        head = fh.read(VK_BYTES + 4)
+        if len(head) < VK_BYTES + 4:
+            raise ParamsError(f"{path}: {len(head)} bytes, too short for a parameter file")
+        (n_ic,) = struct.unpack_from(">I", head, VK_BYTES)
+        return head + fh.read(96 * n_ic)
+
+
+def vk_pin_path(params: Path) -> Path:
+    """Where the digest of a key's verifying key is recorded: ``<stem>.vk-pin`` beside it."""
+    return params.with_name(f"{params.stem}.vk-pin")
+
+
+def record_vk_pin(params: Path, circuit_id: str) -> str:
+    """Record the SHA-256 of ``params``' verifying key beside it (tmp file + rename); the digest."""
+    digest = hashlib.sha256(_embedded_vk_bytes(params)).hexdigest()
+    pin = vk_pin_path(params)
+    tmp = pin.with_name(f".{pin.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"circuit_id": circuit_id, "file": params.name, "vk_sha256": digest}) + "\n")
+    os.replace(tmp, pin)
+    return digest
+
+
+def pin_verifying_key(source: KeySource, key: ProvingKey) -> None:
+    """Refuse a key whose verifying key is not the pinned one, so that self-verification (which
+    uses ``key.vk``) checks proofs against the pinned key, never just against the file itself.
+
+    Filecoin circuits: the pin is Filecoin's `.vk` (or the `.params`), checked against the
+    manifest's digests once (verdict cached). Other circuits: the SHA-256 recorded in
+    ``<stem>.vk-pin`` when the key was made or first loaded."""
+    embedded = _embedded_vk_bytes(source.path)
+    if source.filecoin is not None:
+        pinned = source.filecoin.pinned_vk_bytes()
+        if embedded != pinned:
+            files = source.filecoin
+            against = files.vk if files.vk.is_file() else "the digest Filecoin publishes"
+            raise ParamsError(f"{source.path}: its verifying key differs from the pinned one ({against}): "
+                              f"a different key for circuit '{source.circuit_id}'; refusing it")
+        return
+    pin = vk_pin_path(source.path)
+    if not pin.exists():
+        digest = record_vk_pin(source.path, source.circuit_id)
+        log.info("srs %s: verifying key pinned on first load (sha256 %s, in %s)", source.circuit_id, digest[:16], pin.name)
+        return
+    try:
+        recorded = json.loads(pin.read_text())["vk_sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ParamsError(f"{pin}: unreadable verifying-key pin ({exc}); delete it to pin {source.path.name} again") from None
+    got = hashlib.sha256(embedded).hexdigest()
+    if got != recorded:
+        raise ParamsError(
+            f"{source.path}: its verifying key (sha256 {got[:16]}...) is not the one pinned in {pin.name} "
+            f"({str(recorded)[:16]}...): the file was replaced by another key for '{source.circuit_id}'; refusing it "
+            f"(delete {pin} only if the new key is meant)")
 
 
 @dataclass(frozen=True)
@@ -121,18 +188,23 @@ class SrsManager:
         async with entry.load_lock:
             if entry.key is None:
                 source = self._resolve(circuit_id)
+                what = "TEST KEY (made here, not Filecoin's)" if source.test_key else "key"
                 if not source.path.exists():
                     if source.generate is None:
-                        raise FileNotFoundError(f"{source.path} (key of circuit '{circuit_id}') does not exist")
+                        raise FileNotFoundError(f"{source.path} ({what} of circuit '{circuit_id}') does not exist")
                     t0 = time.perf_counter()
-                    log.info("srs %s: no key in the param cache, generating %s (once)", circuit_id, source.path)
+                    log.warning("srs %s: no key in the param cache, generating a %s at %s (once)", circuit_id, what, source.path)
                     await self._generate(source.generate)
+                    await self._run_blocking(record_vk_pin, source.path, circuit_id)
                     log.info("srs %s: generated in %.2fs", circuit_id, time.perf_counter() - t0)
                 size = source.path.stat().st_size
                 await self._make_room(size, keep=circuit_id)
                 t0 = time.perf_counter()
-                entry.key = await self._run_blocking(ProvingKey.open, source.path)
-                log.info("srs %s: mapped %s (%.1f MB) in %.3fs", circuit_id, source.path.name, size / 1e6, time.perf_counter() - t0)
+                key = await self._run_blocking(ProvingKey.open, source.path)
+                await self._run_blocking(pin_verifying_key, source, key)
+                entry.key = key
+                log.info("srs %s: mapped %s (%.1f MB, %s, verifying key pinned) in %.3fs", circuit_id, source.path.name,
+                         size / 1e6, what, time.perf_counter() - t0)
             entry.last_used = time.monotonic()
             return entry.key
 

@@ -133,7 +133,8 @@ def test_inconsistent_fields_named(c1_dict):
     assert _refused(doc).path == f"{base}"
 
 
-def test_engine_provider_plans_partitions(c1_bytes):
+def test_engine_provider_plans_partitions(c1_bytes, tmp_path, monkeypatch):
+    monkeypatch.setenv("FIL_PROOFS_PARAMETER_CACHE", str(tmp_path / "fil"))
     import pickle
 
     from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, PorepKeyGenerator
@@ -141,17 +142,15 @@ def test_engine_provider_plans_partitions(c1_bytes):
     from cuzk_plugin.engine.types import ProofKind, ProofRequest
 
     env = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(c1_bytes).decode(), "SectorSize": 2048})
-    provider = PorepCircuitProvider()
-    plan = provider.plan(ProofRequest("r", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=env.encode()), None)
-    assert plan.circuit_id == "porep-2k" and len(plan.tasks) == 1
+    provider = PorepCircuitProvider(allow_test_keys=True)  # no Filecoin file here: the 2 KiB test key
+    plan = provider.plan(ProofRequest("r", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=env.encode()), tmp_path)
+    assert plan.circuit_id == "porep-2k-test-key" and len(plan.tasks) == 1
     assert pickle.loads(pickle.dumps(plan.tasks[0])) == plan.tasks[0]
     doc = json.loads(c1_bytes)
     doc["seed"][0] = 300
     bad = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(json.dumps(doc).encode()).decode(), "SectorSize": 2048})
     with pytest.raises(InvalidRequest, match=r"^vanilla_proof\.Phase1Out\.seed\[0\]: "):
-        provider.plan(ProofRequest("r", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=bad.encode()), None)
-    from pathlib import Path
-    src = provider.key_source("porep-2k", Path("/tmp/cache"))
-    assert isinstance(src.generate, PorepKeyGenerator)
-    assert provider.key_source("porep-32g", Path("/nonexistent")) is None
-    assert provider.key_source("synthetic-k4", Path("/tmp")) is None
+        provider.plan(ProofRequest("r", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=bad.encode()), tmp_path)
+    src = provider.key_source("porep-2k-test-key", tmp_path)
+    assert isinstance(src.generate, PorepKeyGenerator) and src.test_key
+    assert provider.key_source("synthetic-k4", tmp_path) is None

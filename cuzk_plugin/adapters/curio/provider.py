@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
+from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.porep import porep_partitions
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -19,8 +20,9 @@ from cuzk_plugin.engine.types import ProofKind
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 
-#: Our own (test-only) keys are generated for these circuits; others must be in the param cache.
-OWN_SETUP_CIRCUITS = ("porep-2k",)
+#: Sector sizes whose test key can be made here (a single-party setup of the blank circuit);
+#: larger ones take hours and tens of GB, so they need Filecoin's files.
+TEST_KEY_SIZES = {"porep-2k": "2KiB"}
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class PorepPartitionTask:
 
 @dataclass(frozen=True)
 class PorepKeyGenerator:
-    """Our own single-party key for a small PoRep circuit (its blank shape through the same code)."""
+    """A TEST key for a small PoRep circuit ([srs] allow_test_keys): a single-party setup of its
+    blank shape through the same code. Never Filecoin's key: Filecoin's verifier rejects its proofs."""
 
     sector_size: str
     path: Path
@@ -56,24 +59,31 @@ class PorepKeyGenerator:
         setup(shape).save(self.path)
 
 
+def porep_test_key(circuit_id: str, path: Path) -> PorepKeyGenerator | None:
+    """The generator of a PoRep test key (``[srs] allow_test_keys``), where the size allows one."""
+    size = TEST_KEY_SIZES.get(circuit_id)
+    return PorepKeyGenerator(size, path) if size else None
+
+
 class PorepCircuitProvider:
-    """POREP_SEAL_COMMIT: the stacked DRG PoRep circuit of every sector size."""
+    """POREP_SEAL_COMMIT: the stacked DRG PoRep circuit of every sector size, proved with
+    Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
     kinds = (ProofKind.POREP_SEAL_COMMIT,)
 
-    def plan(self, request, param_cache: Path) -> JobPlan:
+    def __init__(self, *, allow_test_keys: bool = False):
+        self.allow_test_keys = allow_test_keys
+
+    def plan(self, request, param_cache: Path | None) -> JobPlan:
         try:
             job = porep_partitions(request.vanilla_proof)
         except C1Error as exc:
             raise InvalidRequest(f"vanilla_proof{exc.path[1:]}: {exc.message}") from None
+        circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
+                                       make_test_key=porep_test_key)
         tasks = tuple(PorepPartitionTask(bytes(request.vanilla_proof), k) for k in range(job.num_partitions))
-        return JobPlan(job.circuit_id, tasks)
+        return JobPlan(circuit_id, tasks)
 
-    def key_source(self, circuit_id: str, param_cache: Path) -> KeySource | None:
-        if not circuit_id.startswith("porep-"):
-            return None
-        path = param_cache / f"{circuit_id}.params"
-        if circuit_id in OWN_SETUP_CIRCUITS:
-            size = {"porep-2k": "2KiB"}[circuit_id]
-            return KeySource(circuit_id, path, PorepKeyGenerator(size, path))
-        return KeySource(circuit_id, path) if path.is_file() else None
+    def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
+        return filecoin_key_source(circuit_id, param_cache, kinds=("porep",), allow_test_keys=self.allow_test_keys,
+                                   make_test_key=porep_test_key)

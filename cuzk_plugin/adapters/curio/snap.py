@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -40,6 +41,7 @@ __all__ = [
     "SnapDecodeError",
     "SnapJob",
     "SnapKeyGenerator",
+    "snap_test_key",
     "SnapPartitionTask",
     "SnapWitnessError",
     "decode_partition_proof",
@@ -49,7 +51,7 @@ __all__ = [
 
 _SIZE_IDS = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
 _VARIANTS = ("Single", "Sub", "Top")
-#: Our own (test-only) keys are generated for these circuits; others must be in the param cache.
+#: Test keys ([srs] allow_test_keys) can be made here for these circuits; others need Filecoin's files.
 OWN_SETUP_CIRCUITS = ("snap-2k",)
 
 
@@ -316,21 +318,28 @@ class SnapKeyGenerator:
         setup(shape).save(self.path)  # atomic: tmp file + rename
 
 
+def snap_test_key(circuit_id: str, path: Path) -> SnapKeyGenerator | None:
+    """The generator of an update-circuit test key ([srs] allow_test_keys), where the size allows one."""
+    return SnapKeyGenerator(2 << 10, path) if circuit_id in OWN_SETUP_CIRCUITS else None
+
+
 class SnapCircuitProvider:
-    """SNAP_DEALS_UPDATE: the EmptySectorUpdate circuit of every sector size."""
+    """SNAP_DEALS_UPDATE: the EmptySectorUpdate circuit of every sector size, proved with
+    Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
     kinds = (ProofKind.SNAP_DEALS_UPDATE,)
 
-    def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
+    def __init__(self, *, allow_test_keys: bool = False):
+        self.allow_test_keys = allow_test_keys
+
+    def plan(self, request: ProofRequest, param_cache: Path | None) -> JobPlan:
         job = snap_job(request)
+        circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
+                                       make_test_key=snap_test_key)
         tasks = tuple(SnapPartitionTask(request.registered_proof, bytes(raw), k, job.comm_r_old, job.comm_d_new,
                                         job.comm_r_new) for k, raw in enumerate(request.vanilla_proofs))
-        return JobPlan(job.circuit_id, tasks)
+        return JobPlan(circuit_id, tasks)
 
-    def key_source(self, circuit_id: str, param_cache: Path) -> KeySource | None:
-        if not circuit_id.startswith("snap-"):
-            return None
-        path = param_cache / f"{circuit_id}.params"
-        if circuit_id in OWN_SETUP_CIRCUITS:
-            return KeySource(circuit_id, path, SnapKeyGenerator(2 << 10, path))
-        return KeySource(circuit_id, path) if path.is_file() else None
+    def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
+        return filecoin_key_source(circuit_id, param_cache, kinds=("snap",), allow_test_keys=self.allow_test_keys,
+                                   make_test_key=snap_test_key)

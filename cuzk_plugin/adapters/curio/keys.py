@@ -1,0 +1,108 @@
+"""Proving keys of Filecoin circuits, for every Curio provider (PoRep, PoSt, SnapDeals).
+
+A Filecoin circuit proves only with Filecoin's parameter files, found by Filecoin's names in
+``[srs] param_cache`` and ``$FIL_PROOFS_PARAMETER_CACHE`` (:mod:`cuzk_plugin.filecoin.param_files`).
+A missing file is refused when the request is planned, naming every path looked at, before
+anything is synthesized. Only with ``[srs] allow_test_keys = true`` does the daemon make its own
+key instead, and such a key is a different circuit id (``porep-2k-test-key``): its file name,
+the logs, the status and the job's circuit id all say so, and its proofs never pass Filecoin's
+verifier.
+
+A provider calls two functions::
+
+    def plan(self, request, param_cache):
+        ...
+        circuit_id = plan_filecoin_key("wpost-32g", param_cache, allow_test_keys=self.allow_test_keys,
+                                       make_test_key=None)       # CircuitUnavailable when missing
+        return JobPlan(circuit_id, tasks)
+
+    def key_source(self, circuit_id, param_cache):
+        return filecoin_key_source(circuit_id, param_cache, kinds=("wpost",),
+                                   allow_test_keys=self.allow_test_keys, make_test_key=None)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from cuzk_plugin.engine.circuits import KeySource
+from cuzk_plugin.engine.errors import CircuitUnavailable
+from cuzk_plugin.errors import ParamsError
+from cuzk_plugin.filecoin.param_files import (
+    FIL_CACHE_ENV, expected_paths, filecoin_cache_dirs, filecoin_circuit, find_filecoin_params, is_test_key_id,
+    test_key_id, test_key_path,
+)
+
+__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "verdict_store"]
+
+log = logging.getLogger(__name__)
+
+#: (Filecoin circuit id, path to write) -> a picklable zero-argument callable writing a test key
+#: there, or None when this provider cannot make a key of that size.
+MakeTestKey = Callable[[str, Path], object | None]
+
+
+def verdict_store(param_cache: Path | None) -> Path | None:
+    """Where check verdicts of parameter files are remembered (our param cache, not Filecoin's)."""
+    return Path(param_cache) / ".cuzk-param-checks.json" if param_cache is not None else None
+
+
+def _missing(circuit_id: str, param_cache: Path | None, allow_test_keys: bool) -> str:
+    circuit = filecoin_circuit(circuit_id)
+    paths = ", ".join(str(p) for p in expected_paths(filecoin_cache_dirs(param_cache), circuit_id))
+    hint = ("no test key can be made for this size" if allow_test_keys else
+            "for tests only, [srs] allow_test_keys = true makes a test key instead")
+    return (f"circuit {circuit_id}: Filecoin's parameter file is missing: looked for {paths} "
+            f"([srs] param_cache, then ${FIL_CACHE_ENV}); fetch the {circuit.size_name} parameters "
+            f"(e.g. curio fetch-params {circuit.size_name}); {hint}")
+
+
+def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_keys: bool,
+                      make_test_key: MakeTestKey | None) -> str:
+    """The circuit id a job proves with: ``circuit_id`` when Filecoin's files are there and their
+    sizes add up (a cheap check, verdict cached), else its test-key id when test keys are allowed
+    and can be made. Raises :class:`CircuitUnavailable` naming the paths otherwise."""
+    if filecoin_circuit(circuit_id) is None:
+        raise CircuitUnavailable(f"circuit {circuit_id}: not a Filecoin circuit id")
+    files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
+    if files is not None:
+        try:
+            files.check_layout()
+        except (ParamsError, OSError) as exc:
+            raise CircuitUnavailable(f"circuit {circuit_id}: {exc}") from None
+        return circuit_id
+    test_id = test_key_id(circuit_id)
+    if allow_test_keys and param_cache is not None and make_test_key is not None:
+        path = test_key_path(param_cache, circuit_id)
+        if path.is_file() or make_test_key(circuit_id, path) is not None:
+            log.warning("circuit %s: Filecoin's parameter file is missing; proving with the TEST KEY %s "
+                        "([srs] allow_test_keys = true): Filecoin's verifier rejects these proofs", circuit_id, test_id)
+            return test_id
+    raise CircuitUnavailable(_missing(circuit_id, param_cache, allow_test_keys))
+
+
+def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tuple[str, ...], allow_test_keys: bool,
+                        make_test_key: MakeTestKey | None) -> KeySource | None:
+    """The key of ``circuit_id`` when it is a Filecoin circuit of ``kinds`` (``porep``, ``wpost``,
+    ``winning``, ``snap``) or a test key of one; None for any other id. Raises
+    :class:`CircuitUnavailable` for such an id whose file is missing (naming the paths) or for a
+    test key while test keys are off."""
+    base = is_test_key_id(circuit_id)
+    circuit = filecoin_circuit(base or circuit_id)
+    if circuit is None or circuit.kind not in kinds:
+        return None
+    if base is not None:
+        if not allow_test_keys:
+            raise CircuitUnavailable(f"circuit {circuit_id} is a test key, and test keys are off "
+                                     "([srs] allow_test_keys = false)")
+        if param_cache is None:
+            return None
+        path = test_key_path(param_cache, base)
+        generate = make_test_key(base, path) if make_test_key is not None else None
+        return KeySource(circuit_id, path, generate, test_key=True)
+    files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
+    if files is None:
+        raise CircuitUnavailable(_missing(circuit_id, param_cache, allow_test_keys))
+    return KeySource(circuit_id, files.params, filecoin=files)
