@@ -13,7 +13,7 @@ import os
 import re
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -34,9 +34,26 @@ DEPRECATED_KEYS: dict[tuple[str, str], str] = {
     ("memory", "working_memory_budget"): "one budget now: [memory] total_budget",
 }
 
+#: Keys of the reference daemon that have no effect here (accepted with a warning: a cuzk config starts as is).
+IGNORED_KEYS: dict[tuple[str, str], str] = {
+    ("pipeline", "slot_size"): "partitions are pipelined one by one; [pipeline] synthesis_lookahead bounds how many wait",
+    ("pipeline", "max_gpu_queue_depth"): "[pipeline] synthesis_lookahead bounds the synthesized partitions waiting for a GPU",
+}
+
+#: cuzk's names for our keys: (section, cuzk key) -> our key in the same section.
+ALIASES: dict[tuple[str, str], str] = {
+    ("pipeline", "synthesis_concurrency"): "max_parallel_synthesis",
+}
+
 _SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
                "t": 10**12, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: Sizes and durations beyond these are typos, not settings.
+MAX_SIZE = 1 << 62
+MAX_DURATION = 365 * 86400.0
+#: Directories that can never be the param cache (keys are written there).
+_SYSTEM_DIRS = frozenset(Path(p) for p in ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
+                                           "/proc", "/root", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var"))
 
 
 class ConfigError(CuzkError, ValueError):
@@ -48,13 +65,16 @@ def parse_size(value: int | str) -> int:
     if isinstance(value, bool):
         raise ValueError(f"expected a size, got {value!r}")
     if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"size must be >= 0, got {value}")
+        if not 0 <= value < MAX_SIZE:
+            raise ValueError(f"size must be in [0, {MAX_SIZE:,}), got {value}")
         return value
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value), re.ASCII)
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise ValueError(f"not a size: {value!r} (examples: 1073741824, \"64GiB\", \"512MB\")")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    number = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if not number < MAX_SIZE:  # also catches inf ("1e999")
+        raise ValueError(f"size {value!r} is beyond {MAX_SIZE:,} bytes (4 EiB)")
+    return int(number)
 
 
 def parse_duration(value: int | float | str) -> float:
@@ -62,13 +82,15 @@ def parse_duration(value: int | float | str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a duration, got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"duration must be >= 0, got {value}")
-        return float(value)
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", str(value))
-    if not m:
-        raise ValueError(f"not a duration: {value!r} (examples: 30, \"300ms\", \"30s\", \"5m\")")
-    return float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
+        seconds = float(value)
+    else:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", str(value), re.ASCII)
+        if not m:
+            raise ValueError(f"not a duration: {value!r} (examples: 30, \"300ms\", \"30s\", \"5m\")")
+        seconds = float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
+    if not 0 <= seconds <= MAX_DURATION:  # also catches nan and inf
+        raise ValueError(f"duration must be in [0, {MAX_DURATION:.0f}] seconds (a year), got {value!r}")
+    return seconds
 
 
 class _Section(BaseModel):
@@ -77,7 +99,8 @@ class _Section(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _drop_deprecated(cls, data: Any) -> Any:
+    def _cuzk_keys(cls, data: Any) -> Any:
+        """Accept cuzk's keys: deprecated and ineffective ones with a warning, aliases under our name."""
         if not isinstance(data, dict):
             return data
         section = cls.__name__.removesuffix("Config").lower()
@@ -86,6 +109,16 @@ class _Section(BaseModel):
             if sec == section and key in data:
                 data.pop(key)
                 log.warning("config [%s] %s is deprecated and ignored: %s", sec, key, hint)
+        for (sec, key), hint in IGNORED_KEYS.items():
+            if sec == section and key in data:
+                data.pop(key)
+                log.warning("config [%s] %s (cuzk) has no effect here: %s", sec, key, hint)
+        for (sec, key), ours in ALIASES.items():
+            if sec == section and key in data:
+                value = data.pop(key)
+                if ours in data and data[ours] != value:
+                    raise ValueError(f"{key} = {value!r} (cuzk's name) contradicts {ours} = {data[ours]!r}; set one")
+                data[ours] = value
         return data
 
 
@@ -96,6 +129,22 @@ class DaemonConfig(_Section):
     listen: str = "unix:///run/curio/cuzk.sock"
     #: HTTP ``GET /status`` (JSON) and ``/metrics`` address, ``host:port``; empty disables it.
     status_listen: str = "127.0.0.1:9821"
+    #: TLS for a TCP listen address: PEM certificate chain and key files (both or neither).
+    tls_cert: str = ""
+    tls_key: str = ""
+    #: Shared secret clients send as ``authorization: Bearer <token>`` (empty: none). Curio sends
+    #: neither TLS nor a token: use these only for clients that can (or behind a proxy that adds them).
+    auth_token: str = ""
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> DaemonConfig:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls_cert and tls_key go together (both PEM files, or neither)")
+        for name in ("tls_cert", "tls_key"):
+            value = getattr(self, name)
+            if value and not Path(value).is_file():
+                raise ValueError(f"{name}: {value!r} is not a readable file")
+        return self
 
     @field_validator("listen")
     @classmethod
@@ -127,10 +176,23 @@ class SrsConfig(_Section):
 
     #: Directory of `.params` files (Filecoin's parameter cache; our synthetic keys are cached here too).
     param_cache: Path = Path("/var/tmp/filecoin-proof-parameters")
+    #: Largest key (2^k constraints) the daemon generates for a circuit of its own; bigger ones are refused.
+    max_generated_log2: int = Field(16, ge=2, le=30)
     #: Make a TEST key (named ``<id>-test-key``, small sizes only) for a Filecoin circuit whose
     #: parameter files are missing; Filecoin's verifier rejects its proofs. false: such a job
     #: fails at once, naming the paths looked at (``param_cache``, then $FIL_PROOFS_PARAMETER_CACHE).
     allow_test_keys: bool = False
+
+    @field_validator("param_cache")
+    @classmethod
+    def _check_cache(cls, v: Path) -> Path:
+        resolved = Path(os.path.expanduser(v)).resolve()
+        if resolved in _SYSTEM_DIRS:
+            raise ValueError(f"{str(v)!r} is a system directory; give a directory of its own, "
+                             "e.g. /var/tmp/filecoin-proof-parameters")
+        if resolved.exists() and not resolved.is_dir():
+            raise ValueError(f"{str(v)!r} exists and is not a directory")
+        return v
 
 
 class MemoryConfig(_Section):
@@ -158,21 +220,32 @@ class MemoryConfig(_Section):
     def _idle(cls, v: Any) -> float:
         return parse_duration(v)
 
+    @model_validator(mode="after")
+    def _margin_below_total(self) -> MemoryConfig:
+        total = self.resolved_total()
+        if self.safety_margin >= total:
+            what = "total_budget" if self.total_budget != "auto" else "total_budget = \"auto\" (90% of physical memory)"
+            raise ValueError(f"safety_margin ({self.safety_margin:,} bytes) must be below {what} ({total:,} bytes)")
+        return self
+
+    def resolved_total(self) -> int:
+        """total_budget in bytes ("auto": 90% of physical memory)."""
+        if self.total_budget == "auto":
+            return int(0.9 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        return int(self.total_budget)
+
     def budget_bytes(self) -> int:
         """The usable budget: total_budget (resolved) minus safety_margin, at least 0."""
-        total = self.total_budget
-        if total == "auto":
-            total = int(0.9 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-        return max(0, int(total) - self.safety_margin)
+        return max(0, self.resolved_total() - self.safety_margin)
 
 
 class GpusConfig(_Section):
     """[gpus]: which devices prove, and how."""
 
     #: Device ordinals to use; empty: every device the backend reports.
-    devices: list[int] = Field(default_factory=list)
+    devices: list[Annotated[int, Field(ge=0, le=1023)]] = Field(default_factory=list, max_length=1024)
     #: Host threads for backend calls (0: 2 per worker slot).
-    gpu_threads: int = Field(0, ge=0)
+    gpu_threads: int = Field(0, ge=0, le=4096)
     #: Concurrent partitions per device (two overlap one's upload with the other's compute).
     gpu_workers_per_device: int = Field(2, ge=1, le=64)
     #: auto | cuda | opencl | cpu (auto: CUDA, else OpenCL, else cpu; the choice is logged).
@@ -187,20 +260,22 @@ class SchedulerConfig(_Section):
     """[scheduler]: how GPU work is ordered (priority first, always)."""
 
     #: Partitions of one circuit a GPU worker takes back to back under one key acquisition.
-    max_batch_size: int = Field(4, ge=1)
+    max_batch_size: int = Field(4, ge=1, le=1024)
     #: Reserved (accepted for the reference config): workers never idle waiting for a batch.
-    max_batch_wait_ms: int = Field(0, ge=0)
+    max_batch_wait_ms: int = Field(0, ge=0, le=3_600_000)
     #: Among equal priorities, prefer partitions of the circuit a worker just proved (fewer key swaps).
     sort_by_type: bool = True
     #: Finished jobs kept for AwaitProof (oldest dropped first).
-    keep_finished_jobs: int = Field(10_000, ge=1)
+    keep_finished_jobs: int = Field(10_000, ge=1, le=1_000_000)
+    #: Jobs queued or running at once; one more is refused (RESOURCE_EXHAUSTED) until one ends.
+    max_pending: int = Field(64, ge=1, le=100_000)
 
 
 class SynthesisConfig(_Section):
     """[synthesis]: the worker processes that turn witnesses into partitions."""
 
     #: Worker processes (0: one per CPU core).
-    threads: int = Field(0, ge=0)
+    threads: int = Field(0, ge=0, le=1024)
 
 
 class PipelineConfig(_Section):
@@ -209,9 +284,23 @@ class PipelineConfig(_Section):
     #: Synthesize ahead of the GPU; false: a partition is synthesized only for an idle GPU slot.
     enabled: bool = True
     #: Synthesized partitions allowed to wait for the GPU (beyond one per GPU slot).
-    synthesis_lookahead: int = Field(2, ge=0)
-    #: Partitions synthesized at once (0: [synthesis] threads).
-    max_parallel_synthesis: int = Field(0, ge=0)
+    synthesis_lookahead: int = Field(2, ge=0, le=1024)
+    #: Partitions synthesized at once (0: [synthesis] threads). cuzk's name: synthesis_concurrency.
+    max_parallel_synthesis: int = Field(0, ge=0, le=1024)
+
+
+class LoggingConfig(_Section):
+    """[logging]: what the daemon logs (``--log-level`` overrides level)."""
+
+    #: trace, debug, info, warn, warning, error (trace logs as debug).
+    level: Literal["trace", "debug", "info", "warn", "warning", "error"] = "info"
+    #: text (one line a record) or json (one JSON object a line).
+    format: Literal["text", "json"] = "text"
+
+    @field_validator("level", "format", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.lower() if isinstance(v, str) else v
 
 
 class Config(BaseSettings):
@@ -226,6 +315,7 @@ class Config(BaseSettings):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     @classmethod
     def settings_customise_sources(
@@ -275,6 +365,9 @@ def _explain(exc: ValidationError, path: Any) -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"{where}: unknown key (see examples/cuzk.example.toml for the valid ones)")
         else:
-            lines.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+            msg = err["msg"].removeprefix("Value error, ")
+            got = err.get("input")
+            # A whole section as input says nothing new (and may hold the auth token): name the keys in msg.
+            lines.append(f"{where}: {msg}" if isinstance(got, dict) else f"{where}: {msg} (got {got!r})")
     src = f"config {path}" if path else "config"
     return f"{src}: " + "; ".join(lines)

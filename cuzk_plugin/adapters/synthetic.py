@@ -46,6 +46,11 @@ class SyntheticKeyGenerator:
     log2: int
     path: Path
 
+    @property
+    def log2_constraints(self) -> int:
+        """The key's size, checked by the engine against [srs] max_generated_log2 before generating."""
+        return self.log2
+
     def __call__(self) -> None:
         from cuzk_plugin.circuit.examples import filecoin_like
         from cuzk_plugin.groth16.setup import setup
@@ -74,8 +79,10 @@ class SyntheticProvider:
         return JobPlan(synthetic_circuit_id(spec.log2_constraints), tasks)
 
     def key_source(self, circuit_id: str, param_cache: Path) -> KeySource | None:
-        m = re.fullmatch(r"synthetic-k(\d+)", circuit_id)
+        m = re.fullmatch(r"synthetic-k([0-9]+)", circuit_id)
         if not m or not SYNTHETIC_LOG2_RANGE[0] <= int(m.group(1)) <= SYNTHETIC_LOG2_RANGE[1]:
             return None
+        if circuit_id != synthetic_circuit_id(int(m.group(1))):
+            return None  # one name a key: "synthetic-k04" is not another file for synthetic-k4
         path = param_cache / f"{circuit_id}.params"
         return KeySource(circuit_id, path, SyntheticKeyGenerator(int(m.group(1)), path))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
@@ -26,12 +27,46 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cuzk-daemon", description="Groth16 proving daemon speaking cuzk.v1 (Curio's [Cuzk] API).")
     p.add_argument("-c", "--config", help="TOML config file (see examples/cuzk.example.toml); default: built-in defaults")
     p.add_argument("-l", "--listen", help="gRPC address, unix:///path or host:port (overrides [daemon] listen)")
-    p.add_argument("--log-level", default="info", help="debug, info (default), warning, error")
+    p.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower,
+                   help="overrides [logging] level (default: the config's, info)")
     return p
 
 
-def setup_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error")
+_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+           "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def _escape(text: str) -> str:
+    """Control characters as escapes: a record is one line whatever a client put in it."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+class LineFormatter(logging.Formatter):
+    """One line a record: the message's control characters escaped (the traceback stays as is)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = _escape(record.message)
+        return super().formatMessage(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line ([logging] format = "json")."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+
+
+def setup_logging(level: str, fmt: str = "text") -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else
+                         LineFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    logging.basicConfig(level=_LEVELS[level.lower()], handlers=[handler], force=True)
     logging.captureWarnings(True)  # deprecated config keys warn through logging
 
 
@@ -50,7 +85,7 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # not the main thread
             pass
-    engine = Engine(config, providers=ProviderRegistry(builtin_providers()))
+    engine = Engine(config, providers=ProviderRegistry(builtin_providers(config.srs)))
     await engine.start()
     try:
         server = await start_server(engine, config.daemon.listen, config.daemon.status_listen)
@@ -70,13 +105,14 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    setup_logging(args.log_level)
+    setup_logging(args.log_level or "info")  # config warnings show while the config loads
     overrides = {"daemon": {"listen": args.listen}} if args.listen else None
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
         print(f"cuzk-daemon: {exc}", file=sys.stderr)
         return 2
+    setup_logging(args.log_level or config.logging.level, config.logging.format)
     try:
         asyncio.run(run_daemon(config))
     except (CuzkError, OSError) as exc:

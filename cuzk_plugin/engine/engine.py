@@ -8,9 +8,14 @@
     -> batch verification of all partitions -> COMPLETED (never on a failed check)
 
 Every wait is ordered by (priority, job age, partition), so a CRITICAL job takes the next
-free slot of each stage. Cancelling a job (CancelProof, or its last Prove caller leaving)
-cancels its waits at once; work already inside a worker process or backend call finishes
-on its own and its result is dropped, and the GPU slot frees as soon as that call returns.
+free slot of each stage, inside the same bounds as every other job (the lookahead window,
+[scheduler] max_pending). Cancelling a job (CancelProof, or its last Prove caller leaving)
+cancels its waits at once and kills a key generation it started; a backend call already
+running is not started again after the cancellation and its slot frees when it returns.
+
+Everything from a client is checked before it touches a path, a key or a job: request and
+circuit ids (bounded, one ASCII form), a repeated request id (attaches only to the same
+request), key paths (confined to the param cache), key sizes ([srs] max_generated_log2).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import sys
 import time
 import uuid
 from collections import OrderedDict
@@ -29,22 +36,30 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from cuzk_plugin.backends.protocol import Backend
 from cuzk_plugin.config import Config
-from cuzk_plugin.engine.circuits import ProviderRegistry, param_cache_dir
-from cuzk_plugin.engine.errors import CircuitUnavailable, InvalidRequest, JobNotFound, SelfVerificationFailed
+from cuzk_plugin.engine.circuits import KeySource, ProviderRegistry, param_cache_dir
+from cuzk_plugin.engine.errors import (CircuitUnavailable, InvalidRequest, JobIdInUse, JobNotFound, QueueFull,
+                                       SelfVerificationFailed)
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
 from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
 from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
 from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
-from cuzk_plugin.engine.types import JobResult, JobStatus, Priority, ProofKind, ProofRequest
+from cuzk_plugin.engine.types import (JobResult, JobStatus, Priority, ProofKind, ProofRequest, circuit_id_problem, loggable,
+                                      request_id_problem)
+from cuzk_plugin.engine.workers import reclaim_stale_blocks, run_killable
 from cuzk_plugin.errors import BackendError, TransientBackendError
+from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.proof import Proof, encode_proofs
 from cuzk_plugin.groth16.prover import check_shapes
 from cuzk_plugin.groth16.verifier import batch_verify, verify
 
 log = logging.getLogger(__name__)
+#: Request bytes planned (parsed, expanded) at once: a burst of large requests is planned in turn.
+PLANNING_BYTES_AT_ONCE = 256 << 20
+#: How long stop() waits for jobs, workers and backend calls (each) before it stops waiting.
+STOP_WAIT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -108,7 +123,7 @@ class Engine:
         self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
         self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
         self.srs = SrsManager(
-            resolve=lambda cid: self.providers.key_source(cid, self.param_cache),
+            resolve=self._key_source,
             budget_bytes=config.memory.budget_bytes(), min_idle_s=config.memory.eviction_min_idle,
             run_blocking=self._blocking, generate=self._generate_key,
         )
@@ -118,32 +133,47 @@ class Engine:
         self._counts = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 0, JobStatus.CANCELLED: 0}
         self._started = time.monotonic()
         self._janitor: asyncio.Task | None = None
+        self._planning_bytes = 0
+        self._planning_changed = asyncio.Condition()
+        #: CUZK_TIMING=1: per-partition and per-job timing lines on stderr, as cuzk prints them.
+        self.timing_lines = os.environ.get("CUZK_TIMING", "") not in ("", "0")
         log.info("engine: %s; %d GPU worker slot(s), synthesis %d process(es) (%d at once), lookahead window %d, "
                  "key budget %.1f MB, param cache %s", self.backend_summary, n_slots, self.pool.workers,
                  config.parallel_synthesis(), window, self.srs.budget_bytes / 1e6, self.param_cache)
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
+        reclaimed = reclaim_stale_blocks()
+        if reclaimed:
+            log.warning("reclaimed %d shared-memory block(s) left by a daemon that died (%.1f MB)",
+                        len(reclaimed), sum(n for _, n in reclaimed) / 1e6)
         if self._own_pool:
             await asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
         self._janitor = asyncio.create_task(self._evict_idle_loop(), name="cuzk-srs-janitor")
 
     async def stop(self) -> None:
-        """Cancel every unfinished job, then stop the workers."""
+        """Cancel every unfinished job (killing key generations), then stop the workers; each
+        wait is bounded (STOP_WAIT_S), so a stop takes seconds whatever is running."""
         for job in list(self._jobs.values()):
             if not job.status.finished:
                 self.cancel(job.id, reason="daemon stopping")
         tasks = [j.task for j in self._jobs.values() if j.task is not None and not j.task.done()]
         if tasks:
-            await asyncio.wait(tasks, timeout=30)
+            await asyncio.wait(tasks, timeout=STOP_WAIT_S)
         if self._janitor:
             self._janitor.cancel()
+        loop = asyncio.get_running_loop()
         if self._own_pool:
-            await asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.shutdown)
-        # Backend calls of cancelled jobs may still run: let them return before keys are freed.
-        await asyncio.get_running_loop().run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True, cancel_futures=True))
+            await loop.run_in_executor(self._io_threads, partial(self.pool.shutdown, STOP_WAIT_S))
+        # Backend calls of cancelled jobs may still run: keys are freed only once they returned.
+        self._gpu_threads.shutdown(wait=False, cancel_futures=True)
+        joined = loop.run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True))
+        done, _ = await asyncio.wait([joined], timeout=STOP_WAIT_S)
         self._io_threads.shutdown(wait=False, cancel_futures=True)
-        self.srs.close()
+        if done:
+            self.srs.close()
+        else:
+            log.warning("a backend call is still running after %.0fs; keys are left to the process exit", STOP_WAIT_S)
 
     async def _evict_idle_loop(self) -> None:
         period = max(0.5, min(self.config.memory.eviction_min_idle / 4, 30.0))
@@ -154,12 +184,31 @@ class Engine:
     async def _blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._io_threads, partial(fn, *args))
 
+    def _key_source(self, circuit_id: str) -> KeySource:
+        """The key of ``circuit_id``, refused unless the id is one ASCII file stem and the path
+        lies inside the param cache (whatever a provider or a symlink says)."""
+        problem = circuit_id_problem(circuit_id)
+        if problem:
+            raise InvalidRequest(problem)
+        source = self.providers.key_source(circuit_id, self.param_cache)
+        cache = self.param_cache.resolve()
+        # Filecoin's files (named by a fixed table, never by the request) may also sit in $FIL_PROOFS_PARAMETER_CACHE
+        roots = [cache] + ([d.resolve() for d in filecoin_cache_dirs(self.param_cache)] if source.filecoin else [])
+        if not any(source.path.resolve().is_relative_to(root) for root in roots):
+            raise CircuitUnavailable(f"key of '{circuit_id}' resolves outside the param cache {cache}; refused")
+        return source
+
     async def _generate_key(self, generate) -> None:
-        # Setup is CPU-heavy: run it in a worker process (the pool is priority-managed by us, so
-        # this does take one synthesis slot for its duration).
-        await self._synth_slots.acquire(order_key(Priority.CRITICAL, -1, 0), bypass=True)
+        """Run a key generation (CPU-heavy setup) in a process of its own, bounded by
+        [srs] max_generated_log2 and killed when the waiting caller is cancelled."""
+        log2 = getattr(generate, "log2_constraints", None)
+        limit = self.config.srs.max_generated_log2
+        if log2 is not None and log2 > limit:
+            raise CircuitUnavailable(f"generating a key of 2^{log2} constraints is refused: [srs] max_generated_log2 = {limit}")
+        # It takes one synthesis slot for its duration (ahead of partitions: they wait for the key).
+        await self._synth_slots.acquire(order_key(Priority.CRITICAL, -1, 0))
         try:
-            await asyncio.wrap_future(self.pool.submit_raw(generate))
+            await run_killable(generate, what=f"key generation ({type(generate).__name__})")
         finally:
             self._synth_slots.release()
 
@@ -171,20 +220,32 @@ class Engine:
         so a 50 MB PoRep C1 never stalls other calls. Raises InvalidRequest for a malformed
         request; a request whose circuit is missing becomes a FAILED job (AwaitProof answers
         with the reason)."""
+        problem = request_id_problem(request.request_id)
+        if problem:
+            raise InvalidRequest(problem)
         job_id = request.request_id or str(uuid.uuid4())
+        digest = await asyncio.get_running_loop().run_in_executor(self._io_threads, request.digest)
         existing = self._jobs.get(job_id)
         if existing is not None and not existing.status.finished:
+            if existing.digest != digest:
+                raise JobIdInUse(f"request_id '{loggable(job_id)}': a job with this id is running and this request "
+                                 "differs from it (kind, registered proof or inputs); use another id")
             if not via_prove:
                 existing.prove_only = False
-            log.info("job %s: repeated request id, attached to the running job (%s)", job_id, existing.status.name.lower())
+            log.info("job %s: repeated request id, attached to the running job (%s)", loggable(job_id),
+                     existing.status.name.lower())
             await existing.planned.wait()
             if existing.plan_error is not None:
                 raise existing.plan_error
             return existing, True
+        pending = sum(1 for j in self._jobs.values() if not j.status.finished)
+        if pending >= self.config.scheduler.max_pending:
+            raise QueueFull(f"{pending} jobs queued or running, the limit ([scheduler] max_pending = "
+                            f"{self.config.scheduler.max_pending}); retry when one ends")
         if existing is not None:
             del self._jobs[job_id]  # a finished job's id used again: a new attempt
         job = Job(id=job_id, seq=next(self._seq), request=request, priority=request.effective_priority,
-                  plan=None, prove_only=via_prove)
+                  plan=None, prove_only=via_prove, digest=digest)
         self._remember(job)
         job.task = asyncio.get_running_loop().create_task(self._run_job(job), name=f"job-{job.id}")
         await job.planned.wait()
@@ -195,8 +256,22 @@ class Engine:
     async def _plan(self, job: Job) -> bool:
         """Plan the job; False when it ended here (refused, circuit missing, cancelled)."""
         loop = asyncio.get_running_loop()
+        size = job.request.payload_bytes
         try:
-            job.plan = await loop.run_in_executor(self._io_threads, self.providers.plan, job.request, self.param_cache)
+            async with self._planning_changed:  # a burst of large requests expands one share at a time
+                await self._planning_changed.wait_for(
+                    lambda: self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE)
+                self._planning_bytes += size
+            try:
+                plan = await loop.run_in_executor(self._io_threads, self.providers.plan, job.request, self.param_cache)
+            finally:
+                async with self._planning_changed:
+                    self._planning_bytes -= size
+                    self._planning_changed.notify_all()
+            problem = circuit_id_problem(plan.circuit_id)
+            if problem:
+                raise CircuitUnavailable(f"the provider of {job.kind.name} named an invalid circuit: {problem}")
+            job.planned_as(plan)
         except InvalidRequest as exc:
             job.plan_error = exc  # the caller gets INVALID_ARGUMENT; the request never becomes a job
             if self._jobs.get(job.id) is job:
@@ -204,20 +279,20 @@ class Engine:
             job.finish(JobStatus.FAILED, error=str(exc))
             return False
         except CircuitUnavailable as exc:
-            log.warning("job %s (%s): FAILED at once: %s", job.id, job.kind.name, exc)
+            log.warning("job %s (%s): FAILED at once: %s", loggable(job.id), job.kind.name, exc)
             self._finish(job, JobStatus.FAILED, error=str(exc))
             return False
         except asyncio.CancelledError:
             self._finish(job, JobStatus.CANCELLED, error="cancelled")
             return False
         except Exception as exc:
-            log.exception("job %s: planning failed", job.id)
+            log.exception("job %s: planning failed", loggable(job.id))
             self._finish(job, JobStatus.FAILED, error=_describe(exc))
             return False
         finally:
             job.planned.set()
         log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s)",
-                 job.id, job.kind.name, job.circuit_id, job.partitions, job.priority.name)
+                 loggable(job.id), job.kind.name, job.circuit_id, job.partitions, job.priority.name)
         return True
 
     def _remember(self, job: Job) -> None:
@@ -232,7 +307,7 @@ class Engine:
     def job(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
-            raise JobNotFound(f"no job '{job_id}' (never submitted, or dropped from the history)")
+            raise JobNotFound(f"job_id: no job '{loggable(job_id)}' (never submitted, or dropped from the history)")
         return job
 
     def queue_position(self, job: Job) -> int:
@@ -282,7 +357,7 @@ class Engine:
             return False
         job.cancel_requested = True
         job.cancel_flag.set()
-        log.info("job %s: cancelling (%s)", job.id, reason)
+        log.info("job %s: cancelling (%s)", loggable(job.id), reason)
         if job.task is not None:
             job.task.cancel()
         else:
@@ -296,9 +371,16 @@ class Engine:
         self.metrics.job_seconds.labels(job.kind.label).observe(result.timings.total)
         t = result.timings
         log.log(logging.INFO if status == JobStatus.COMPLETED else logging.WARNING,
-                "job %s: %s in %.3fs (queue %.3f, srs %.3f, synthesis %.3f, gpu %.3f, verify %.3f)%s",
-                job.id, status.name, t.total, t.queue_wait, t.srs_load, t.synthesis, t.gpu_compute, t.verify,
-                f": {error}" if error else "")
+                "job %s: %s in %.3fs (wall-clock: queue %.3f, srs %.3f, synthesis %.3f, gpu %.3f, verify %.3f; "
+                "summed over partitions: synthesis %.3f, gpu %.3f)%s",
+                loggable(job.id), status.name, t.total, t.queue_wait, t.srs_load, t.synthesis, t.gpu_compute, t.verify,
+                t.synthesis_sum, t.gpu_compute_sum, f": {error}" if error else "")
+        if self.timing_lines:
+            print(f"CUZK_TIMING: job={loggable(job.id)} kind={job.kind.label} status={status.name.lower()} "
+                  f"partitions={job.partitions} queue_wait_ms={t.queue_wait * 1e3:.0f} srs_load_ms={t.srs_load * 1e3:.0f} "
+                  f"synthesis_ms={t.synthesis * 1e3:.0f} gpu_ms={t.gpu_compute * 1e3:.0f} verify_ms={t.verify * 1e3:.0f} "
+                  f"total_ms={t.total * 1e3:.0f} synthesis_sum_ms={t.synthesis_sum * 1e3:.0f} "
+                  f"gpu_sum_ms={t.gpu_compute_sum * 1e3:.0f}", file=sys.stderr, flush=True)
 
     async def _run_job(self, job: Job) -> None:
         if not await self._plan(job):
@@ -319,7 +401,7 @@ class Engine:
         except Exception as exc:
             self._cancel_all(parts, key_task)
             if not isinstance(exc, (BackendError, SelfVerificationFailed)) and not _is_expected(exc):
-                log.exception("job %s: unexpected error", job.id)
+                log.exception("job %s: unexpected error", loggable(job.id))
             self._finish(job, JobStatus.FAILED, error=_describe(exc))
 
     @staticmethod
@@ -332,14 +414,14 @@ class Engine:
         t0 = time.perf_counter()
         key = await self.srs.warm(job.circuit_id)
         t1 = time.perf_counter()
-        job.timings.srs_load += t1 - t0
+        job.timings.srs_load_sum += t1 - t0
         job.event("srs", -1, "host", t0, t1)
         self.metrics.stage.labels("srs_warm").observe(t1 - t0)
         return key
 
     async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int]]:
         okey = order_key(job.priority, job.seq, p)
-        await self._window.acquire(okey, bypass=job.priority >= Priority.CRITICAL)
+        await self._window.acquire(okey)  # every priority inside the window: CRITICAL only goes first
         try:
             shared = await self._synthesize(job, p, task, okey)
             try:
@@ -364,7 +446,7 @@ class Engine:
             t1 = time.perf_counter()
         finally:
             self._synth_slots.release()
-        job.timings.synthesis += shared.ref.seconds
+        job.timings.synthesis_sum += shared.ref.seconds
         job.event("synthesis", p, f"synth/{shared.ref.pid}", t0, t1)
         self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
         return shared
@@ -384,7 +466,7 @@ class Engine:
                 lane = pinned[0] if pinned else "?"
                 self.metrics.retries.labels(lane).inc()
                 log.warning("job %s partition %d: transient fault on %s (attempt %d): %s; retrying",
-                            job.id, p, lane, state.attempt_number, exc)
+                            loggable(job.id), p, lane, state.attempt_number, exc)
 
             try:
                 async for attempt in AsyncRetrying(
@@ -401,7 +483,8 @@ class Engine:
                 failures.append(f"{lane}: {type(exc).__name__}: {exc}")
                 if len(excluded) < len(self.slots.lanes()):
                     self.metrics.failovers.labels(lane).inc()
-                    log.warning("job %s partition %d: giving up on lane %s (%s); moving to another lane", job.id, p, lane, exc)
+                    log.warning("job %s partition %d: giving up on lane %s (%s); moving to another lane",
+                                loggable(job.id), p, lane, exc)
         raise AssertionError("unreachable")
 
     async def _gpu_attempt(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey, okey: tuple,
@@ -418,8 +501,10 @@ class Engine:
             _, handle = await self.srs.hot(job.circuit_id, lane.name, lane.load_srs)
             t1 = time.perf_counter()
             if t1 - t0 > 0.001:
-                job.timings.srs_load += t1 - t0
+                job.timings.srs_load_sum += t1 - t0
                 job.event("srs", p, slot.name, t0, t1, attempt)
+            if job.cancel_flag.is_set():  # cancelled while the key loaded: no backend call at all
+                raise PartitionCancelled()
             loop = asyncio.get_running_loop()
             shared.hold()
             fut = loop.run_in_executor(self._gpu_threads, prove_step, lane, handle, shared.partition, key.vk, job.cancel_flag)
@@ -436,8 +521,14 @@ class Engine:
         job.lanes_used.add(lane.name)
         job.event("gpu_start", p, slot.name, times.start, times.started, attempt)
         job.event("gpu_finish", p, slot.name, times.started, times.assembled, attempt)
-        job.timings.gpu_compute += times.assembled - times.start
+        job.timings.gpu_compute_sum += times.assembled - times.start
         self.metrics.stage.labels("gpu").observe(times.assembled - times.start)
+        if self.timing_lines:
+            print(f"CUZK_TIMING: job={loggable(job.id)} partition={p} lane={slot.name} "
+                  f"synthesis_ms={shared.ref.seconds * 1e3:.0f} prove_start_ms={(times.started - times.start) * 1e3:.0f} "
+                  f"prove_finish_ms={(times.finished - times.started) * 1e3:.0f} "
+                  f"assemble_ms={(times.assembled - times.finished) * 1e3:.0f} "
+                  f"gpu_total_ms={(times.assembled - times.start) * 1e3:.0f}", file=sys.stderr, flush=True)
         self.metrics.partitions.labels(lane.name).inc()
         return proof
 
@@ -467,6 +558,9 @@ class Engine:
     # -- keys -------------------------------------------------------------------------------
     async def preload(self, circuit_id: str) -> tuple[bool, float]:
         """Make a key HOT on every lane: (already_loaded, seconds)."""
+        problem = circuit_id_problem(circuit_id)
+        if problem:
+            raise InvalidRequest(problem)
         handles = self.srs.lanes_of(circuit_id)
         already = all(lane.name in handles for lane in self.lanes)
         t0 = time.perf_counter()
@@ -476,6 +570,9 @@ class Engine:
         return already, time.perf_counter() - t0
 
     async def evict(self, circuit_id: str) -> tuple[bool, int]:
+        problem = circuit_id_problem(circuit_id)
+        if problem:
+            raise InvalidRequest(problem)
         return await self.srs.evict(circuit_id)
 
     # -- status ------------------------------------------------------------------------------
@@ -492,13 +589,28 @@ class Engine:
             if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
                 q = queues.setdefault(job.kind.label, [0, 0])
                 q[0 if job.status == JobStatus.QUEUED else 1] += 1
+        try:
+            srs = self.srs.snapshot()
+        except OSError as exc:  # a key file that went away under us: status must answer anyway
+            log.warning("status: key table unreadable (%s)", exc)
+            srs = []
         return EngineStatus(
-            gpus=gpus, srs=self.srs.snapshot(),
+            gpus=gpus, srs=srs,
             queues=[QueueState(k, v[0], v[1]) for k, v in sorted(queues.items())],
             completed=self._counts[JobStatus.COMPLETED], failed=self._counts[JobStatus.FAILED],
             cancelled=self._counts[JobStatus.CANCELLED], uptime_s=time.monotonic() - self._started,
             memory_used_bytes=self.srs.used_bytes, memory_limit_bytes=self.srs.budget_bytes, backend=self.backend_summary,
         )
+
+    def health(self) -> str | None:
+        """None when the engine can serve, else why not (for /healthz and the gRPC health service)."""
+        try:
+            self.status()
+        except Exception as exc:  # noqa: BLE001 - any failure here is the answer
+            return f"status fails: {type(exc).__name__}: {exc}"
+        if self._janitor is not None and self._janitor.done():
+            return "the key janitor stopped"
+        return None
 
     def metrics_text(self) -> str:
         st = self.status()

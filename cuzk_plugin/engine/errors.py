@@ -30,3 +30,11 @@ class SrsBudgetExceeded(CuzkError):
 
 class SelfVerificationFailed(CuzkError):
     """A proof the backend produced does not verify; never returned as COMPLETED."""
+
+
+class JobIdInUse(CuzkError):
+    """A request reuses the id of a running job but asks for something else; gRPC ALREADY_EXISTS."""
+
+
+class QueueFull(CuzkError):
+    """[scheduler] max_pending jobs are queued or running; gRPC RESOURCE_EXHAUSTED (retry later)."""

@@ -39,18 +39,19 @@ class Job:
     plan_error: Exception | None = None
     task: asyncio.Task | None = None
     first_start: float | None = None
+    #: SHA-256 of what the request proves (see ProofRequest.digest); a repeated id must match it.
+    digest: bytes = b""
+    partitions: int = 0
+    circuit_id: str = ""
 
     @property
     def kind(self) -> ProofKind:
         return self.request.kind
 
-    @property
-    def partitions(self) -> int:
-        return len(self.plan.tasks) if self.plan else 0
-
-    @property
-    def circuit_id(self) -> str:
-        return self.plan.circuit_id if self.plan else ""
+    def planned_as(self, plan: JobPlan) -> None:
+        self.plan = plan
+        self.partitions = len(plan.tasks)
+        self.circuit_id = plan.circuit_id
 
     def ms(self, t: float) -> float:
         """A perf_counter stamp as ms since submission."""
@@ -69,6 +70,12 @@ class Job:
     def finish(self, status: JobStatus, proof: bytes = b"", error: str = "") -> JobResult:
         self.status = status
         self.timings.total = time.perf_counter() - self.submitted
+        self.timings.srs_load = _span(self.events, ("srs",))
+        self.timings.synthesis = _span(self.events, ("synthesis",))
+        self.timings.gpu_compute = _span(self.events, ("gpu_start", "gpu_finish"))
+        # The inputs (tens of MB for a PoRep) are not needed any more: only the answer is kept.
+        self.request = self.request.without_payload()
+        self.plan = None
         self.result = JobResult(
             job_id=self.id, status=status, proof=proof, error_message=error, timings=self.timings,
             timeline=tuple(sorted(self.events, key=lambda e: (e.start_ms, e.partition))),
@@ -76,3 +83,15 @@ class Job:
         )
         self.done.set()
         return self.result
+
+
+def _span(events: list[StageEvent], stages: tuple[str, ...]) -> float:
+    """Seconds during which at least one partition was in one of ``stages`` (union of intervals)."""
+    spans = sorted((e.start_ms, e.end_ms) for e in events if e.stage in stages)
+    total, end = 0.0, float("-inf")
+    for a, b in spans:
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total / 1000.0

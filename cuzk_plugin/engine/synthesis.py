@@ -13,7 +13,6 @@ import asyncio
 import logging
 import multiprocessing
 import os
-import signal
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +23,7 @@ import numpy as np
 
 from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.engine.circuits import PartitionTask
+from cuzk_plugin.engine.workers import shm_block_name, stop_pool, worker_init
 from cuzk_plugin.errors import CuzkError
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def export_partition(part: SynthesizedPartition, public_inputs: list[int], secon
     for name, arr in arrays:
         layout.append((name, offset, tuple(arr.shape), arr.dtype.str))
         offset += -(-max(arr.nbytes, 1) // _ALIGN) * _ALIGN
-    shm = shared_memory.SharedMemory(create=True, size=max(offset, 1))
+    shm = shared_memory.SharedMemory(name=shm_block_name(), create=True, size=max(offset, 1))
     try:
         for (name, arr), (_, off, _, _) in zip(arrays, layout):
             np.ndarray(arr.shape, arr.dtype, buffer=shm.buf, offset=off)[...] = arr
@@ -126,10 +126,6 @@ def run_task(task: PartitionTask) -> SharedPartitionRef:
     return export_partition(part, public_inputs, time.perf_counter() - t0)
 
 
-def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon stops its workers itself
-
-
 class SynthesisPool:
     """A process pool that only ever holds as many tasks as it has workers: the engine keeps
     the priority order, so a CRITICAL partition is next, never behind a FIFO backlog."""
@@ -140,7 +136,7 @@ class SynthesisPool:
 
     def _new_executor(self) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("spawn")  # never fork a process that runs gRPC threads
-        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(),))
 
     def warm_up(self) -> None:
         """Start every worker now (imports take a second), not on the first job."""
@@ -174,8 +170,12 @@ class SynthesisPool:
             self._executor = self._new_executor()
             return self._executor.submit(fn)
 
-    def shutdown(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop the workers; with ``timeout``, kill those still synthesizing after that long."""
+        if timeout is None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        else:
+            stop_pool(self._executor, timeout)
 
 
 def _discard_result(cfut: Future) -> None:

@@ -7,7 +7,39 @@ numbers of cuzk.v1, so the server converts by value.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+import hashlib
+import re
+import struct
+from dataclasses import dataclass, field, replace
+
+#: The longest request id accepted (Curio's are under 100 characters).
+REQUEST_ID_MAX = 256
+#: A circuit id: one ASCII form, a file stem in the param cache (no '/', no '..', <= 128 characters).
+CIRCUIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", re.ASCII)
+
+
+def loggable(text: str, limit: int = 96) -> str:
+    """A client's string as it may appear in a log line: control characters escaped, bounded."""
+    short = text if len(text) <= limit else text[:limit]
+    out = short if short.isprintable() else short.encode("unicode_escape").decode("ascii")
+    return out if len(text) <= limit else f"{out}...({len(text)} chars)"
+
+
+def request_id_problem(request_id: str) -> str | None:
+    """Why ``request_id`` is refused, or None."""
+    if len(request_id) > REQUEST_ID_MAX:
+        return f"request_id: {len(request_id)} characters, more than {REQUEST_ID_MAX}"
+    if not request_id.isprintable():
+        return f"request_id: {loggable(request_id)!r} holds control or non-printable characters"
+    return None
+
+
+def circuit_id_problem(circuit_id: str, field_name: str = "circuit_id") -> str | None:
+    """Why ``circuit_id`` is refused (not one ASCII file stem), or None."""
+    if CIRCUIT_ID.fullmatch(circuit_id) and ".." not in circuit_id:
+        return None
+    return (f"{field_name}: {loggable(circuit_id)!r} is not a circuit id (ASCII letters, digits, '.', '_', '-'; "
+            "at most 128; e.g. porep-32g, synthetic-k10)")
 
 
 class ProofKind(enum.IntEnum):
@@ -111,6 +143,43 @@ class ProofRequest:
     def effective_priority(self) -> Priority:
         return self.priority if self.priority != Priority.UNSPECIFIED else Priority.default_for(self.kind)
 
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes the client sent as proof inputs (what planning may expand)."""
+        n = len(self.vanilla_proof) + sum(len(v) for v in self.vanilla_proofs)
+        return n + (sum(len(w) for w in self.registered.witnesses) if self.registered else 0)
+
+    def digest(self) -> bytes:
+        """SHA-256 of what is proved (kind, registered proof, every input; not the id or priority):
+        a repeated request id attaches to a running job only when this matches."""
+        h = hashlib.sha256()
+
+        def put(b: bytes) -> None:
+            h.update(struct.pack("<Q", len(b)))
+            h.update(b)
+
+        h.update(struct.pack("<QQQQQQ", int(self.kind), self.sector_size, self.registered_proof,
+                             self.sector_number, self.miner_id, self.partition_index))
+        for b in (self.vanilla_proof, self.randomness, self.comm_r_old, self.comm_r_new, self.comm_d_new):
+            put(b)
+        put(struct.pack("<Q", len(self.vanilla_proofs)))
+        for b in self.vanilla_proofs:
+            put(b)
+        if self.registered is not None:
+            put(self.registered.circuit_id.encode())
+            put(struct.pack("<Q", len(self.registered.witnesses)))
+            for b in self.registered.witnesses:
+                put(b)
+        if self.synthetic is not None:
+            s = self.synthetic
+            put(struct.pack("<QQQ", s.log2_constraints, s.partitions, s.seed))
+        return h.digest()
+
+    def without_payload(self) -> ProofRequest:
+        """The request minus its inputs (what a finished job keeps)."""
+        registered = RegisteredInput(self.registered.circuit_id, ()) if self.registered else None
+        return replace(self, vanilla_proof=b"", vanilla_proofs=(), registered=registered)
+
 
 @dataclass(frozen=True)
 class StageEvent:
@@ -126,7 +195,11 @@ class StageEvent:
 
 @dataclass
 class JobTimings:
-    """Per-job stage totals in seconds (sums over partitions: work, not wall time)."""
+    """Per-job stage times in seconds.
+
+    ``srs_load``, ``synthesis``, ``gpu_compute`` are wall-clock spans: the time during which at
+    least one partition was in that stage (never more than ``total``). The ``*_sum`` fields add
+    the partitions' own times (work: partitions in parallel count each)."""
 
     queue_wait: float = 0.0
     srs_load: float = 0.0
@@ -134,6 +207,9 @@ class JobTimings:
     gpu_compute: float = 0.0
     verify: float = 0.0
     total: float = 0.0
+    srs_load_sum: float = 0.0
+    synthesis_sum: float = 0.0
+    gpu_compute_sum: float = 0.0
 
 
 @dataclass(frozen=True)

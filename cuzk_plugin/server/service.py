@@ -1,16 +1,26 @@
-"""The cuzk.v1 ProvingEngine service: translate, call the engine, map errors to status codes."""
+"""The cuzk.v1 ProvingEngine service: parse, translate, call the engine, map errors to status codes.
+
+Requests arrive as raw bytes (see :func:`method_handlers`): the service parses them itself, so
+a malformed message is INVALID_ARGUMENT naming the message (not gRPC's INTERNAL "Exception
+deserializing request"), and a large body (a 50-200 MB PoRep or WindowPoSt request) is parsed
+on a thread while the event loop keeps answering GetStatus.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
+from google.protobuf.message import DecodeError, Message
 
 from cuzk_plugin.engine.engine import Engine
-from cuzk_plugin.engine.errors import CircuitUnavailable, InvalidRequest, JobNotFound, SrsBudgetExceeded, SrsInUse
+from cuzk_plugin.engine.errors import (CircuitUnavailable, InvalidRequest, JobIdInUse, JobNotFound, QueueFull,
+                                       SrsBudgetExceeded, SrsInUse)
 from cuzk_plugin.server import convert
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from cuzk_plugin.server.proto import cuzk_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
@@ -18,11 +28,16 @@ log = logging.getLogger(__name__)
 ERROR_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
     (JobNotFound, grpc.StatusCode.NOT_FOUND),
+    (JobIdInUse, grpc.StatusCode.ALREADY_EXISTS),
+    (QueueFull, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (CircuitUnavailable, grpc.StatusCode.NOT_FOUND),
     (SrsInUse, grpc.StatusCode.FAILED_PRECONDITION),
     (SrsBudgetExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (FileNotFoundError, grpc.StatusCode.NOT_FOUND),
 )
+#: Bodies larger than this are parsed on a thread, not on the event loop.
+PARSE_OFF_LOOP_BYTES = 1 << 20
+SERVICE = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
 
 
 async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception) -> None:
@@ -34,64 +49,93 @@ async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception) ->
     await context.abort(code, str(exc))
 
 
-class ProvingEngineService(pb_grpc.ProvingEngineServicer):
-    """Thin: every method is translate -> engine -> translate."""
+class ProvingEngineService:
+    """Thin: every method is parse -> translate -> engine -> translate."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        self._parsers = ThreadPoolExecutor(2, thread_name_prefix="cuzk-parse")
 
-    async def SubmitProof(self, request: pb.SubmitProofRequest, context) -> pb.SubmitProofResponse:
+    async def _parse(self, raw: bytes, cls: type[Message], context, translate: Callable = lambda m: m):
+        """``translate(cls.FromString(raw))``; large bodies on a thread. Refusals name the message."""
         try:
-            job, _attached = await self.engine.submit(convert.request_from_proto(request))
+            if len(raw) > PARSE_OFF_LOOP_BYTES:
+                return await asyncio.get_running_loop().run_in_executor(
+                    self._parsers, lambda: translate(cls.FromString(raw)))
+            return translate(cls.FromString(raw))
+        except DecodeError as exc:
+            await _abort(context, cls.__name__, InvalidRequest(f"{cls.__name__}: not a valid message ({exc})"))
+        except InvalidRequest as exc:
+            await _abort(context, cls.__name__, exc)
+        raise AssertionError("unreachable")
+
+    async def _call(self, rpc: str, context, work: Awaitable):
+        try:
+            return await work
         except Exception as exc:
-            await _abort(context, "SubmitProof", exc)
-            raise AssertionError("unreachable")
+            await _abort(context, rpc, exc)
+            raise AssertionError("unreachable") from None
+
+    async def SubmitProof(self, raw: bytes, context) -> pb.SubmitProofResponse:
+        request = await self._parse(raw, pb.SubmitProofRequest, context, convert.request_from_proto)
+        job, _attached = await self._call("SubmitProof", context, self.engine.submit(request))
         return pb.SubmitProofResponse(job_id=job.id, queue_position=self.engine.queue_position(job),
                                       assigned_gpu=self.engine.expected_lane())
 
-    async def AwaitProof(self, request: pb.AwaitProofRequest, context) -> pb.AwaitProofResponse:
+    async def AwaitProof(self, raw: bytes, context) -> pb.AwaitProofResponse:
+        request = await self._parse(raw, pb.AwaitProofRequest, context)
         timeout = request.timeout_ms / 1000.0 if request.timeout_ms else None
-        try:
-            result = await self.engine.wait(request.job_id, timeout)
-        except Exception as exc:
-            await _abort(context, "AwaitProof", exc)
-            raise AssertionError("unreachable")
+        result = await self._call("AwaitProof", context, self.engine.wait(request.job_id, timeout))
         return convert.result_to_proto(result)
 
-    async def Prove(self, request: pb.ProveRequest, context) -> pb.ProveResponse:
-        try:
-            result = await self.engine.prove(convert.request_from_proto(request.submit))
-        except Exception as exc:
-            await _abort(context, "Prove", exc)
-            raise AssertionError("unreachable")
+    async def Prove(self, raw: bytes, context) -> pb.ProveResponse:
+        request = await self._parse(raw, pb.ProveRequest, context, lambda m: convert.request_from_proto(m.submit))
+        result = await self._call("Prove", context, self.engine.prove(request))
         return pb.ProveResponse(result=convert.result_to_proto(result))
 
-    async def CancelProof(self, request: pb.CancelProofRequest, context) -> pb.CancelProofResponse:
-        try:
-            was_running = self.engine.cancel(request.job_id)
-        except Exception as exc:
-            await _abort(context, "CancelProof", exc)
-            raise AssertionError("unreachable")
-        return pb.CancelProofResponse(was_running=was_running)
+    async def CancelProof(self, raw: bytes, context) -> pb.CancelProofResponse:
+        request = await self._parse(raw, pb.CancelProofRequest, context)
 
-    async def GetStatus(self, request: pb.GetStatusRequest, context) -> pb.GetStatusResponse:
-        return convert.status_to_proto(self.engine.status())
+        async def cancel() -> bool:
+            return self.engine.cancel(request.job_id)
 
-    async def GetMetrics(self, request: pb.GetMetricsRequest, context) -> pb.GetMetricsResponse:
-        return pb.GetMetricsResponse(prometheus_text=self.engine.metrics_text())
+        return pb.CancelProofResponse(was_running=await self._call("CancelProof", context, cancel()))
 
-    async def PreloadSRS(self, request: pb.PreloadSrsRequest, context) -> pb.PreloadSrsResponse:
-        try:
-            already, seconds = await self.engine.preload(request.circuit_id)
-        except Exception as exc:
-            await _abort(context, "PreloadSRS", exc)
-            raise AssertionError("unreachable")
+    async def GetStatus(self, raw: bytes, context) -> pb.GetStatusResponse:
+        await self._parse(raw, pb.GetStatusRequest, context)
+
+        async def status():
+            return convert.status_to_proto(self.engine.status())
+
+        return await self._call("GetStatus", context, status())
+
+    async def GetMetrics(self, raw: bytes, context) -> pb.GetMetricsResponse:
+        await self._parse(raw, pb.GetMetricsRequest, context)
+
+        async def metrics():
+            return pb.GetMetricsResponse(prometheus_text=self.engine.metrics_text())
+
+        return await self._call("GetMetrics", context, metrics())
+
+    async def PreloadSRS(self, raw: bytes, context) -> pb.PreloadSrsResponse:
+        request = await self._parse(raw, pb.PreloadSrsRequest, context)
+        already, seconds = await self._call("PreloadSRS", context, self.engine.preload(request.circuit_id))
         return pb.PreloadSrsResponse(already_loaded=already, load_time_ms=int(seconds * 1000))
 
-    async def EvictSRS(self, request: pb.EvictSrsRequest, context) -> pb.EvictSrsResponse:
-        try:
-            was_loaded, freed = await self.engine.evict(request.circuit_id)
-        except Exception as exc:
-            await _abort(context, "EvictSRS", exc)
-            raise AssertionError("unreachable")
+    async def EvictSRS(self, raw: bytes, context) -> pb.EvictSrsResponse:
+        request = await self._parse(raw, pb.EvictSrsRequest, context)
+        was_loaded, freed = await self._call("EvictSRS", context, self.engine.evict(request.circuit_id))
         return pb.EvictSrsResponse(was_loaded=was_loaded, freed_bytes=freed)
+
+    def close(self) -> None:
+        self._parsers.shutdown(wait=False, cancel_futures=True)
+
+
+def method_handlers(service: ProvingEngineService) -> dict[str, grpc.RpcMethodHandler]:
+    """Every RPC of cuzk.v1.ProvingEngine, taking the request's raw bytes (no deserializer)."""
+    handlers = {}
+    for method in SERVICE.methods:
+        response_cls = getattr(pb, method.output_type.name)
+        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+            getattr(service, method.name), request_deserializer=None, response_serializer=response_cls.SerializeToString)
+    return handlers

@@ -1,5 +1,6 @@
 """A minimal HTTP endpoint beside gRPC: ``GET /status`` (JSON), ``GET /metrics`` (Prometheus
-text) and ``GET /healthz``. Plain asyncio streams: one request per connection, GET only."""
+text) and ``GET /healthz`` (200 "ok", or 503 with the reason when the engine cannot serve).
+Plain asyncio streams: one request per connection, GET only."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ _MAX_HEADER = 16 << 10
 class StatusHttpServer:
     """Serves the three pages from callables evaluated per request."""
 
-    def __init__(self, status: Callable[[], dict], metrics: Callable[[], str]):
+    def __init__(self, status: Callable[[], dict], metrics: Callable[[], str],
+                 health: Callable[[], str | None] = lambda: None):
         self._status = status
         self._metrics = metrics
+        self._health = health
         self._server: asyncio.base_events.Server | None = None
         self.port = 0
 
@@ -41,7 +44,8 @@ class StatusHttpServer:
         except Exception:
             log.exception("status page failed")
             code, ctype, body = 500, "text/plain", b"internal error\n"
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error"}[code]
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error",
+                  503: "Service Unavailable"}[code]
         writer.write(f"HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
                      "Connection: close\r\n\r\n".encode() + body)
         try:
@@ -57,5 +61,6 @@ class StatusHttpServer:
         if path == "/metrics":
             return 200, "text/plain; version=0.0.4", self._metrics().encode()
         if path == "/healthz":
-            return 200, "text/plain", b"ok\n"
+            problem = self._health()
+            return (200, "text/plain", b"ok\n") if problem is None else (503, "text/plain", f"{problem}\n".encode())
         return 404, "text/plain", b"try /status, /metrics or /healthz\n"
