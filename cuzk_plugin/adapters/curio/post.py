@@ -1,0 +1,123 @@
+"""Decoders of what Curio sends for a PoSt: one bincode FallbackPoStSectorProof per entry of
+``vanilla_proofs`` (layout in :mod:`cuzk_plugin.filecoin.post_vanilla`; post-facts.md
+section 6, curio-adapter-facts.md section 5).
+
+The bytes are hostile: every count is bounded by the bytes left before anything is allocated
+(each element has a minimum encoded size), every 32-byte value must be a canonical field
+element, variant tags must be known, and nothing may trail the structure. A refusal is a
+:class:`PostDecodeError` naming the field
+(``vanilla_proofs[1].vanilla_proof.sectors[0].inclusion_proofs[4].Sub.base_proof[2].hashes[6]``)
+and the byte offset where it starts.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from cuzk_plugin.bls12_381.fields import R
+from cuzk_plugin.errors import CuzkError
+from cuzk_plugin.filecoin.post_vanilla import (
+    VARIANTS, FallbackPoStSectorProof, PathElement, PostMerkleProof, SectorProof,
+)
+
+__all__ = ["PostDecodeError", "decode_sector_proof"]
+
+# Smallest encodings, to bound counts before allocating: a PathElement with no hashes is two
+# u64; an InclusionPath one u64; a Single MerkleProof tag + root + leaf + an empty path; a
+# SectorProof an empty inclusion list and two commitments.
+_MIN_ELEMENT = 16
+_MIN_MERKLE = 4 + 64 + 8
+_MIN_SECTOR = 8 + 64
+
+
+class PostDecodeError(CuzkError, ValueError):
+    """A malformed vanilla proof; ``path`` names the field, ``offset`` its first byte."""
+
+    def __init__(self, path: str, offset: int, message: str):
+        super().__init__(f"{path} (byte {offset}): {message}")
+        self.path = path
+        self.offset = offset
+        self.message = message
+
+
+class _Reader:
+    def __init__(self, raw: bytes):
+        self.raw = memoryview(raw)
+        self.pos = 0
+
+    @property
+    def left(self) -> int:
+        return len(self.raw) - self.pos
+
+    def take(self, n: int, path: str) -> bytes:
+        if self.left < n:
+            raise PostDecodeError(path, self.pos, f"truncated: needs {n} bytes, {self.left} left")
+        out = bytes(self.raw[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def u32(self, path: str) -> int:
+        return struct.unpack("<I", self.take(4, path))[0]
+
+    def u64(self, path: str) -> int:
+        return struct.unpack("<Q", self.take(8, path))[0]
+
+    def count(self, path: str, min_size: int) -> int:
+        """A u64 length, refused unless its elements could fit in the bytes left."""
+        at = self.pos
+        n = self.u64(path)
+        if n * min_size > self.left:
+            raise PostDecodeError(path, at, f"count {n} cannot fit in the {self.left} bytes left "
+                                            f"(each element takes at least {min_size})")
+        return n
+
+    def fr(self, path: str) -> int:
+        at = self.pos
+        x = int.from_bytes(self.take(32, path), "little")
+        if x >= R:
+            raise PostDecodeError(path, at, "not a canonical field element (>= r)")
+        return x
+
+
+def _path(r: _Reader, path: str) -> tuple[PathElement, ...]:
+    out = []
+    for i in range(r.count(path, _MIN_ELEMENT)):
+        el = f"{path}[{i}]"
+        hashes = tuple(r.fr(f"{el}.hashes[{j}]") for j in range(r.count(f"{el}.hashes", 32)))
+        out.append(PathElement(hashes, r.u64(f"{el}.index")))
+    return tuple(out)
+
+
+def _merkle(r: _Reader, path: str) -> PostMerkleProof:
+    at = r.pos
+    tag = r.u32(f"{path}.variant")
+    if tag >= len(VARIANTS):
+        raise PostDecodeError(f"{path}.variant", at, f"{tag} is not a MerkleProof variant (0 Single, 1 Sub, 2 Top)")
+    variant = VARIANTS[tag]
+    p = f"{path}.{variant}"
+    if variant == "Single":
+        root, leaf = r.fr(f"{p}.root"), r.fr(f"{p}.leaf")
+        return PostMerkleProof(variant, root, leaf, _path(r, f"{p}.path"))
+    base = _path(r, f"{p}.base_proof")
+    sub = _path(r, f"{p}.sub_proof")
+    top = _path(r, f"{p}.top_proof") if variant == "Top" else ()
+    root, leaf = r.fr(f"{p}.root"), r.fr(f"{p}.leaf")
+    return PostMerkleProof(variant, root, leaf, base, sub, top)
+
+
+def decode_sector_proof(raw: bytes, path: str = "vanilla_proof") -> FallbackPoStSectorProof:
+    """One bincode FallbackPoStSectorProof; :class:`PostDecodeError` names any bad field."""
+    r = _Reader(raw)
+    sector_id = r.u64(f"{path}.sector_id")
+    comm_r = r.fr(f"{path}.comm_r")
+    sectors = []
+    for i in range(r.count(f"{path}.vanilla_proof.sectors", _MIN_SECTOR)):
+        sp = f"{path}.vanilla_proof.sectors[{i}]"
+        n = r.count(f"{sp}.inclusion_proofs", _MIN_MERKLE)
+        inclusions = tuple(_merkle(r, f"{sp}.inclusion_proofs[{j}]") for j in range(n))
+        comm_c = r.fr(f"{sp}.comm_c")
+        comm_r_last = r.fr(f"{sp}.comm_r_last")
+        sectors.append(SectorProof(inclusions, comm_c, comm_r_last))
+    if r.left:
+        raise PostDecodeError(path, r.pos, f"{r.left} bytes after the end of the proof")
+    return FallbackPoStSectorProof(sector_id, comm_r, tuple(sectors))

@@ -1,0 +1,201 @@
+"""PoSt jobs from Curio: the request's vanilla proofs become one checked Fallback PoSt
+partition (its slots' witnesses and public inputs), synthesized on demand.
+
+    job = PostJob.from_fields(registered_proof, randomness, vanilla_proofs, partition_index)
+    part, public_inputs = job.synthesize()
+
+The public inputs are computed as the verifier computes them (leaf challenges from the
+randomness, sector ids and positions; post-facts.md section 3), and every vanilla inclusion
+proof must open exactly those leaves (rust's FallbackPoSt::verify checks the same), must end
+at its sector's comm_r_last, and comm_r must be Poseidon(comm_c, comm_r_last). Sibling hashes
+are checked by the circuit itself as it is synthesized: the first violated constraint names
+the inclusion proof it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuzk_plugin.adapters.curio.post import PostDecodeError, decode_sector_proof
+from cuzk_plugin.bls12_381.fields import limbs_to_objects
+from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
+from cuzk_plugin.errors import CircuitError, CuzkError
+from cuzk_plugin.filecoin.poseidon import poseidon_hash
+from cuzk_plugin.filecoin.post_challenges import check_randomness, slot_challenges
+from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs, synthesize_post
+from cuzk_plugin.filecoin.post_proofs import PostKind, RegisteredPoStProof, post_circuit_id, post_proof_by_number
+from cuzk_plugin.filecoin.post_vanilla import FallbackPoStSectorProof
+
+__all__ = ["PostJob", "PostRequestError", "PostWitnessError"]
+
+_U64 = 1 << 64
+
+
+class PostRequestError(CuzkError, ValueError):
+    """A PoSt request that is malformed or inconsistent; ``field`` names the bad field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class PostWitnessError(CircuitError):
+    """The vanilla proofs' values violate the circuit (e.g. a corrupted sibling hash)."""
+
+
+def _proof_path(i: int) -> str:
+    return f"vanilla_proofs[{i}].vanilla_proof.sectors[0]"
+
+
+@dataclass(frozen=True)
+class PostJob:
+    """One checked PoSt partition."""
+
+    proof: RegisteredPoStProof
+    randomness: bytes
+    partition_index: int
+    sectors: tuple[FallbackPoStSectorProof, ...]
+    slots: tuple[SlotWitness, ...]
+    public_inputs: tuple[int, ...]  #: without ONE, in rust-fil-proofs' order
+    #: per slot, (index of the vanilla proof, index of its first inclusion proof) it came from
+    origins: tuple[tuple[int, int], ...]
+
+    @property
+    def circuit_id(self) -> str:
+        return post_circuit_id(self.proof.kind, self.proof.sector_size)
+
+    @property
+    def shape(self):
+        return self.proof.shape
+
+    @classmethod
+    def from_fields(cls, registered_proof: int, randomness: bytes, vanilla_proofs: tuple[bytes, ...] | list[bytes],
+                    partition_index: int = 0, *, kind: PostKind | None = None, sector_size: int = 0) -> PostJob:
+        """Decode and check a request's PoSt fields; :class:`PostRequestError` or
+        :class:`PostDecodeError` name the bad field."""
+        try:
+            proof = post_proof_by_number(registered_proof)
+        except ValueError as exc:
+            raise PostRequestError("registered_proof", str(exc)) from None
+        if kind is not None and proof.kind is not kind:
+            first = 0 if kind is PostKind.WINNING else 5
+            last = 4 if kind is PostKind.WINNING else 14
+            what = "WinningPoSt" if kind is PostKind.WINNING else "WindowPoSt"
+            raise PostRequestError("registered_proof", f"{registered_proof} is not a {what} proof type ({first}-{last})")
+        if sector_size and sector_size != proof.sector_size:
+            raise PostRequestError("sector_size", f"{sector_size}, but {proof.go_name} proves {proof.sector_size}-byte sectors")
+        try:
+            check_randomness(randomness)
+        except ValueError as exc:
+            raise PostRequestError("randomness", str(exc)) from None
+        shape = proof.shape
+        if proof.kind is PostKind.WINNING:
+            if partition_index:
+                raise PostRequestError("partition_index", f"{partition_index}: a WinningPoSt has one partition (0)")
+            if len(vanilla_proofs) != 1:
+                raise PostRequestError("vanilla_proofs", f"{len(vanilla_proofs)} entries, a WinningPoSt proves exactly 1 sector")
+        else:
+            if not 1 <= len(vanilla_proofs) <= shape.vanilla_sectors:
+                raise PostRequestError("vanilla_proofs", f"{len(vanilla_proofs)} entries, a {proof.go_name} partition "
+                                                         f"proves 1 to {shape.vanilla_sectors} sectors")
+            if not 0 <= partition_index * shape.sector_slots + shape.sector_slots <= _U64:
+                raise PostRequestError("partition_index", f"{partition_index} puts sector indices past u64")
+        sectors = tuple(decode_sector_proof(bytes(raw), f"vanilla_proofs[{i}]") for i, raw in enumerate(vanilla_proofs))
+        challenges = slot_challenges(proof, randomness, [s.sector_id for s in sectors], partition_index)
+        for i, s in enumerate(sectors):
+            cls._check_sector(proof, s, i, challenges)
+        slots, origins, comm_rs = [], [], []
+        for k, leaves in enumerate(challenges):
+            if proof.kind is PostKind.WINNING:
+                i, first = 0, k
+            else:
+                i, first = min(k, len(sectors) - 1), 0
+            s = sectors[i]
+            sp = s.sectors[0]
+            inclusions = sp.inclusion_proofs[first:first + shape.challenges_per_slot]
+            slots.append(SlotWitness(s.comm_r, sp.comm_c, sp.comm_r_last, tuple(m.leaf for m in inclusions),
+                                     tuple(tuple(m.path_levels()) for m in inclusions)))
+            origins.append((i, first))
+            comm_rs.append(s.comm_r)
+        inputs = post_public_inputs(comm_rs, challenges)
+        return cls(proof, bytes(randomness), partition_index, sectors, tuple(slots), tuple(inputs), tuple(origins))
+
+    @staticmethod
+    def _check_sector(proof: RegisteredPoStProof, s: FallbackPoStSectorProof, i: int, challenges: list[list[int]]) -> None:
+        shape = proof.shape
+        if len(s.sectors) != 1:
+            raise PostRequestError(f"vanilla_proofs[{i}].vanilla_proof.sectors",
+                                   f"{len(s.sectors)} sector proofs, a single-sector vanilla proof has 1")
+        sp = s.sectors[0]
+        path = _proof_path(i)
+        if len(sp.inclusion_proofs) != shape.vanilla_challenges:
+            raise PostRequestError(f"{path}.inclusion_proofs",
+                                   f"{len(sp.inclusion_proofs)} inclusion proofs, {proof.go_name} has {shape.vanilla_challenges} challenges a sector")
+        if poseidon_hash([sp.comm_c, sp.comm_r_last]) != s.comm_r:
+            raise PostRequestError(f"vanilla_proofs[{i}].comm_r", "is not Poseidon(comm_c, comm_r_last) of the sector proof")
+        if proof.kind is PostKind.WINNING:
+            expected = [c for slot in challenges for c in slot]
+        else:
+            expected = challenges[i]
+        arities = shape.tree_arities
+        for j, (m, leaf) in enumerate(zip(sp.inclusion_proofs, expected)):
+            mp = f"{path}.inclusion_proofs[{j}]"
+            if m.variant != shape.variant:
+                raise PostRequestError(f"{mp}.variant", f"{m.variant}, a {proof.sector_size}-byte sector's tree_r_last proofs are {shape.variant}")
+            parts = [("path" if m.variant == "Single" else "base_proof", m.base), ("sub_proof", m.sub), ("top_proof", m.top)]
+            lengths = {"Single": (len(arities), 0, 0), "Sub": (len(arities) - 1, 1, 0), "Top": (len(arities) - 2, 1, 1)}[m.variant]
+            level = 0
+            for (name, elements), want in zip(parts, lengths):
+                if len(elements) != want:
+                    raise PostRequestError(f"{mp}.{m.variant}.{name}", f"{len(elements)} levels, expected {want}")
+                for e, el in enumerate(elements):
+                    arity = arities[level]
+                    if len(el.hashes) != arity - 1:
+                        raise PostRequestError(f"{mp}.{m.variant}.{name}[{e}].hashes",
+                                               f"{len(el.hashes)} siblings, arity {arity} needs {arity - 1}")
+                    if el.index >= arity:
+                        raise PostRequestError(f"{mp}.{m.variant}.{name}[{e}].index", f"{el.index} is not below the arity {arity}")
+                    level += 1
+            if m.root != sp.comm_r_last:
+                raise PostRequestError(f"{mp}.{m.variant}.root", "is not the sector proof's comm_r_last")
+            if m.leaf_index != leaf:
+                raise PostRequestError(f"{mp}.{m.variant}",
+                                       f"path indices open leaf {m.leaf_index}, the randomness and sector id "
+                                       f"{s.sector_id} challenge leaf {leaf}")
+
+    # -- synthesis --------------------------------------------------------------------------
+
+    def _slot_field(self, slot: int, challenge: int) -> str:
+        i, first = self.origins[slot]
+        return f"{_proof_path(i)}.inclusion_proofs[{first + challenge}]"
+
+    def circuit(self):
+        """(R1CS, inputs, aux). Every constraint is checked as it is enforced; the first one
+        the vanilla proofs violate raises :class:`PostWitnessError` naming its inclusion proof."""
+        cs = FastConstraintSystem(check_as_you_go=True)
+        regions: list[tuple[int, str]] = []
+        try:
+            synthesize_post(cs, self.shape, list(self.slots), regions=regions)
+        except CircuitError as exc:
+            bad = getattr(exc, "constraint", None)
+            if bad is None:
+                raise
+            where = next((name for start, name in reversed(regions) if start <= bad), "?")
+            slot, _, rest = where.partition(" challenge ")
+            field = where
+            if rest:
+                field = self._slot_field(int(slot.split()[1]), int(rest.split(":")[0]))
+            raise PostWitnessError(f"{field}: violates constraint {bad} of the {self.circuit_id} circuit ({where}); "
+                                   "the vanilla proof is corrupted, nothing was proved") from None
+        r1cs, inputs, aux = cs.finish()
+        got = [int(x) for x in limbs_to_objects(inputs[1:])]
+        if got != list(self.public_inputs):
+            raise PostWitnessError("synthesized public inputs differ from the verifier's")
+        return r1cs, inputs, aux
+
+    def synthesize(self):
+        """(SynthesizedPartition, public inputs without ONE), witness checked."""
+        r1cs, inputs, aux = self.circuit()
+        return synthesize_r1cs(r1cs, inputs, aux, check=False), list(self.public_inputs)
