@@ -15,7 +15,7 @@ challenges; nodes n, layers l = 1..L):
 The definition is well founded and bounded: DRG parents precede their node, expander parents
 sit one layer down, so the labels are computed layer by layer, the B block nodes first, then
 the challenged nodes in increasing order, each reading only block values or earlier
-challenged ones: (B + |C|) x L label hashes at any size (32 GiB: 244 x 11), not a layer.
+challenged ones: at most (B + |C|) x L label hashes at any size (32 GiB: 244 x 11), not a layer.
 A column then needs no more than its node's labels, and a challenged node's labels are
 exactly the SHA-256 of the parent columns the C1 opens, so the circuit's labelling,
 encoding and column constraints all hold. Nothing checks the labels of unchallenged nodes,
