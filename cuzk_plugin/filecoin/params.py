@@ -20,6 +20,16 @@ _TABLE = {
     64 << 30: (11, 176, 10, (8, 8, 2)),
 }
 SECTOR_SIZES = sorted(_TABLE)
+#: NI-PoRep: sector size -> (minimum challenges, partitions); 18 (2 for test sizes) per
+#: partition as for the interactive circuit, so its parameter files apply
+#: (porep-variants-facts.md section 2; filecoin-proofs constants.rs).
+_NI_TABLE = {
+    2 << 10: (26, 13),
+    8 << 20: (26, 13),
+    512 << 20: (26, 13),
+    32 << 30: (2253, 126),
+    64 << 30: (2253, 126),
+}
 
 _UNITS = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
 
@@ -78,9 +88,13 @@ class PorepParams:
         return 4 + 18 * self.challenges_per_partition
 
 
-def porep_params(sector_size: int | str) -> PorepParams:
+def porep_params(sector_size: int | str, *, non_interactive: bool = False) -> PorepParams:
+    """Interactive and synthetic PoRep share one table; NI-PoRep proves more partitions of the
+    same circuit (``non_interactive``)."""
     size = parse_sector_size(sector_size)
     if size not in _TABLE:
         raise ValueError(f"unsupported sector size {size}; known: {SECTOR_SIZES}")
     layers, challenges, partitions, (u, v, w) = _TABLE[size]
+    if non_interactive:
+        challenges, partitions = _NI_TABLE[size]
     return PorepParams(size, layers, -(-challenges // partitions), partitions, u, v, w)

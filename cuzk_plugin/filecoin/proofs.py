@@ -51,6 +51,11 @@ class RegisteredSealProof:
     def synthetic(self) -> bool:
         return 10 <= self.number < 15
 
+    @property
+    def challenge_kind(self) -> str:
+        """How its challenges are derived: 'interactive', 'synthetic' or 'non-interactive'."""
+        return "non-interactive" if not self.interactive else "synthetic" if self.synthetic else "interactive"
+
 
 SEAL_PROOFS: tuple[RegisteredSealProof, ...] = tuple(
     RegisteredSealProof(first + k, f"StackedDrg{SECTOR_SIZE_NAMES[size]}{go}",

@@ -5,8 +5,9 @@ per partition, its public inputs, and on demand the synthesized partition the pr
     for k in range(job.num_partitions):
         part, public_inputs = job.synthesize(k)   # SynthesizedPartition, inputs without ONE
 
-The public inputs are computed as the verifier computes them (challenges from replica_id and
-seed, parents from the graph), not read from the C1, and the C1 is checked against them.
+The public inputs are computed as the verifier computes them (challenges as the proof's variant
+derives them: from replica_id and seed, synthetic selection, or NI from comm_r; parents from
+the graph), not read from the C1, and the C1 is checked against them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, Partit
 from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
-from cuzk_plugin.filecoin.challenges import interactive_challenges
+from cuzk_plugin.filecoin.challenges import porep_challenges
 
 __all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError"]
 
@@ -44,8 +45,8 @@ _SIZE_IDS = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 6
 
 
 def porep_circuit_id(proof: RegisteredSealProof) -> str:
-    """The engine's circuit id (``porep-2k`` ... ``porep-64g``): every interactive API version
-    of one sector size shares the v28 PoRep circuit."""
+    """The engine's circuit id (``porep-2k`` ... ``porep-64g``): every API version and variant
+    (interactive, synthetic, NI) of one sector size shares the v28 PoRep circuit."""
     return f"porep-{_SIZE_IDS[proof.sector_size]}"
 
 
@@ -119,10 +120,12 @@ class PorepJob:
         self.seal_proof = c1.seal_proof
         #: seconds spent in the last :meth:`circuit` call: synthesize_s, finish_s, check_s
         self.timings: dict[str, float] = {}
-        self.params: PorepParams = porep_params(self.seal_proof.sector_size)
-        if not self.seal_proof.interactive or self.seal_proof.synthetic:
-            raise C1Error(f"{prefix}.registered_proof",
-                          f"{c1.registered_proof}: only interactive, non-synthetic PoRep is supported")
+        # NI-PoRep proves more partitions of the same circuit; synthetic PoRep the interactive
+        # count (porep-variants-facts.md sections 2 and 6)
+        self.params: PorepParams = porep_params(self.seal_proof.sector_size,
+                                                non_interactive=not self.seal_proof.interactive)
+        if not any(c1.seed):
+            raise C1Error(f"{prefix}.seed", "all zero (C2 refuses a zero seed for every PoRep variant)")
         self._partitions = self._build()
 
     @property
@@ -162,7 +165,9 @@ class PorepJob:
         for k, proofs in enumerate(parts):
             if len(proofs) != p.challenges_per_partition:
                 raise C1Error(f"{base}[{k}]", f"{len(proofs)} challenges, expected {p.challenges_per_partition}")
-            expected = interactive_challenges(bytes(c1.replica_id), bytes(c1.seed), p.nodes, p.challenges_per_partition, k)
+            expected = porep_challenges(self.seal_proof.challenge_kind, replica_id=bytes(c1.replica_id),
+                                        comm_r=bytes(c1.comm_r), seed=bytes(c1.seed), nodes=p.nodes,
+                                        challenges_per_partition=p.challenges_per_partition, partition=k)
             challenges, inputs = [], [replica_id, comm_d, comm_r]
             for i, (vp, challenge) in enumerate(zip(proofs, expected)):
                 path = f"{base}[{k}][{i}]"
@@ -207,7 +212,7 @@ class PorepJob:
         node = vp.labeling_proofs[0].node
         if node != challenge:
             raise C1Error(f"{path}.labeling_proofs[0].node",
-                          f"challenge {node}, but replica_id and seed derive {challenge}")
+                          f"challenge {node}, but the {self.seal_proof.challenge_kind} derivation gives {challenge}")
         d_levels = _levels(vp.comm_d_proofs, [2] * p.data_levels, f"{path}.comm_d_proofs", "Single")
         if _path_index(d_levels) != challenge:
             raise C1Error(f"{path}.comm_d_proofs", f"path addresses node {_path_index(d_levels)}, not {challenge}")
