@@ -1,0 +1,110 @@
+"""SnapDeals through the daemon: a Curio-shaped SNAP_DEALS_UPDATE request of the test sealer's
+update, its malformed variants refused naming the field, and (slow) a 2 KiB proof with our own
+test key, self-verified by the daemon and again here against the key's verifying key.
+
+Making the 2 KiB test key takes minutes on a CPU; the slow test keeps it in
+``$CUZK_TEST_KEY_CACHE`` (default ``~/.cache/cuzk-plugin/test-keys``) for later runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import grpc
+import pytest
+
+from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
+from cuzk_plugin.adapters.synthetic import SyntheticProvider
+from cuzk_plugin.engine.circuits import ProviderRegistry
+from cuzk_plugin.filecoin import param_files as pf
+from cuzk_plugin.filecoin.param_files import test_key_path
+from cuzk_plugin.filecoin.seal import seal
+from cuzk_plugin.filecoin.snap_seal import snap_update, vanilla_proofs
+from cuzk_plugin.formats.params import VerifyingKey
+from cuzk_plugin.formats.proof import decode_proofs
+from cuzk_plugin.groth16.verifier import verify
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+
+
+@pytest.fixture(scope="module")
+def update():
+    return snap_update(seal("StackedDrg2KiBV1_1", miner_id=1000, sector_id=9, data_seed=4), data_seed=5)
+
+
+def _request(u, blobs=None, request_id="snap-1000-9", **fields) -> pb.SubmitProofRequest:
+    """As Curio's ProveUpdateCuzk fills it (snap-facts.md section 9)."""
+    args = {"request_id": request_id, "proof_kind": pb.SNAP_DEALS_UPDATE, "registered_proof": u.registered_proof,
+            "vanilla_proofs": vanilla_proofs(u) if blobs is None else blobs, "sector_number": 9, "miner_id": 1000,
+            "comm_r_old": u.comm_r_old, "comm_r_new": u.comm_r_new, "comm_d_new": u.comm_d_new}
+    args.update(fields)
+    return pb.SubmitProofRequest(**args)
+
+
+@pytest.fixture
+def fil_dir(tmp_path, monkeypatch) -> Path:
+    """An empty $FIL_PROOFS_PARAMETER_CACHE: no Filecoin file is found."""
+    fil = tmp_path / "filecoin-proof-parameters"
+    fil.mkdir()
+    monkeypatch.setenv(pf.FIL_CACHE_ENV, str(fil))
+    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache())
+    return fil
+
+
+async def test_malformed_snap_requests_are_refused_naming_the_field(make_daemon, update, fil_dir):
+    d = await make_daemon()
+    stub = d.stub()
+    (blob,) = vanilla_proofs(update)
+    flipped = bytearray(blob)
+    flipped[304] ^= 0x80
+    cases = [
+        (_request(update, [blob[:1000]]), "vanilla_proofs[0].challenge_proofs"),
+        (_request(update, [bytes(flipped)]), "vanilla_proofs[0].challenge_proofs[0].proof_r_old.variant (byte 304)"),
+        (_request(update, [blob, blob]), "vanilla_proofs: 2 partition proofs, update proof 0 has 1"),
+        (_request(update, registered_proof=7), "registered_proof: 7 is not a registered update proof"),
+        (_request(update, comm_d_new=b"\xff" * 32), "comm_d_new: not a canonical field element"),
+        (_request(update, comm_r_new=update.comm_r_old), "vanilla_proofs[0].challenge_proofs[0].proof_r_old: path addresses"),
+    ]
+    for req, expect in cases:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.SubmitProof(req)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, expect
+        assert expect in err.value.details(), (expect, err.value.details())
+    assert d.engine.status().failed == 0
+
+
+async def test_snap_without_filecoin_key_fails_before_synthesis(make_daemon, update, fil_dir):
+    d = await make_daemon()
+    res = (await d.stub().Prove(pb.ProveRequest(submit=_request(update)))).result
+    assert res.status == pb.AwaitProofResponse.FAILED
+    stem = pf.FILECOIN_CIRCUITS["snap-2k"].stem
+    assert str(fil_dir / f"{stem}.params") in res.error_message and "allow_test_keys" in res.error_message
+    assert res.synthesis_ms == 0
+
+
+def _key_cache() -> Path:
+    return Path(os.environ.get("CUZK_TEST_KEY_CACHE", Path.home() / ".cache" / "cuzk-plugin" / "test-keys"))
+
+
+@pytest.mark.slow
+async def test_snap_2kib_end_to_end_with_a_test_key(make_daemon, update, fil_dir, param_cache):
+    key = test_key_path(param_cache, "snap-2k")
+    cached = _key_cache() / key.name
+    if cached.is_file() and not key.is_file():
+        shutil.copyfile(cached, key)
+    providers = ProviderRegistry([SnapCircuitProvider(allow_test_keys=True), SyntheticProvider()], load_plugins=False)
+    d = await make_daemon(providers=providers, srs={"allow_test_keys": True, "max_generated_log2": 21})
+    res = (await d.stub().Prove(pb.ProveRequest(submit=_request(update)), timeout=3600)).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
+    assert len(res.proof) == 192  # one partition at 2 KiB
+    if not cached.is_file():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(key, cached.with_suffix(".tmp"))
+        os.replace(cached.with_suffix(".tmp"), cached)
+    vk = VerifyingKey.load(key)
+    (proof,) = decode_proofs(res.proof)
+    inputs = [1] + [int.from_bytes(x, "little") for x in (update.comm_r_old, update.comm_d_new, update.comm_r_new)]
+    assert verify(vk, proof, inputs)  # k_and_h_select = 1 at 2 KiB (snap-facts.md section 6)
+    assert not verify(vk, proof, [inputs[0], inputs[1], inputs[2] + 1, inputs[3]])
+    assert not verify(vk, proof, [2, *inputs[1:]])
+    assert not verify(vk, type(proof)(proof.a, proof.b, proof.a), inputs)
