@@ -2,8 +2,10 @@
 
 A :class:`Boolean` is a constant, an allocated bit (``Is``) or the negation of one (``Not``).
 Operations on constants cost nothing; each allocated result costs one variable and one
-constraint, in the order bellpepper emits them. Values are ``bool`` in witness mode and
-``None`` when only the shape is synthesized.
+constraint, in the order bellpepper emits them. Values are ``bool`` (or int 0/1) in witness
+mode and ``None`` when only the shape is synthesized; value arithmetic uses only ``&``, ``^``
+and shifts (no ``and``/``not``/``bool()``), so a traced value can stand in for a bit (the
+vectorized witness, :mod:`cuzk_plugin.filecoin.witness`, records the gadgets that way).
 
 Linear combinations here are plain ``{Variable: int}`` dicts, wrapped into
 :class:`LinearCombination` only when a constraint is enforced.
@@ -50,7 +52,7 @@ class Boolean:
     def not_(self) -> Boolean:
         if self.var is None:
             return FALSE if self.value else TRUE
-        return Boolean(self.var, not self.negated, None if self.value is None else not self.value)
+        return Boolean(self.var, not self.negated, None if self.value is None else self.value ^ True)
 
     def add_to(self, terms: dict, coeff: int) -> None:
         """terms += coeff * self (bellpepper ``Boolean::lc(one, coeff)``)."""
@@ -78,8 +80,9 @@ TRUE = Boolean(None, False, True)
 FALSE = Boolean(None, False, False)
 
 
-def _alloc(cs, value: bool | None) -> Variable:
-    return cs.alloc(None if value is None else int(value))
+def _alloc(cs, value) -> Variable:
+    # bool, int 0/1, or a traced value (cuzk_plugin.filecoin.witness): no int() or bool() here
+    return cs.alloc(value)
 
 
 def alloc_bit(cs, value: bool | None) -> Boolean:
@@ -93,7 +96,7 @@ def _underlying(b: Boolean) -> bool | None:
     """The value of the allocated bit behind ``b`` (before negation)."""
     if b.value is None:
         return None
-    return (not b.value) if b.negated else b.value
+    return (b.value ^ True) if b.negated else b.value
 
 
 def _allocated_xor(cs, a: Boolean, b: Boolean) -> Boolean:
@@ -137,7 +140,7 @@ def and_(cs, a: Boolean, b: Boolean) -> Boolean:
         return b if a.value else FALSE
     if b.var is None:
         return a if b.value else FALSE
-    value = None if a.value is None or b.value is None else (a.value and b.value)
+    value = None if a.value is None or b.value is None else (a.value & b.value)
     if not a.negated and not b.negated:
         return _and_alloc(cs, a.var, b.var, value, "and")
     if a.negated and b.negated:
@@ -154,7 +157,7 @@ def _val3(a, b, c, f):
 
 def sha256_ch(cs, a: Boolean, b: Boolean, c: Boolean) -> Boolean:
     """(a and b) xor ((not a) and c), with bellpepper's constant cases in its order."""
-    value = _val3(a, b, c, lambda x, y, z: (x and y) ^ ((not x) and z))
+    value = _val3(a, b, c, lambda x, y, z: (x & y) ^ ((x ^ True) & z))
     if a.var is None and b.var is None and c.var is None:
         return Boolean.constant(value)
     if a.var is None and not a.value:
@@ -182,7 +185,7 @@ def sha256_ch(cs, a: Boolean, b: Boolean, c: Boolean) -> Boolean:
 
 def sha256_maj(cs, a: Boolean, b: Boolean, c: Boolean) -> Boolean:
     """(a and b) xor (a and c) xor (b and c), with bellpepper's constant cases in its order."""
-    value = _val3(a, b, c, lambda x, y, z: (x and y) ^ (x and z) ^ (y and z))
+    value = _val3(a, b, c, lambda x, y, z: (x & y) ^ (x & z) ^ (y & z))
     if a.var is None and b.var is None and c.var is None:
         return Boolean.constant(value)
     if a.var is None and not a.value:

@@ -86,7 +86,7 @@ def _word(bits_le: list[Boolean]) -> UInt32:
     for i, b in enumerate(bits_le):
         if b.value is None:
             return UInt32(bits_le, None)
-        value |= int(b.value) << i
+        value |= b.value << i
     return UInt32(bits_le, value)
 
 

@@ -65,7 +65,7 @@ class UInt32:
             if b.value is None:
                 value = None
                 break
-            value |= int(b.value) << i
+            value |= b.value << i
         return cls(le, value)
 
     def into_bits_be(self) -> list[Boolean]:
@@ -116,7 +116,7 @@ class UInt32:
         if all_constants and total is not None:
             return UInt32.constant(total & 0xFFFFFFFF)
         nbits = max_value.bit_length()
-        result = [alloc_bit(cs, None if total is None else bool((total >> i) & 1)) for i in range(nbits)]
+        result = [alloc_bit(cs, None if total is None else (total >> i) & 1) for i in range(nbits)]
         rhs = {b.var: 1 << i for i, b in enumerate(result)}
         meq.enforce_equal(nbits, lhs, rhs)
         return UInt32(result[:32], None if total is None else total & 0xFFFFFFFF)

@@ -1,0 +1,526 @@
+"""A PoRep partition's full assignment without linear combinations, vectorized.
+
+:func:`partition_assignment` returns what synthesizing
+:func:`cuzk_plugin.filecoin.circuit.synthesize_partition` into a witness constraint system
+returns (inputs with ONE first, aux), in the same variable order, but computes it gadget by
+gadget for all instances at once: every challenge of a partition has the same layout, so each
+part (a label's 20 SHA-256 compressions, a Merkle level, a column hash) is evaluated for all
+its instances with numpy. SHA-256 compressions run programs traced from the circuit's own
+gadget (:mod:`.sha256`); Poseidon follows the gadget's schedule (:mod:`.poseidon`); the small
+gadgets (bit decompositions, picks, insertion, packing) are written here in the circuit's
+order, which :class:`PorepLayout` fixes once per sector shape.
+
+The circuit's only constraints a C1's values can violate, when every value is computed this
+way, are the root equalities (comm_r = Poseidon(comm_c, comm_r_last), and each inclusion
+path's computed root against comm_d / comm_c / comm_r_last): :func:`partition_assignment`
+checks them and raises :class:`WitnessMismatch` naming the challenge, the part of the circuit
+(the names of ``synthesize_partition``'s regions) and the first failing constraint's index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
+from cuzk_plugin.errors import CircuitError
+from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS, PartitionWitness
+from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
+from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
+from cuzk_plugin.filecoin.witness.sha256 import CompressionTemplate, sha256_many, sha256_templates
+
+__all__ = ["partition_assignment", "PorepLayout", "porep_layout", "WitnessMismatch"]
+
+_FR_BITS = 255
+_PACK_BITS = 254
+_PARENTS = BASE_DEGREE + EXP_DEGREE
+
+
+class WitnessMismatch(CircuitError):
+    """The C1's values violate the circuit: ``constraint`` is the first failing constraint's
+    index in the partition's R1CS, ``challenge`` its challenge (None: the partition header),
+    ``region`` the part of the circuit (``synthesize_partition``'s region name)."""
+
+    def __init__(self, partition: int | None, challenge: int | None, node: int | None, region: str,
+                 constraint: int):
+        where = "" if partition is None else f"partition {partition}: "
+        what = region if challenge is None else f"challenge {challenge} (node {node}): {region}"
+        super().__init__(f"{where}the witness violates constraint {constraint} ({what}); the C1 is "
+                         f"corrupted or inconsistent")
+        self.partition, self.challenge, self.node = partition, challenge, node
+        self.region, self.constraint = region, constraint
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.aux = 0
+        self.cons = 0
+
+    def take(self, aux: int, cons: int = 0) -> int:
+        at = self.aux
+        self.aux += aux
+        self.cons += cons
+        return at
+
+
+@dataclass
+class _Level:
+    """One Merkle level: aux offsets of its index bits, siblings, insertion and hash."""
+
+    arity: int
+    bits: int
+    siblings: int
+    insert: int
+    hash: int  # Poseidon levels: the hash's aux; SHA-256 levels: see ``sha``
+    sha: list[tuple[int, int]] = field(default_factory=list)  # (bits of leaf 0, of leaf 1)
+    blocks: list[int] = field(default_factory=list)  # SHA-256 compressions' aux offsets
+    pack: int = -1
+
+
+@dataclass
+class _Path:
+    levels: list[_Level]
+    equal_constraint: int  #: the root equality, relative to the challenge's first constraint
+    region: str
+
+
+@dataclass
+class _Label:
+    parent_bits: list[int]  #: aux offset of each distinct parent's 255 bits (DRG, then expander)
+    blocks: list[int]  #: aux offset of each compression
+    pack: int
+
+
+@dataclass
+class PorepLayout:
+    """Aux offsets of every part of one partition (challenge parts relative to the challenge's
+    first aux variable / constraint), fixed by the sector shape."""
+
+    params: PorepParams
+    header_aux: int
+    header_constraints: int
+    comm_r_poseidon: int
+    challenge_aux: int
+    challenge_constraints: int
+    data_leaf: int
+    comm_d: _Path
+    columns: list[int]  #: each parent's rows (then its hash at +layers)
+    parent_paths: list[_Path]
+    challenge_bits: int
+    labels: list[_Label]
+    encoded: int
+    comm_r_last: _Path
+    own_column_hash: int
+    comm_c: _Path
+    node_hash_templates: list[CompressionTemplate]
+    label_templates: list[list[CompressionTemplate]]  #: per layer
+
+    @property
+    def num_aux(self) -> int:
+        return self.header_aux + self.params.challenges_per_partition * self.challenge_aux
+
+    @property
+    def num_inputs(self) -> int:
+        return self.params.num_public_inputs
+
+    @property
+    def num_constraints(self) -> int:
+        return self.header_constraints + self.params.challenges_per_partition * self.challenge_constraints
+
+
+def _rbn_sig(n_bits: int) -> str:
+    """Signature of reverse_bit_numbering(255 allocated bits): the pad bit lands at 248."""
+    assert n_bits == _FR_BITS
+    return "I" * 248 + "F" + "I" * 7
+
+
+def _node_hash_sig() -> str:
+    return _rbn_sig(_FR_BITS) * 2
+
+
+def _label_sig(layer: int) -> str:
+    layer_bits = "".join("T" if (layer >> i) & 1 else "F" for i in range(31, -1, -1))
+    head = _rbn_sig(_FR_BITS) + layer_bits + "I" * 64
+    head += "F" * (512 - len(head))
+    return head + _rbn_sig(_FR_BITS) * TOTAL_PARENTS
+
+
+def _label_parents(layer: int) -> list[int]:
+    """Which of the layer's distinct parents (DRG 0-5, expander 6-13) fill the 37 slots."""
+    if layer == 1:
+        return list(range(BASE_DEGREE)) * 6 + [0]
+    ps = list(range(_PARENTS))
+    return ps + ps + ps[:9]
+
+
+def _poseidon_path(cnt: _Counter, arities: list[int], region: str, base_cons: int) -> _Path:
+    levels = []
+    for a in arities:
+        nb = a.bit_length() - 1
+        bits = cnt.take(nb, nb)
+        sibs = cnt.take(a - 1)
+        if a == 8:
+            ins = cnt.take(22, 22)
+        elif a == 2:
+            ins = cnt.take(2, 2)
+        else:
+            raise ValueError(f"no insertion layout for arity {a}")
+        h = cnt.take(poseidon_num_aux(a), poseidon_num_aux(a))
+        levels.append(_Level(a, bits, sibs, ins, h))
+    cnt.take(0, 1)  # pack_into_inputs
+    cnt.take(0, 1)  # equal
+    return _Path(levels, cnt.cons - 1 - base_cons, region)
+
+
+@lru_cache(maxsize=16)
+def porep_layout(params: PorepParams) -> PorepLayout:
+    """The layout of ``params``' partition, in ``synthesize_partition``'s allocation order."""
+    h = _Counter()
+    h.take(1)  # replica_id
+    h.take(0, 1)  # inputize
+    h.take(_FR_BITS, _FR_BITS + 1)  # its bits
+    h.take(1, 0)  # comm_d
+    h.take(0, 1)
+    h.take(1, 0)  # comm_r
+    h.take(0, 1)
+    h.take(2)  # comm_r_last, comm_c
+    comm_r_poseidon = h.take(poseidon_num_aux(2), poseidon_num_aux(2))
+    h.take(0, 1)  # equal
+
+    node_tpls = sha256_templates(_node_hash_sig())
+    label_tpls = [sha256_templates(_label_sig(layer)) for layer in range(1, params.layers + 1)]
+    c = _Counter()
+    data_leaf = c.take(1)
+    levels = []
+    for _ in range(params.data_levels):
+        bits = c.take(1, 1)
+        sib = c.take(1)
+        ins = c.take(2, 2)
+        leaves = (c.take(_FR_BITS, _FR_BITS + 1), c.take(_FR_BITS, _FR_BITS + 1))
+        blocks = [c.take(t.program.num_aux, t.program.num_constraints) for t in node_tpls]
+        pack = c.take(1, 1)
+        levels.append(_Level(2, bits, sib, ins, -1, [leaves], blocks, pack))
+    c.take(0, 2)  # pack_into_inputs, equal
+    comm_d = _Path(levels, c.cons - 1, "comm_d inclusion of the data leaf")
+
+    tree = params.tree_arities
+    columns, parent_paths = [], []
+    for j in range(_PARENTS):
+        kind = f"DRG parent {j}" if j < BASE_DEGREE else f"expander parent {j - BASE_DEGREE}"
+        columns.append(c.take(params.layers))
+        c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
+        parent_paths.append(_poseidon_path(c, tree, f"{kind}: column hash and comm_c inclusion", 0))
+    challenge_bits = c.take(64, 64)
+    c.take(0, 1)  # pack_into_inputs
+    labels = []
+    for layer in range(1, params.layers + 1):
+        n_par = BASE_DEGREE if layer == 1 else _PARENTS
+        pbits = [c.take(_FR_BITS, _FR_BITS + 1) for _ in range(n_par)]
+        blocks = [c.take(t.program.num_aux, t.program.num_constraints) for t in label_tpls[layer - 1]]
+        labels.append(_Label(pbits, blocks, c.take(1, 1)))
+    encoded = c.take(1, 1)
+    comm_r_last = _poseidon_path(c, tree, "encoding and comm_r_last inclusion", 0)
+    own = c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
+    comm_c = _poseidon_path(c, tree, "challenged column hash and comm_c inclusion", 0)
+    return PorepLayout(
+        params=params, header_aux=h.aux, header_constraints=h.cons, comm_r_poseidon=comm_r_poseidon,
+        challenge_aux=c.aux, challenge_constraints=c.cons, data_leaf=data_leaf, comm_d=comm_d,
+        columns=columns, parent_paths=parent_paths, challenge_bits=challenge_bits, labels=labels,
+        encoded=encoded, comm_r_last=comm_r_last, own_column_hash=own, comm_c=comm_c,
+        node_hash_templates=node_tpls, label_templates=label_tpls,
+    )
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+def _limbs(values: np.ndarray) -> np.ndarray:
+    """Object ints in [0, r), any shape -> (..., 4) uint64 limbs."""
+    flat = values.reshape(-1)
+    return ints_to_limbs(flat.tolist()).reshape(*values.shape, FR_LIMBS)
+
+
+def _bits_le(values: np.ndarray) -> np.ndarray:
+    """Object ints (any shape) -> (..., 255) uint8, least significant bit first."""
+    raw = np.frombuffer(_limbs(values).tobytes(), dtype=np.uint8).reshape(*values.shape, 32)
+    return np.unpackbits(raw, axis=-1, bitorder="little")[..., :_FR_BITS]
+
+
+def _rbn(bits: np.ndarray) -> np.ndarray:
+    """reverse_bit_numbering over the last axis: pad with 0 to whole bytes, reverse each byte."""
+    n = bits.shape[-1]
+    pad = (-n) % 8
+    if pad:
+        bits = np.concatenate([bits, np.zeros(bits.shape[:-1] + (pad,), dtype=bits.dtype)], axis=-1)
+    return bits.reshape(*bits.shape[:-1], -1, 8)[..., ::-1].reshape(*bits.shape[:-1], -1)
+
+
+def _pack(bits: np.ndarray) -> np.ndarray:
+    """(..., k) 0/1 little-endian bits (k <= 254) -> object ints."""
+    packed = np.packbits(bits.astype(np.uint8), axis=-1, bitorder="little")
+    out = np.empty(bits.shape[:-1], dtype=object)
+    flat = out.reshape(-1)
+    rows = packed.reshape(-1, packed.shape[-1])
+    for i in range(rows.shape[0]):
+        flat[i] = int.from_bytes(rows[i].tobytes(), "little")
+    return out
+
+
+def _obj(values) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = [int(v) % R for v in values]
+    return out
+
+
+class _Aux:
+    """The partition's aux array and its per-challenge view (challenges x challenge_aux x 4)."""
+
+    def __init__(self, layout: PorepLayout):
+        self.all = np.zeros((layout.num_aux, FR_LIMBS), dtype=np.uint64)
+        self.header = self.all[:layout.header_aux]
+        self.ch = self.all[layout.header_aux:].reshape(
+            layout.params.challenges_per_partition, layout.challenge_aux, FR_LIMBS)
+
+    def bits(self, off: int, bits: np.ndarray) -> None:
+        """bits (challenges, k) 0/1 at challenge offset ``off``."""
+        self.ch[:, off:off + bits.shape[1], 0] = bits
+
+    def fields(self, off: int, values: np.ndarray) -> None:
+        """values (challenges, k) object ints at challenge offset ``off``."""
+        self.ch[:, off:off + values.shape[1], :] = _limbs(values)
+
+
+def _insert_8(x, els, b0, b1, b2):
+    """insert_8's aux values in the gadget's order (nor, and, 20 picks) and its 8 outputs."""
+    a, b, c, d, e, f, g, h = x, *els
+    nor01 = (1 - b0) * (1 - b1)
+    and01 = b0 * b1
+    aux = [nor01, and01]
+
+    def pick(cond, p, q):
+        v = np.where(cond.astype(bool), p, q)
+        aux.append(v)
+        return v
+
+    p0 = pick(b2, b, pick(nor01, a, b))
+    p1 = pick(b2, c, pick(b1, c, pick(b0, a, b)))
+    p2 = pick(b2, d, pick(b1, pick(b0, d, a), c))
+    p3 = pick(b2, e, pick(and01, a, d))
+    p4 = pick(b2, pick(nor01, a, f), e)
+    p5 = pick(b2, pick(b1, g, pick(b0, a, f)), f)
+    p6 = pick(b2, pick(b1, pick(b0, h, a), g), g)
+    p7 = pick(b2, pick(and01, a, h), h)
+    return aux, [p0, p1, p2, p3, p4, p5, p6, p7]
+
+
+def _insert_2(x, els, b0):
+    aux = [np.where(b0.astype(bool), els[0], x), np.where(b0.astype(bool), x, els[0])]
+    return aux, list(aux)
+
+
+@dataclass
+class _PathValues:
+    """Per path instance (challenges x paths): its leaf, per level index and siblings."""
+
+    indices: np.ndarray  # (levels, challenges, paths) int64
+    siblings: list[np.ndarray]  # per level: (arity - 1, challenges, paths) object
+
+
+def _path_values(paths: list[list], levels: int) -> _PathValues:
+    """``paths[c][p]``: the PathLevel list of path p of challenge c."""
+    cpp, npaths = len(paths), len(paths[0])
+    idx = np.zeros((levels, cpp, npaths), dtype=np.int64)
+    sibs = []
+    for lv in range(levels):
+        arity = paths[0][0][lv].arity
+        s = np.empty((arity - 1, cpp, npaths), dtype=object)
+        for c in range(cpp):
+            for p in range(npaths):
+                level = paths[c][p][lv]
+                if level.arity != arity or len(level.siblings) != arity - 1:
+                    raise ValueError(f"challenge {c}, path {p}, level {lv}: arity {level.arity} with "
+                                     f"{len(level.siblings)} siblings, the shape needs arity {arity}")
+                idx[lv, c, p] = level.index
+                s[:, c, p] = [int(v) % R for v in level.siblings]
+        sibs.append(s)
+    return _PathValues(idx, sibs)
+
+
+def _poseidon_paths(aux: _Aux, layouts: list[_Path], leaves: np.ndarray, pv: _PathValues):
+    """All Poseidon inclusion paths of the partition, level by level for every instance:
+    ``leaves`` (challenges, paths) object. Returns (roots, packed index inputs)."""
+    cpp, npaths = leaves.shape
+    cur = leaves
+    index_bits = []
+    for lv in range(len(layouts[0].levels)):
+        arity = layouts[0].levels[lv].arity
+        nb = arity.bit_length() - 1
+        bits = [(pv.indices[lv] >> i) & 1 for i in range(nb)]  # (cpp, npaths) each
+        index_bits += bits
+        sibs = pv.siblings[lv]
+        if arity == 8:
+            ins_aux, children = _insert_8(cur, list(sibs), *bits)
+        else:
+            ins_aux, children = _insert_2(cur, list(sibs), *bits)
+        h_aux, digest = poseidon_many(np.stack([ch.reshape(-1) for ch in children]).astype(object))
+        h_aux = h_aux.reshape(-1, cpp, npaths)
+        for p, path in enumerate(layouts):
+            level = path.levels[lv]
+            aux.bits(level.bits, np.stack([b[:, p] for b in bits], axis=1))
+            aux.fields(level.siblings, sibs[:, :, p].T)
+            if arity == 8:
+                aux.bits(level.insert, np.stack([ins_aux[0][:, p], ins_aux[1][:, p]], axis=1))
+                aux.fields(level.insert + 2, np.stack([v[:, p] for v in ins_aux[2:]], axis=1))
+            else:
+                aux.fields(level.insert, np.stack([v[:, p] for v in ins_aux], axis=1))
+            aux.fields(level.hash, h_aux[:, :, p].T)
+        cur = digest.reshape(cpp, npaths)
+    packed = np.zeros((cpp, npaths), dtype=object)
+    for k, b in enumerate(index_bits):
+        packed = packed + (b.astype(object) << k)
+    return cur, packed
+
+
+def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition: int | None = None,
+                         check: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(inputs (num_inputs, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr
+    limbs, equal to the reference synthesis of ``w``. With ``check`` a witness that violates a
+    root equality raises :class:`WitnessMismatch` (``partition`` only names it)."""
+    cpp = params.challenges_per_partition
+    if len(w.challenges) != cpp:
+        raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has {cpp}")
+    lay = porep_layout(params)
+    aux = _Aux(lay)
+    layers = params.layers
+    chs = w.challenges
+
+    # header: replica_id and its bits, comm_d, comm_r, comm_r_last, comm_c, comm_r's hash
+    rid, comm_d, comm_r, comm_r_last, comm_c = (int(v) % R for v in
+                                                (w.replica_id, w.comm_d, w.comm_r, w.comm_r_last, w.comm_c))
+    rid_bits = _bits_le(_obj([rid]))[0]
+    hdr = aux.header
+    hdr[0] = ints_to_limbs([rid])[0]
+    hdr[1:1 + _FR_BITS, 0] = rid_bits
+    hdr[256:260] = ints_to_limbs([comm_d, comm_r, comm_r_last, comm_c])
+    p_aux, p_out = poseidon_many(_obj([comm_c, comm_r_last])[:, None])
+    hdr[lay.comm_r_poseidon:lay.comm_r_poseidon + p_aux.shape[0]] = _limbs(p_aux[:, 0])
+    failures = []  # (constraint index, challenge or None, region)
+    if int(p_out[0]) != comm_r:
+        failures.append((lay.header_constraints - 1, None, "comm_r = Poseidon(comm_c, comm_r_last)"))
+
+    # per challenge: the data leaf and the comm_d path (binary SHA-256 tree)
+    data_leaf = _obj([c.data_leaf for c in chs])
+    aux.fields(lay.data_leaf, data_leaf[:, None])
+    d_levels = params.data_levels
+    d_paths = _path_values([[c.comm_d_path] for c in chs], d_levels)
+    cur = data_leaf
+    d_index_bits = []
+    for lv, level in enumerate(lay.comm_d.levels):
+        b0 = d_paths.indices[lv, :, 0] & 1
+        d_index_bits.append(b0)
+        sib = d_paths.siblings[lv][0, :, 0]
+        ins, children = _insert_2(cur, [sib], b0)
+        aux.bits(level.bits, b0[:, None])
+        aux.fields(level.siblings, sib[:, None])
+        aux.fields(level.insert, np.stack(ins, axis=1))
+        leaf_bits = [_bits_le(ch) for ch in children]  # (cpp, 255) each
+        for off, lb in zip(level.sha[0], leaf_bits):
+            aux.bits(off, lb)
+        msg = np.concatenate([_rbn(lb) for lb in leaf_bits], axis=1).T.astype(np.uint64)
+        res = sha256_many([_node_hash_sig()], np.zeros(cpp, dtype=np.int64), msg)
+        for off, block in zip(level.blocks, res.blocks):
+            (_, cols, bits), = block
+            aux.bits(off, bits.T)
+        cur = _pack(_rbn(res.digest.T)[:, :_PACK_BITS])
+        aux.fields(level.pack, cur[:, None])
+    d_packed = sum((b.astype(object) << k for k, b in enumerate(d_index_bits)), np.zeros(cpp, dtype=object))
+    for c in np.flatnonzero(cur != comm_d):
+        failures.append((lay.comm_d.equal_constraint, int(c), lay.comm_d.region))
+
+    # parent columns and their hashes
+    rows = np.empty((cpp, _PARENTS, layers), dtype=object)
+    for c, ch in enumerate(chs):
+        cols = list(ch.drg_parents) + list(ch.exp_parents)
+        if len(cols) != _PARENTS:
+            raise ValueError(f"challenge {c}: {len(cols)} parent columns, expected {_PARENTS}")
+        for j, col in enumerate(cols):
+            if len(col.rows) != layers:
+                raise ValueError(f"a parent column has {len(col.rows)} rows, the sector has {layers} layers")
+            rows[c, j] = [int(v) % R for v in col.rows]
+    col_aux, col_hash = poseidon_many(rows.reshape(cpp * _PARENTS, layers).T)
+    col_aux = col_aux.reshape(-1, cpp, _PARENTS)
+    for j, off in enumerate(lay.columns):
+        aux.fields(off, rows[:, j, :])
+        aux.fields(off + layers, col_aux[:, :, j].T)
+
+    # the challenge as 64 bits
+    challenge = np.array([int(c.challenge) & ((1 << 64) - 1) for c in chs], dtype=np.uint64)
+    ch_bits = ((challenge[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+    aux.bits(lay.challenge_bits, ch_bits)
+
+    # labels: every layer of every challenge at once (instances layer-major)
+    row_bits = _bits_le(rows)  # (cpp, parents, layers, 255)
+    for layer, lab in enumerate(lay.labels, start=1):
+        n_par = len(lab.parent_bits)
+        for j, off in enumerate(lab.parent_bits):
+            src_layer = layer - 1 if j < BASE_DEGREE else layer - 2
+            aux.bits(off, row_bits[:, j, src_layer])
+    n_inst = layers * cpp
+    msg = np.zeros((512 + 256 * TOTAL_PARENTS, n_inst), dtype=np.uint64)
+    rid_msg = _rbn(rid_bits)
+    node_be = ch_bits[:, ::-1].T  # (64, cpp)
+    for layer in range(1, layers + 1):
+        cols = slice((layer - 1) * cpp, layer * cpp)
+        msg[:256, cols] = rid_msg[:, None]
+        msg[288:352, cols] = node_be
+        for slot, j in enumerate(_label_parents(layer)):
+            src_layer = layer - 1 if j < BASE_DEGREE else layer - 2
+            msg[512 + 256 * slot:512 + 256 * (slot + 1), cols] = _rbn(row_bits[:, j, src_layer]).T
+    group = np.repeat(np.arange(layers), cpp)
+    res = sha256_many([_label_sig(layer) for layer in range(1, layers + 1)], group, msg)
+    for k, block in enumerate(res.blocks):
+        for _, cols, bits in block:
+            for layer in np.unique(group[cols]):
+                sel = group[cols] == layer
+                aux.bits(lay.labels[layer].blocks[k], bits[:, sel].T)
+    label_vals = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(layers, cpp)
+    for layer, lab in enumerate(lay.labels):
+        aux.fields(lab.pack, label_vals[layer][:, None])
+
+    # encoding, the challenged column's hash
+    encoded = (label_vals[-1] + data_leaf) % R
+    aux.fields(lay.encoded, encoded[:, None])
+    own_aux, own_hash = poseidon_many(label_vals)
+    aux.fields(lay.own_column_hash, own_aux.T)
+
+    # every Poseidon path (14 parent columns, comm_r_last, comm_c) level by level
+    paths = [list(c.drg_parents[j].path for j in range(BASE_DEGREE)) +
+             list(c.exp_parents[j].path for j in range(EXP_DEGREE)) + [c.comm_r_last_path, c.comm_c_path]
+             for c in chs]
+    pv = _path_values(paths, len(params.tree_arities))
+    leaves = np.concatenate([col_hash.reshape(cpp, _PARENTS), encoded[:, None], own_hash[:, None]], axis=1)
+    layouts = lay.parent_paths + [lay.comm_r_last, lay.comm_c]
+    roots, packed = _poseidon_paths(aux, layouts, leaves, pv)
+    expected = [comm_c] * _PARENTS + [comm_r_last, comm_c]
+    for p, (path, want) in enumerate(zip(layouts, expected)):
+        for c in np.flatnonzero(roots[:, p] != want):
+            failures.append((path.equal_constraint, int(c), path.region))
+
+    # public inputs: ONE, replica_id, comm_d, comm_r, then per challenge 18 packed indices
+    inputs = [1, rid, comm_d, comm_r]
+    for c in range(cpp):
+        inputs += [d_packed[c], *packed[c, :_PARENTS], int(challenge[c]), packed[c, _PARENTS],
+                   packed[c, _PARENTS + 1]]
+    if check and failures:
+        def absolute(f):
+            cons, c, _ = f
+            return cons if c is None else lay.header_constraints + c * lay.challenge_constraints + cons
+        first = min(failures, key=absolute)
+        _, c, region = first
+        raise WitnessMismatch(partition, c, None if c is None else chs[c].challenge, region, absolute(first))
+    return ints_to_limbs(inputs), aux.all
