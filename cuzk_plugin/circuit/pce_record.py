@@ -25,6 +25,7 @@ synthesis, so their final count is unknown until the end); :meth:`finish` maps i
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import shutil
@@ -37,10 +38,11 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
 from cuzk_plugin.circuit.constraint_system import ONE, LinearCombination
+from cuzk_plugin.circuit.r1cs import R1CS
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.formats.pce import PceWriter
+from cuzk_plugin.formats.pce import CsrMatrix, PceWriter, PrecompiledCircuit, digest_of
 
-__all__ = ["RecordingConstraintSystem", "record_circuit", "AUX_FLAG"]
+__all__ = ["RecordingConstraintSystem", "record_circuit", "precompile_r1cs", "AUX_FLAG"]
 
 log = logging.getLogger(__name__)
 
@@ -434,3 +436,27 @@ def record_circuit(synthesize: Callable[[RecordingConstraintSystem], None], path
     finally:
         cs.close()
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def precompile_r1cs(r1cs: R1CS, name: str) -> PrecompiledCircuit:
+    """An in-memory pre-compiled circuit of ``r1cs`` (input constraints appended), for small
+    circuits and tests; the same rows as recording the circuit gives."""
+    full = r1cs.with_input_constraints()
+    m, n_in = full.num_constraints, full.num_inputs
+    values = sorted({int(v) for mat in (full.a, full.b, full.c) for v in mat.coeffs})
+    index = {v: i for i, v in enumerate(values)}
+    mats, dense = [], []
+    for mat in (full.a, full.b, full.c):
+        order = np.lexsort((mat.cols, mat.rows))
+        rows, cols = mat.rows[order], mat.cols[order]
+        row_ptr = np.zeros(m + 1, np.uint64)
+        np.cumsum(np.bincount(rows, minlength=m), out=row_ptr[1:])
+        cidx = np.array([index[int(v)] for v in mat.coeffs[order]], dtype=np.uint32)
+        mats.append(CsrMatrix(row_ptr, cols.astype(np.uint32), cidx))
+        dense.append(mat.column_density(full.num_vars))
+    pce = PrecompiledCircuit(
+        name=name, num_inputs=n_in, num_aux=full.num_aux, num_constraints=m,
+        coeffs=ints_to_limbs(values).reshape(-1, 4), a=mats[0], b=mats[1], c=mats[2],
+        a_aux_density=dense[0][n_in:], b_input_density=dense[1][:n_in], b_aux_density=dense[1][n_in:], digest="",
+    )
+    return dataclasses.replace(pce, digest=digest_of(pce))

@@ -21,7 +21,9 @@ from cuzk_plugin.bls12_381.points import (
     g2_raw_to_limbs,
     g2_to_limbs,
 )
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.backends.cpu.r1cs_eval import CoefficientTable, SplitMatrix, evaluate_r1cs
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.errors import EncodingError
 from cuzk_plugin.formats.params import ProvingKey
 
@@ -80,6 +82,39 @@ class CpuSrs:
         self.released = True
 
 
+@dataclass
+class CpuCircuit:
+    """A pre-compiled circuit prepared for :func:`evaluate_r1cs` (coefficient forms, one-term
+    rows split off); the matrices stay memory-mapped."""
+
+    circuit: PrecompiledCircuit
+    table: CoefficientTable
+    split: tuple
+    nbytes: int
+
+    def release(self) -> None:
+        self.split = ()
+
+
+def witness_to_synthesized(part: WitnessPartition, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> SynthesizedPartition:
+    """The SynthesizedPartition of a witness whose a, b, c were evaluated from its circuit."""
+    pce = part.circuit.circuit
+    return SynthesizedPartition(
+        a=a, b=b, c=c, input_assignment=part.input_assignment, aux_assignment=part.aux_assignment,
+        a_aux_density=np.asarray(pce.a_aux_density), b_input_density=np.asarray(pce.b_input_density),
+        b_aux_density=np.asarray(pce.b_aux_density),
+    )
+
+
+def witness_vector(circuit: PrecompiledCircuit, part: WitnessPartition) -> np.ndarray:
+    """z = inputs then aux, checked against the circuit's counts."""
+    inputs, aux = part.input_assignment, part.aux_assignment
+    if inputs.shape != (circuit.num_inputs, FR_LIMBS) or aux.shape != (circuit.num_aux, FR_LIMBS):
+        raise ValueError(f"witness has {inputs.shape[0]} inputs and {aux.shape[0]} aux values, circuit "
+                         f"{circuit.name} needs {circuit.num_inputs} and {circuit.num_aux}")
+    return np.concatenate([inputs, aux]).astype(np.uint64, copy=False)
+
+
 class CpuBackend:
     """Reference backend. Slow, simple, and the oracle for the conformance suite."""
 
@@ -114,7 +149,17 @@ class CpuBackend:
             nbytes=key.vectors_nbytes,
         )
 
-    def prove_start(self, srs: CpuSrs, part: SynthesizedPartition) -> ProofSums:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> CpuCircuit:
+        split = (SplitMatrix.of(pce.a), SplitMatrix.of(pce.b), SplitMatrix.of(pce.c))
+        return CpuCircuit(pce, CoefficientTable(pce.coeffs), split, sum(m.nbytes for m in split) + pce.coeffs.nbytes)
+
+    def evaluate_r1cs(self, circuit: CpuCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return evaluate_r1cs(circuit.circuit, z, circuit.table, circuit.split)
+
+    def prove_start(self, srs: CpuSrs, part: SynthesizedPartition | WitnessPartition) -> ProofSums:
+        if isinstance(part, WitnessPartition):
+            z = witness_vector(part.circuit.circuit, part)
+            part = witness_to_synthesized(part, *self.evaluate_r1cs(part.circuit, z))
         h = self.quotient_h(part.a, part.b, part.c)
         if h.shape[0] != len(srs.h):
             raise ValueError(f"partition needs {h.shape[0]} H points, the key has {len(srs.h)}")

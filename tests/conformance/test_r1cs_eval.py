@@ -1,0 +1,138 @@
+"""R1CS evaluation conformance: a = A z, b = B z, c = C z from a pre-compiled circuit resident on
+the backend equal the reference (``R1CS.evaluate`` on Python ints), for random sparse matrices
+with Filecoin-like coefficients and values and for the recorded 2 KiB PoRep circuit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_objects
+from cuzk_plugin.circuit.pce_record import precompile_r1cs, record_circuit
+from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix
+from cuzk_plugin.formats.pce import PrecompiledCircuit, load_pce
+
+
+def _coefficient(rng: np.random.Generator) -> int:
+    """+-1 and +-2^k most of the time (bit decompositions, booleanity), sums of powers of two
+    (merged terms), and a few arbitrary field elements (Poseidon's constants)."""
+    kind = rng.choice(6, p=[0.35, 0.2, 0.2, 0.1, 0.05, 0.1])
+    k = int(rng.integers(0, 255))
+    if kind == 0:
+        return 1
+    if kind == 1:
+        return R - 1
+    if kind == 2:
+        return 1 << k
+    if kind == 3:
+        return R - (1 << k)
+    if kind == 4:
+        return ((1 << k) + (1 << int(rng.integers(0, 255)))) % R or 1
+    return int.from_bytes(rng.bytes(32), "little") % (R - 1) + 1
+
+
+def _value(rng: np.random.Generator) -> int:
+    kind = rng.choice(5, p=[0.35, 0.35, 0.15, 0.1, 0.05])
+    return [0, 1, int.from_bytes(rng.bytes(32), "little") % R, R - 1, int(rng.integers(2, 1 << 62))][kind]
+
+
+def random_circuit(rng: np.random.Generator, m: int, n_in: int, n_aux: int) -> tuple[R1CS, np.ndarray]:
+    """An R1CS of m rows over n_in inputs (ONE first) and n_aux aux variables, row lengths
+    as in Filecoin (mostly 0-3 terms, some of hundreds), and a Filecoin-like assignment."""
+    n = n_in + n_aux
+    mats = []
+    for _ in range(3):
+        lens = rng.choice([0, 1, 2, 3, 8, 300], size=m, p=[0.15, 0.45, 0.2, 0.15, 0.04, 0.01])
+        rows, cols, coeffs = [], [], []
+        for j, ln in enumerate(lens):
+            for col in rng.choice(n, size=min(int(ln), n), replace=False):
+                rows.append(j)
+                cols.append(int(col))
+                coeffs.append(_coefficient(rng))
+        mats.append(SparseMatrix.from_terms(rows, cols, coeffs))
+    z = [1] + [_value(rng) for _ in range(n - 1)]
+    return R1CS(n_in, n_aux, m, *mats), ints_to_limbs(z)
+
+
+def check_evaluation(backend, pce: PrecompiledCircuit, reference: R1CS, z: np.ndarray) -> None:
+    handle = backend.load_circuit(pce)
+    try:
+        got = backend.evaluate_r1cs(handle, z)
+    finally:
+        handle.release()
+    want = reference.with_input_constraints().evaluate(limbs_to_objects(z))
+    for name, g, w in zip("abc", got, want):
+        assert g.dtype == np.uint64 and g.shape == (pce.num_constraints, 4), name
+        bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
+        assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 0), (40, 3, 30), (3000, 20, 2500)], ids=["tiny", "small", "medium"])
+def test_random_circuits_match_reference(backend, rng, shape):
+    r1cs, z = random_circuit(rng, *shape)
+    check_evaluation(backend, precompile_r1cs(r1cs, "random"), r1cs, z)
+
+
+def test_row_sums_that_wrap_many_times(backend, rng):
+    """Long rows of r - 1 times r - 1 (each term 1) and of r - 1 times large values: the sums
+    exceed r many times over and must still reduce exactly."""
+    n = 600
+    rows = np.repeat(np.arange(3), n)
+    cols = np.tile(np.arange(n), 3)
+    coeffs = [R - 1] * n + [R - 1] * n + [int.from_bytes(rng.bytes(32), "little") % R for _ in range(n)]
+    mat = SparseMatrix.from_terms(rows, cols, coeffs)
+    z = ints_to_limbs([1] + [R - 1] * (n - 1))
+    r1cs = R1CS(1, n - 1, 3, mat, mat, SparseMatrix.from_terms([], [], []))
+    check_evaluation(backend, precompile_r1cs(r1cs, "wrap"), r1cs, z)
+
+
+def test_refuses_a_witness_of_the_wrong_length(backend, rng):
+    r1cs, z = random_circuit(rng, 10, 2, 10)
+    handle = backend.load_circuit(precompile_r1cs(r1cs, "short"))
+    try:
+        with pytest.raises(ValueError):
+            backend.evaluate_r1cs(handle, z[:-1])
+    finally:
+        handle.release()
+
+
+@pytest.fixture(scope="module")
+def porep_2k_pce(tmp_path_factory) -> PrecompiledCircuit:
+    from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
+    from cuzk_plugin.filecoin.params import porep_params
+
+    params = porep_params("2KiB")
+    path = tmp_path_factory.mktemp("pce") / "pce-porep-2k.pce"
+    record_circuit(lambda cs: synthesize_partition(cs, params, blank_partition(params)), path, "porep-2k")
+    return load_pce(path)
+
+
+def _reference_of(pce: PrecompiledCircuit) -> R1CS:
+    """The circuit's rows (input constraints included) as a reference R1CS on Python ints."""
+    coeffs = limbs_to_objects(np.asarray(pce.coeffs))
+    mats = []
+    for mat in (pce.a, pce.b, pce.c):
+        rows = np.repeat(np.arange(pce.num_constraints), np.diff(np.asarray(mat.row_ptr).astype(np.int64)))
+        mats.append(SparseMatrix(rows, np.asarray(mat.cols).astype(np.int64), coeffs[np.asarray(mat.coeff_idx)]))
+    return R1CS(pce.num_inputs, pce.num_aux, pce.num_constraints, *mats)
+
+
+@pytest.mark.slow
+def test_recorded_porep_2k_circuit_matches_reference(backend, rng, porep_2k_pce):
+    pce = porep_2k_pce
+    kinds = rng.choice(4, size=pce.num_vars, p=[0.45, 0.45, 0.08, 0.02])
+    values = np.zeros((pce.num_vars, 4), np.uint64)
+    values[kinds == 1, 0] = 1
+    big = np.flatnonzero(kinds >= 2)
+    values[big] = ints_to_limbs([int.from_bytes(rng.bytes(32), "little") % R for _ in big])
+    values[0] = (1, 0, 0, 0)
+    reference = _reference_of(pce)
+    handle = backend.load_circuit(pce)
+    try:
+        got = backend.evaluate_r1cs(handle, values)
+    finally:
+        handle.release()
+    want = reference.evaluate(limbs_to_objects(values))
+    for name, g, w in zip("abc", got, want):
+        bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
+        assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
