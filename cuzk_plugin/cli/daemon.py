@@ -76,7 +76,7 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
     from cuzk_plugin.adapters import builtin_providers
     from cuzk_plugin.engine.circuits import ProviderRegistry
     from cuzk_plugin.engine.engine import Engine
-    from cuzk_plugin.server.app import start_server
+    from cuzk_plugin.server.app import Security, start_server
 
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -88,7 +88,8 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
     engine = Engine(config, providers=ProviderRegistry(builtin_providers(config.srs)))
     await engine.start()
     try:
-        server = await start_server(engine, config.daemon.listen, config.daemon.status_listen)
+        security = Security(config.daemon.tls_cert, config.daemon.tls_key, config.daemon.auth_token)
+        server = await start_server(engine, config.daemon.listen, config.daemon.status_listen, security)
     except BaseException:
         await engine.stop()
         raise

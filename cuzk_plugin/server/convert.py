@@ -49,6 +49,8 @@ def result_to_proto(result: JobResult) -> pb.AwaitProofResponse:
         timeline=[pb.StageEvent(stage=e.stage, partition=e.partition, lane=e.lane, start_ms=e.start_ms,
                                 end_ms=e.end_ms, attempt=e.attempt) for e in result.timeline],
         partitions=result.partitions, circuit_id=result.circuit_id,
+        srs_load_sum_ms=_ms(t.srs_load_sum), synthesis_sum_ms=_ms(t.synthesis_sum),
+        gpu_compute_sum_ms=_ms(t.gpu_compute_sum), verify_ms=_ms(t.verify),
     )
 
 
