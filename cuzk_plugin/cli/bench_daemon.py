@@ -1,13 +1,18 @@
-"""`cuzk-bench` commands that drive a running daemon over cuzk.v1.
+"""`cuzk-bench` commands that drive a running daemon over cuzk.v1, with cuzk-bench's flags.
 
-    cuzk-bench single  -a ADDR [--log2 K --partitions N | --c1 FILE | --circuit ID --wtns F...]
-    cuzk-bench batch   -a ADDR -c COUNT -j CONCURRENCY [--log2 K --partitions N] [--plot out.png]
+    cuzk-bench single  -a ADDR -t porep --c1 FILE | -t snap|wpost|winning --vanilla FILE ... | --log2 K --partitions N
+    cuzk-bench batch   -a ADDR -c COUNT -j CONCURRENCY [the same request flags] [--plot out.png]
     cuzk-bench status  -a ADDR        cuzk-bench metrics -a ADDR
-    cuzk-bench preload -a ADDR CIRCUIT_ID      cuzk-bench evict -a ADDR CIRCUIT_ID
+    cuzk-bench preload -a ADDR -c CIRCUIT_ID      cuzk-bench evict -a ADDR -c CIRCUIT_ID
     cuzk-bench demo    (starts a daemon on the embedded default config, runs a batch, stops it)
 
-ADDR is ``host:port`` or ``unix:///path`` (default: $CUZK_ADDR, else unix:///run/curio/cuzk.sock).
-Every command takes ``--json`` for machine-readable output.
+ADDR is ``host:port``, ``http://host:port`` or ``unix:///path`` (default: $CUZK_ADDR, else
+unix:///run/curio/cuzk.sock). Every command takes ``--json`` for machine-readable output.
+
+``--vanilla FILE`` holds PoSt / SnapDeals vanilla proofs as Curio sends them (``vanilla_proofs``:
+bincode, one per sector or partition): either the raw bytes of one proof, or several as a JSON
+list of base64 strings (``["AAEC...", "..."]``). The flag may be repeated; the proofs are sent
+in the order given.
 """
 
 from __future__ import annotations
@@ -15,45 +20,156 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import binascii
 import functools
 import json
 import os
-import statistics
 import sys
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from cuzk_plugin.server.batch import format_record, print_summary, run_batch, summarize
 
 DEFAULT_ADDR = os.environ.get("CUZK_ADDR", "unix:///run/curio/cuzk.sock")
 TIER_NAMES = {0: "HOT", 1: "WARM", 2: "COLD"}
+#: -t values: cuzk-bench's (porep, snap, wpost, winning) and ours (synthetic, registered)
+PROOF_TYPES = ("porep", "snap", "wpost", "winning", "synthetic", "registered")
+#: registered_proof when -t snap|wpost|winning is given without --registered-proof: the 32 GiB ones
+#: (update 3 StackedDrg32GiBV1; Window 13 StackedDrgWindow32GiBV1_1; Winning 3 StackedDrgWinning32GiBV1)
+DEFAULT_REGISTERED = {"snap": 3, "wpost": 13, "winning": 3}
+#: one --vanilla file at most this big (a 32 GiB WindowPoSt partition is ~ 2349 sector proofs of ~ 40 KB)
+MAX_VANILLA_FILE = 256 << 20
+
+
+class BenchInputError(ValueError):
+    """A request flag or input file that cannot become a request (names the flag or file)."""
+
+
+def normalize_address(addr: str) -> str:
+    """``http://host:port`` (cuzk's form) -> ``host:port``; ``unix:///path`` and ``host:port`` as they are."""
+    if addr.startswith("http://"):
+        rest = addr.removeprefix("http://").rstrip("/")
+        if not rest or "/" in rest:
+            raise BenchInputError(f"-a {addr}: expected http://host:port")
+        return rest
+    if addr.startswith("https://"):
+        raise BenchInputError(f"-a {addr}: TLS addresses are not supported here; give host:port or unix:///path")
+    return addr
+
+
+def hex32(text: str) -> bytes:
+    """32 bytes from 64 hex digits (``0x`` allowed): --randomness, --comm-r-old, --comm-r-new, --comm-d-new."""
+    raw = text.removeprefix("0x")
+    try:
+        value = bytes.fromhex(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not hex") from None
+    if len(value) != 32:
+        raise argparse.ArgumentTypeError(f"expected 32 bytes (64 hex digits), got {len(value)}")
+    return value
+
+
+def read_vanilla(paths: list[str]) -> list[bytes]:
+    """The vanilla proofs in ``paths``: each file a JSON list of base64 strings, or one raw proof."""
+    proofs: list[bytes] = []
+    for path in paths:
+        p = Path(path)
+        size = p.stat().st_size
+        if size > MAX_VANILLA_FILE:
+            raise BenchInputError(f"--vanilla {path}: {size:,} bytes, more than {MAX_VANILLA_FILE:,}")
+        raw = p.read_bytes()
+        if not raw:
+            raise BenchInputError(f"--vanilla {path}: empty")
+        if raw.lstrip()[:1] == b"[":
+            try:
+                items = json.loads(raw)
+                if not all(isinstance(x, str) for x in items):
+                    raise ValueError("not every element is a string")
+                decoded = [base64.b64decode(x, validate=True) for x in items]
+            except (ValueError, binascii.Error) as exc:
+                raise BenchInputError(f"--vanilla {path}: not a JSON list of base64 strings ({exc})") from None
+            if not decoded or any(not d for d in decoded):
+                raise BenchInputError(f"--vanilla {path}: an empty list or an empty proof")
+            proofs += decoded
+        else:
+            proofs.append(raw)
+    return proofs
+
+
+def proof_type(args: argparse.Namespace) -> str:
+    """-t, or what the other flags imply: --c1 porep, --circuit registered, else synthetic."""
+    if getattr(args, "type", None):
+        return args.type
+    if getattr(args, "c1", None):
+        return "porep"
+    if getattr(args, "circuit", None):
+        return "registered"
+    return "synthetic"
+
+
+def check_request_args(args: argparse.Namespace) -> str | None:
+    """What the request flags lack for their -t (a message for parser.error), or None."""
+    kind = proof_type(args)
+    vanilla = getattr(args, "vanilla", None) or []
+    if kind == "porep" and not (getattr(args, "c1", None) or len(vanilla) == 1):
+        return "-t porep needs --c1 FILE (a C1 output JSON or Curio's envelope)"
+    if kind == "registered" and not (getattr(args, "circuit", None) and args.wtns):
+        return "-t registered needs --circuit ID --wtns FILE..."
+    if kind in ("snap", "wpost", "winning") and not vanilla:
+        return f"-t {kind} needs --vanilla FILE (the vanilla proofs Curio sends)"
+    if kind == "snap" and not (args.comm_r_old and args.comm_r_new and args.comm_d_new):
+        return "-t snap needs --comm-r-old, --comm-r-new and --comm-d-new (32 bytes hex each)"
+    if kind in ("wpost", "winning") and not args.randomness:
+        return f"-t {kind} needs --randomness (32 bytes hex)"
+    return None
 
 
 # -- requests -----------------------------------------------------------------------------------
 def build_request(args: argparse.Namespace, request_id: str, index: int = 0):
-    """A SubmitProofRequest from the command line (synthetic unless --c1 / --circuit is given)."""
+    """A SubmitProofRequest from the command line (synthetic unless -t, --c1 or --circuit say otherwise)."""
     from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
+    problem = check_request_args(args)
+    if problem:
+        raise SystemExit(f"cuzk-bench: {problem}")
     priority = pb.Priority.Value(args.priority.upper()) if args.priority else 0
-    kind = getattr(args, "type", None)
-    if kind == "porep" and not getattr(args, "c1", None):
-        raise SystemExit("cuzk-bench: -t porep needs --c1 FILE (a C1 output JSON or Curio's envelope)")
-    if kind == "registered" and not getattr(args, "circuit", None):
-        raise SystemExit("cuzk-bench: -t registered needs --circuit ID --wtns FILE...")
-    if getattr(args, "c1", None):
-        raw = Path(args.c1).read_bytes()
+    kind = proof_type(args)
+    sector = getattr(args, "sector", 0)
+    miner = getattr(args, "miner", 1000)
+    if kind == "porep":
+        raw = Path(args.c1 or args.vanilla[0]).read_bytes()
         envelope = raw if raw.lstrip().startswith(b'{"SectorNum"') else json.dumps(
-            {"SectorNum": args.sector, "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": 32 << 30}).encode()
+            {"SectorNum": sector, "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": _c1_sector_size(raw)}).encode()
         return pb.SubmitProofRequest(request_id=request_id, proof_kind=pb.POREP_SEAL_COMMIT, priority=priority,
-                                     vanilla_proof=envelope, sector_number=args.sector, miner_id=args.miner)
-    if getattr(args, "circuit", None):
+                                     vanilla_proof=envelope, sector_number=sector, miner_id=miner)
+    if kind in ("snap", "wpost", "winning"):
+        registered = args.registered_proof if args.registered_proof is not None else DEFAULT_REGISTERED[kind]
+        common = dict(request_id=request_id, priority=priority, registered_proof=registered, sector_number=sector,
+                      miner_id=miner, vanilla_proofs=read_vanilla(args.vanilla))
+        if kind == "snap":
+            return pb.SubmitProofRequest(proof_kind=pb.SNAP_DEALS_UPDATE, comm_r_old=args.comm_r_old,
+                                         comm_r_new=args.comm_r_new, comm_d_new=args.comm_d_new, **common)
+        if kind == "wpost":
+            return pb.SubmitProofRequest(proof_kind=pb.WINDOW_POST_PARTITION, randomness=args.randomness,
+                                         partition_index=args.partition_index, **common)
+        return pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, randomness=args.randomness, **common)
+    if kind == "registered":
         witnesses = [Path(w).read_bytes() for w in args.wtns]
         return pb.SubmitProofRequest(request_id=request_id, proof_kind=pb.REGISTERED_CIRCUIT, priority=priority,
                                      registered=pb.RegisteredCircuitInput(circuit_id=args.circuit, witnesses=witnesses))
     return pb.SubmitProofRequest(
         request_id=request_id, proof_kind=pb.SYNTHETIC, priority=priority,
         synthetic=pb.SyntheticInput(log2_constraints=args.log2, partitions=args.partitions, seed=args.seed + 1000 * index))
+
+
+def _c1_sector_size(raw: bytes) -> int:
+    """The sector size of a bare C1 JSON (its registered_proof), for the envelope; 32 GiB if unreadable."""
+    from cuzk_plugin.filecoin.proofs import seal_proof_by_name
+
+    try:
+        return seal_proof_by_name(json.loads(raw)["registered_proof"]).sector_size
+    except (ValueError, KeyError, TypeError):
+        return 32 << 30
 
 
 # -- commands -----------------------------------------------------------------------------------
@@ -158,23 +274,42 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser, *, addr: bool = True) -> None:
     if addr:
         # SUPPRESS: when absent here, the top-level `cuzk-bench -a ADDR` value stands.
-        p.add_argument("-a", "--addr", default=argparse.SUPPRESS, help=f"daemon address, host:port or unix:///path (default {DEFAULT_ADDR})")
+        p.add_argument("-a", "--addr", default=argparse.SUPPRESS,
+                       help=f"daemon address, host:port, http://host:port or unix:///path (default {DEFAULT_ADDR})")
         p.add_argument("--timeout", type=float, default=30.0, help="seconds, for the status/preload/evict/metrics calls")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _proof_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--type", choices=["synthetic", "porep", "registered"],
-                   help="proof type (the reference's -t); implied by --c1 (porep) or --circuit (registered)")
+    p.add_argument("-t", "--type", choices=PROOF_TYPES,
+                   help="proof type: porep, snap, wpost, winning (as cuzk-bench), synthetic (default) or registered; "
+                        "implied by --c1 (porep) or --circuit (registered)")
+    p.add_argument("--c1", help="porep: a C1 output JSON or Curio's envelope {SectorNum, Phase1Out, SectorSize}")
+    p.add_argument("--vanilla", action="append", metavar="FILE",
+                   help="snap/wpost/winning: vanilla proofs as Curio sends them (one raw bincode proof, or a JSON list "
+                        "of base64 strings); repeatable. porep: the C1 file (same as --c1)")
+    p.add_argument("--registered-proof", type=int, metavar="N",
+                   help="registered proof number as Curio sends it (update 0-4, PoSt 0-14); "
+                        "default: the 32 GiB one of the kind (snap 3, wpost 13, winning 3)")
+    p.add_argument("--sector-num", "--sector", dest="sector", type=int, default=0, help="sector number (default 0)")
+    p.add_argument("--miner-id", "--miner", dest="miner", type=int, default=1000, help="miner actor id (default 1000)")
+    p.add_argument("--randomness", type=hex32, metavar="HEX", help="wpost/winning: the 32-byte challenge randomness, hex")
+    p.add_argument("--partition-index", "--partition", dest="partition_index", type=int, default=0,
+                   help="wpost: the partition index (default 0)")
+    p.add_argument("--comm-r-old", type=hex32, metavar="HEX", help="snap: sector key commitment (32 bytes, hex)")
+    p.add_argument("--comm-r-new", type=hex32, metavar="HEX", help="snap: new replica commitment (32 bytes, hex)")
+    p.add_argument("--comm-d-new", type=hex32, metavar="HEX", help="snap: new data commitment (32 bytes, hex)")
+    p.add_argument("--circuit", help="registered: a registered circuit id (with --wtns, one file per partition)")
+    p.add_argument("--wtns", nargs="+", default=[], metavar="FILE", help="registered: circom witnesses for --circuit")
     p.add_argument("--log2", type=int, default=10, help="synthetic: 2^K constraints per partition (default 10)")
     p.add_argument("--partitions", type=int, default=1, help="synthetic: partitions per proof (default 1)")
-    p.add_argument("--seed", type=int, default=1, help="synthetic: witness seed")
+    p.add_argument("--seed", type=int, default=1, help="synthetic: witness seed (default 1)")
     p.add_argument("--priority", choices=["low", "normal", "high", "critical"], help="default: the kind's")
-    p.add_argument("--c1", help="PoRep: a C1 output JSON (or Curio's envelope) instead of a synthetic job")
-    p.add_argument("--sector", type=int, default=0, help="PoRep: sector number")
-    p.add_argument("--miner", type=int, default=1000, help="PoRep: miner id")
-    p.add_argument("--circuit", help="a registered circuit id (with --wtns, one file per partition)")
-    p.add_argument("--wtns", nargs="+", default=[], help="circom witnesses for --circuit")
+
+
+def _circuit_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("circuit_id", nargs="?", help="e.g. porep-32g, wpost-32g, synthetic-k10 or a registered circuit")
+    p.add_argument("-c", "--circuit-id", dest="circuit_flag", metavar="CIRCUIT_ID", help="the same, as cuzk-bench takes it")
 
 
 def add_daemon_commands(subparsers) -> None:
@@ -182,14 +317,14 @@ def add_daemon_commands(subparsers) -> None:
     p = subparsers.add_parser("single", help="one proof through a running daemon")
     _common(p)
     _proof_args(p)
-    p.add_argument("--out", help="write the proof bytes here")
+    p.add_argument("--out", help="write the proof bytes here (its folder must exist)")
     p.set_defaults(handler=cmd_single)
 
     p = subparsers.add_parser("batch", help="COUNT proofs, CONCURRENCY at a time: throughput and latency")
     _common(p)
     _proof_args(p)
-    p.add_argument("-c", "--count", type=int, default=10)
-    p.add_argument("-j", "--concurrency", type=int, default=2)
+    p.add_argument("-c", "--count", type=int, default=10, help="proofs (default 10)")
+    p.add_argument("-j", "--concurrency", type=int, default=2, help="proofs in flight at once (default 2)")
     p.add_argument("--plot", help="write a PNG timeline of the batch (stages per partition and worker)")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
     p.set_defaults(handler=cmd_batch)
@@ -202,14 +337,38 @@ def add_daemon_commands(subparsers) -> None:
                                     ("evict", "free a loaded key (EvictSRS)", cmd_evict)):
         p = subparsers.add_parser(name, help=helptext)
         _common(p)
-        p.add_argument("circuit_id", help="e.g. synthetic-k10, porep-32g, or a registered circuit")
+        _circuit_arg(p)
         p.set_defaults(handler=handler)
 
     p = subparsers.add_parser("demo", help="start a daemon on the embedded default config, prove a small batch, stop it")
     _common(p, addr=False)
     p.add_argument("--log2", type=int, default=10, help="2^K constraints per partition (default 10)")
-    p.add_argument("--partitions", type=int, default=2)
+    p.add_argument("--partitions", type=int, default=2, help="partitions per proof (default 2)")
     p.add_argument("-c", "--count", type=int, default=4, help="proofs (default 4)")
-    p.add_argument("-j", "--concurrency", type=int, default=2)
-    p.add_argument("--backend", default="auto")
+    p.add_argument("-j", "--concurrency", type=int, default=2, help="proofs in flight at once (default 2)")
+    p.add_argument("--backend", default="auto", choices=["auto", "cuda", "opencl", "cpu"],
+                   help="the daemon's backend (default auto: cuda, else opencl, else cpu)")
     p.set_defaults(handler=cmd_demo)
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Checks argparse cannot express; ``parser.error`` (exit 2, one line) on the first problem."""
+    if hasattr(args, "addr"):
+        try:
+            args.addr = normalize_address(args.addr)
+        except BenchInputError as exc:
+            parser.error(str(exc))
+    if args.command in ("preload", "evict"):
+        if args.circuit_id and args.circuit_flag and args.circuit_id != args.circuit_flag:
+            parser.error(f"{args.command}: two circuit ids ({args.circuit_id}, -c {args.circuit_flag})")
+        args.circuit_id = args.circuit_id or args.circuit_flag
+        if not args.circuit_id:
+            parser.error(f"{args.command} needs a circuit id (-c CIRCUIT_ID), e.g. porep-32g")
+    if args.command in ("single", "batch"):
+        problem = check_request_args(args)
+        if problem:
+            parser.error(problem)
+        if args.command == "single" and args.out and not Path(args.out).parent.is_dir():
+            parser.error(f"--out {args.out}: folder {Path(args.out).parent} does not exist")
+        if args.command == "batch" and (args.count < 1 or args.concurrency < 1):
+            parser.error("-c/--count and -j/--concurrency must be at least 1")

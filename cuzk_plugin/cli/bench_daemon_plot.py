@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cuzk_plugin.cli.bench_daemon import ProofRecord
+    from cuzk_plugin.server.batch import ProofRecord
 
 STAGE_COLORS = {"synthesis": "#4c72b0", "srs": "#dd8452", "gpu_start": "#55a868", "gpu_finish": "#8fd19e",
                 "verify": "#c44e52", "queue": "#cccccc"}

@@ -24,6 +24,7 @@ from cuzk_plugin.errors import CuzkError
 log = logging.getLogger("cuzk")
 EXIT_INVALID = 1
 EXIT_ERROR = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _sha256(path: Path) -> str:
@@ -76,6 +77,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
     from cuzk_plugin.groth16.snarkjs_export import public_json
 
     params = Path(args.params)
+    out = Path(args.out)
+    public_out = Path(args.public_out) if args.public_out else out.parent / "public.json"
+    for flag, path in (("--out", out), ("--public-out", public_out)):
+        _check_writable(flag, path)
+    backend = get_backend(args.backend)  # an unusable backend is refused before any work
     t0 = time.perf_counter()
     key = ProvingKey.open(params)
     r1cs, _info = read_r1cs(_r1cs_for(params, args.r1cs))
@@ -83,20 +89,35 @@ def cmd_prove(args: argparse.Namespace) -> int:
     t1 = time.perf_counter()
     part = synthesize(r1cs, inputs, aux)
     t2 = time.perf_counter()
-    backend = get_backend(args.backend)
     timings = ProveTimings()
     proof = prove(key, part, backend, timings=timings)
-    out = Path(args.out)
-    out.write_bytes(proof.to_bytes())
-    public_out = Path(args.public_out) if args.public_out else out.parent / "public.json"
-    public_out.write_text(json.dumps(public_json(limbs_to_ints(inputs)[1:])) + "\n")
+    _write_atomic(out, proof.to_bytes())
+    _write_atomic(public_out, (json.dumps(public_json(limbs_to_ints(inputs)[1:])) + "\n").encode())
     print(f"prove ({backend.name}): load {t1 - t0:.2f}s, synthesis {t2 - t1:.2f}s, srs {timings.srs_load:.2f}s, "
           f"h+msm {timings.msm:.2f}s, assemble {timings.assemble:.3f}s; wrote {out} and {public_out}")
     return 0
 
 
+def _check_writable(flag: str, path: Path) -> None:
+    """Refuse an output path whose folder is missing, before the work that would fill it."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise CuzkError(f"{flag} {path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise CuzkError(f"{flag} {path}: is a folder, give a file name")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
 def _read_public(path: str) -> list[int]:
-    values = json.loads(Path(path).read_text())
+    try:
+        values = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CuzkError(f"{path}: not JSON ({exc}); expected a list of decimal strings (snarkjs public.json)") from None
     if not isinstance(values, list):
         raise CuzkError(f"{path}: expected a JSON list of decimal strings")
     try:
@@ -178,48 +199,55 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from cuzk_plugin import __version__
+    from cuzk_plugin.backends.registry import backend_names
+
+    backends = ["auto", *backend_names()]
+    backend_help = f"{', '.join(backends)}; auto (default) picks cuda, else opencl, else cpu"
     parser = argparse.ArgumentParser(prog="cuzk", description="Groth16 (BLS12-381) for Filecoin: setup, prove, verify.")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO (default), WARNING, ERROR")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                        help="DEBUG, INFO (default), WARNING, ERROR (any case)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("setup", help="generate .params/.vk for a circom .r1cs (bls12381)")
-    p.add_argument("--r1cs", required=True)
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--r1cs", required=True, help="circom circuit compiled with --prime bls12381")
+    p.add_argument("--out", required=True, help="output directory (created): circuit.{params,vk,r1cs,json}")
     p.set_defaults(func=cmd_setup)
 
     p = sub.add_parser("prove", help="prove a circom witness (.wtns)")
-    p.add_argument("--params", required=True)
-    p.add_argument("--wtns", required=True)
-    p.add_argument("--out", required=True, help="proof file (192 bytes)")
+    p.add_argument("--params", required=True, help="proving key (.params, e.g. from cuzk setup)")
+    p.add_argument("--wtns", required=True, help="witness from snarkjs wtns calculate")
+    p.add_argument("--out", required=True, help="proof file (192 bytes); its folder must exist")
     p.add_argument("--r1cs", help="circuit (default: the .r1cs beside --params, written by setup)")
     p.add_argument("--public-out", help="public inputs JSON (default: public.json beside --out)")
-    p.add_argument("--backend", default="auto", help="auto (default), cpu, opencl, cuda")
+    p.add_argument("--backend", default="auto", choices=backends, help=backend_help)
     p.set_defaults(func=cmd_prove)
 
     p = sub.add_parser("verify", help="verify a proof; exit 0 valid, 1 invalid")
-    p.add_argument("--vk", required=True)
-    p.add_argument("--proof", required=True)
+    p.add_argument("--vk", required=True, help="verifying key (.vk, or a .params file)")
+    p.add_argument("--proof", required=True, help="proof file (192 bytes per proof)")
     p.add_argument("--public", required=True, help="snarkjs public.json (decimal strings, no ONE)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("export-snarkjs", help="write verification_key.json, proof.json, public.json")
-    p.add_argument("--vk", required=True)
-    p.add_argument("--proof", required=True)
-    p.add_argument("--public", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--vk", required=True, help="verifying key (.vk)")
+    p.add_argument("--proof", required=True, help="proof file (192 bytes)")
+    p.add_argument("--public", required=True, help="public.json (decimal strings, no ONE)")
+    p.add_argument("--out", required=True, help="output directory (created)")
     p.set_defaults(func=cmd_export_snarkjs)
 
     p = sub.add_parser("params", help="parameter files")
-    psub = p.add_subparsers(dest="params_command", required=True)
+    psub = p.add_subparsers(dest="params_command", required=True, metavar="SUBCOMMAND")
     pi = psub.add_parser("inspect", help="counts, domain, sizes, digest")
-    pi.add_argument("file")
-    pi.add_argument("--json", action="store_true")
+    pi.add_argument("file", help="a .params or .vk file")
+    pi.add_argument("--json", action="store_true", help="machine-readable output")
     pi.set_defaults(func=cmd_params_inspect)
 
     p = sub.add_parser("demo", help="set up, prove and verify an example circuit, with timings")
     p.add_argument("--log2", type=int, default=12, help="constraints per partition, log2 (default 12)")
-    p.add_argument("--partitions", type=int, default=2)
-    p.add_argument("--backend", default="auto")
+    p.add_argument("--partitions", type=int, default=2, help="partitions (default 2)")
+    p.add_argument("--backend", default="auto", choices=backends, help=backend_help)
     p.set_defaults(func=cmd_demo)
     return parser
 
@@ -230,9 +258,12 @@ def main(argv: list[str] | None = None) -> int:
                         datefmt="%H:%M:%S")
     try:
         return args.func(args)
-    except (CuzkError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (CuzkError, OSError, ValueError) as exc:
+        print(f"cuzk: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("cuzk: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
