@@ -3,8 +3,10 @@
 section 6, curio-adapter-facts.md section 5).
 
 The bytes are hostile: every count is bounded by the bytes left before anything is allocated
-(each element has a minimum encoded size), every 32-byte value must be a canonical field
-element, variant tags must be known, and nothing may trail the structure. A refusal is a
+(each element has a minimum encoded size) and, given the circuit's :class:`PostShape`, must be
+exactly what that sector size has (1 sector proof, 10 or 66 inclusion proofs, the variant and
+path levels of tree_r_last, arity - 1 siblings, an index below the arity); every 32-byte value
+must be a canonical field element, and nothing may trail the structure. A refusal is a
 :class:`PostDecodeError` naming the field
 (``vanilla_proofs[1].vanilla_proof.sectors[0].inclusion_proofs[4].Sub.base_proof[2].hashes[6]``)
 and the byte offset where it starts.
@@ -16,6 +18,7 @@ import struct
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.errors import CuzkError
+from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.post_vanilla import (
     VARIANTS, FallbackPoStSectorProof, PathElement, PostMerkleProof, SectorProof,
 )
@@ -62,10 +65,13 @@ class _Reader:
     def u64(self, path: str) -> int:
         return struct.unpack("<Q", self.take(8, path))[0]
 
-    def count(self, path: str, min_size: int) -> int:
-        """A u64 length, refused unless its elements could fit in the bytes left."""
+    def count(self, path: str, min_size: int, expect: int | None = None) -> int:
+        """A u64 length, refused unless it is ``expect`` (when given) and its elements could fit
+        in the bytes left."""
         at = self.pos
         n = self.u64(path)
+        if expect is not None and n != expect:
+            raise PostDecodeError(path, at, f"count {n}, expected {expect}")
         if n * min_size > self.left:
             raise PostDecodeError(path, at, f"count {n} cannot fit in the {self.left} bytes left "
                                             f"(each element takes at least {min_size})")
@@ -79,42 +85,56 @@ class _Reader:
         return x
 
 
-def _path(r: _Reader, path: str) -> tuple[PathElement, ...]:
+def _path(r: _Reader, path: str, arities: list[int] | None) -> tuple[PathElement, ...]:
     out = []
-    for i in range(r.count(path, _MIN_ELEMENT)):
+    for i in range(r.count(path, _MIN_ELEMENT, None if arities is None else len(arities))):
         el = f"{path}[{i}]"
-        hashes = tuple(r.fr(f"{el}.hashes[{j}]") for j in range(r.count(f"{el}.hashes", 32)))
-        out.append(PathElement(hashes, r.u64(f"{el}.index")))
+        arity = None if arities is None else arities[i]
+        n = r.count(f"{el}.hashes", 32, None if arity is None else arity - 1)
+        hashes = tuple(r.fr(f"{el}.hashes[{j}]") for j in range(n))
+        at = r.pos
+        index = r.u64(f"{el}.index")
+        if arity is not None and index >= arity:
+            raise PostDecodeError(f"{el}.index", at, f"{index} is not below the arity {arity}")
+        out.append(PathElement(hashes, index))
     return tuple(out)
 
 
-def _merkle(r: _Reader, path: str) -> PostMerkleProof:
+def _merkle(r: _Reader, path: str, shape: PostShape | None) -> PostMerkleProof:
     at = r.pos
     tag = r.u32(f"{path}.variant")
     if tag >= len(VARIANTS):
         raise PostDecodeError(f"{path}.variant", at, f"{tag} is not a MerkleProof variant (0 Single, 1 Sub, 2 Top)")
     variant = VARIANTS[tag]
+    arities = None
+    if shape is not None:
+        if variant != shape.variant:
+            raise PostDecodeError(f"{path}.variant", at, f"{variant}, a {shape.sector_size}-byte sector's tree_r_last "
+                                                         f"proofs are {shape.variant}")
+        arities = shape.tree_arities
     p = f"{path}.{variant}"
     if variant == "Single":
         root, leaf = r.fr(f"{p}.root"), r.fr(f"{p}.leaf")
-        return PostMerkleProof(variant, root, leaf, _path(r, f"{p}.path"))
-    base = _path(r, f"{p}.base_proof")
-    sub = _path(r, f"{p}.sub_proof")
-    top = _path(r, f"{p}.top_proof") if variant == "Top" else ()
+        return PostMerkleProof(variant, root, leaf, _path(r, f"{p}.path", arities))
+    n_base = None if arities is None else len(arities) - (1 if variant == "Sub" else 2)
+    base = _path(r, f"{p}.base_proof", None if arities is None else arities[:n_base])
+    sub = _path(r, f"{p}.sub_proof", None if arities is None else arities[n_base:n_base + 1])
+    top = _path(r, f"{p}.top_proof", None if arities is None else arities[n_base + 1:]) if variant == "Top" else ()
     root, leaf = r.fr(f"{p}.root"), r.fr(f"{p}.leaf")
     return PostMerkleProof(variant, root, leaf, base, sub, top)
 
 
-def decode_sector_proof(raw: bytes, path: str = "vanilla_proof") -> FallbackPoStSectorProof:
-    """One bincode FallbackPoStSectorProof; :class:`PostDecodeError` names any bad field."""
+def decode_sector_proof(raw: bytes, path: str = "vanilla_proof", shape: PostShape | None = None) -> FallbackPoStSectorProof:
+    """One bincode FallbackPoStSectorProof; :class:`PostDecodeError` names any bad field. With
+    ``shape``, every count, variant and index must also be the one of that circuit."""
     r = _Reader(raw)
     sector_id = r.u64(f"{path}.sector_id")
     comm_r = r.fr(f"{path}.comm_r")
     sectors = []
-    for i in range(r.count(f"{path}.vanilla_proof.sectors", _MIN_SECTOR)):
+    for i in range(r.count(f"{path}.vanilla_proof.sectors", _MIN_SECTOR, None if shape is None else 1)):
         sp = f"{path}.vanilla_proof.sectors[{i}]"
-        n = r.count(f"{sp}.inclusion_proofs", _MIN_MERKLE)
-        inclusions = tuple(_merkle(r, f"{sp}.inclusion_proofs[{j}]") for j in range(n))
+        n = r.count(f"{sp}.inclusion_proofs", _MIN_MERKLE, None if shape is None else shape.vanilla_challenges)
+        inclusions = tuple(_merkle(r, f"{sp}.inclusion_proofs[{j}]", shape) for j in range(n))
         comm_c = r.fr(f"{sp}.comm_c")
         comm_r_last = r.fr(f"{sp}.comm_r_last")
         sectors.append(SectorProof(inclusions, comm_c, comm_r_last))
