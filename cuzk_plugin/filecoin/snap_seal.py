@@ -77,10 +77,12 @@ class SnapUpdate:
         return fr_to_bytes(poseidon_hash([self.comm_c, self.tree_r_new.root]))
 
 
-def snap_update(sector: SealedSector | None = None, *, data_seed: int = 0, h: int | None = None) -> SnapUpdate:
-    """Encode random (fr32-valid) new data into ``sector``'s replica (its sector key)."""
+def snap_update(sector: SealedSector | None = None, *, data_seed: int = 0, h: int | None = None,
+                params: UpdateParams | None = None) -> SnapUpdate:
+    """Encode random (fr32-valid) new data into ``sector``'s replica (its sector key).
+    ``params`` replaces the size's own (tests: more partitions over a small sector)."""
     sector = sector if sector is not None else seal()
-    p = update_params(sector.params.sector_size)
+    p = params or update_params(sector.params.sector_size)
     rng = random.Random(data_seed)
     staged = [rng.getrandbits(254) for _ in range(p.nodes)]
     h = p.h_default if h is None else h
