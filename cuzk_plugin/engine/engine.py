@@ -627,6 +627,7 @@ class Engine:
         m.memory_used.set(st.memory_used_bytes)
         m.memory_budget.set(st.memory_limit_bytes)
         m.uptime.set(st.uptime_s)
+        m.gpu_workers.set(len(self.slots.slots))
         return m.text()
 
 

@@ -1,6 +1,17 @@
-"""Prometheus metrics of one engine (its own registry: no process-global state)."""
+"""Prometheus metrics of one engine (its own registry: no process-global state).
+
+Besides our own names, the text carries the reference daemon's names so that dashboards made
+for cuzk keep working: ``cuzk_proofs_completed_total``, ``cuzk_proofs_failed_total``,
+``cuzk_uptime_seconds``, ``cuzk_queue_depth``, ``cuzk_proofs_completed{proof_kind}``,
+``cuzk_proofs_failed{proof_kind}``, ``cuzk_proof_duration_seconds`` (a summary: ``_count`` and
+``_sum`` by proof_kind, over finished jobs), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``.
+They are derived at scrape time from our counters, so the two sets never disagree. The
+proof_kind values are ours (``porep``, ``snap``, ``window_post``, ``winning_post``, ...).
+"""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -24,7 +35,57 @@ class EngineMetrics:
         self.srs_bytes = Gauge("cuzk_srs_bytes", "Bytes held per loaded key", ["circuit_id", "tier"], registry=r)
         self.memory_used = Gauge("cuzk_memory_used_bytes", "Bytes held by loaded keys", registry=r)
         self.memory_budget = Gauge("cuzk_memory_budget_bytes", "The key memory budget", registry=r)
-        self.uptime = Gauge("cuzk_uptime_seconds", "Seconds since the engine started", registry=r)
+        self.uptime = Gauge("cuzk_uptime_seconds", "Seconds since the engine started", registry=r)  # the reference's name too
+        self.gpu_workers = Gauge("cuzk_gpu_workers", "Number of GPU workers (worker slots)", registry=r)  # the reference's name
 
     def text(self) -> str:
-        return generate_latest(self.registry).decode()
+        return generate_latest(self.registry).decode() + self.reference_names_text()
+
+    def reference_names_text(self) -> str:
+        """The reference daemon's metric names, from our counters (Prometheus text format 0.0.4)."""
+        done: dict[str, float] = defaultdict(float)
+        failed: dict[str, float] = defaultdict(float)
+        for family in self.jobs.collect():
+            for s in family.samples:
+                if s.name.endswith("_total"):
+                    target = done if s.labels["status"] == "completed" else failed if s.labels["status"] == "failed" else None
+                    if target is not None:
+                        target[s.labels["kind"]] += s.value
+        durations: dict[str, dict[str, float]] = defaultdict(dict)
+        for family in self.job_seconds.collect():
+            for s in family.samples:
+                if s.name.endswith(("_count", "_sum")):
+                    durations[s.labels["kind"]][s.name.rsplit("_", 1)[1]] = s.value
+        states: dict[str, float] = defaultdict(float)
+        for family in self.queue.collect():
+            for s in family.samples:
+                states[s.labels["state"]] += s.value
+
+        def num(v: float) -> str:
+            return str(int(v)) if float(v).is_integer() else repr(v)
+
+        out = [
+            "# HELP cuzk_proofs_completed_total Proofs completed since start, all kinds",
+            "# TYPE cuzk_proofs_completed_total counter",
+            f"cuzk_proofs_completed_total {num(sum(done.values()))}",
+            "# HELP cuzk_proofs_failed_total Proofs failed since start, all kinds",
+            "# TYPE cuzk_proofs_failed_total counter",
+            f"cuzk_proofs_failed_total {num(sum(failed.values()))}",
+            "# HELP cuzk_queue_depth Jobs waiting, all kinds",
+            "# TYPE cuzk_queue_depth gauge",
+            f"cuzk_queue_depth {num(states['pending'])}",
+            "# HELP cuzk_proofs_completed Proofs completed, by proof kind",
+            "# TYPE cuzk_proofs_completed counter",
+            *(f'cuzk_proofs_completed{{proof_kind="{k}"}} {num(v)}' for k, v in sorted(done.items())),
+            "# HELP cuzk_proofs_failed Proofs failed, by proof kind",
+            "# TYPE cuzk_proofs_failed counter",
+            *(f'cuzk_proofs_failed{{proof_kind="{k}"}} {num(v)}' for k, v in sorted(failed.items())),
+            "# HELP cuzk_proof_duration_seconds Submit-to-result seconds of finished jobs, by proof kind",
+            "# TYPE cuzk_proof_duration_seconds summary",
+        ]
+        for kind, d in sorted(durations.items()):
+            out += [f'cuzk_proof_duration_seconds_count{{proof_kind="{kind}"}} {num(d.get("count", 0))}',
+                    f'cuzk_proof_duration_seconds_sum{{proof_kind="{kind}"}} {d.get("sum", 0.0):.3f}']
+        out += ["# HELP cuzk_running_jobs Jobs in progress", "# TYPE cuzk_running_jobs gauge",
+                f"cuzk_running_jobs {num(states['in_progress'])}"]
+        return "\n".join(out) + "\n"

@@ -57,3 +57,12 @@ async def test_bench_commands(make_daemon):
     assert rc == 0 and "srs synthetic-k5: COLD" in out and "proofs completed 6" in out
     rc, out = await _bench("metrics", "-a", d.tcp)
     assert rc == 0 and 'cuzk_jobs_total{kind="synthetic",status="completed"} 6.0' in out
+    # the reference daemon's names too (dashboards made for cuzk), consistent with ours
+    lines = set(out.splitlines())
+    assert {"cuzk_proofs_completed_total 6", "cuzk_proofs_failed_total 0", 'cuzk_proofs_completed{proof_kind="synthetic"} 6',
+            'cuzk_proof_duration_seconds_count{proof_kind="synthetic"} 6', "cuzk_queue_depth 0", "cuzk_running_jobs 0",
+            f"cuzk_gpu_workers {float(len(d.engine.slots.slots))}"} <= lines
+    from prometheus_client.parser import text_string_to_metric_families
+    assert "cuzk_proof_duration_seconds" in {f.name for f in text_string_to_metric_families(out)}
+    rc, out = await _bench("preload", "-a", "http://" + d.tcp, "-c", "synthetic-k4")
+    assert rc == 0 and "synthetic-k4: already loaded" in out
