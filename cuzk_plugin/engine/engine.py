@@ -565,8 +565,11 @@ class Engine:
         already = all(lane.name in handles for lane in self.lanes)
         t0 = time.perf_counter()
         if not already:
-            for lane in self.lanes:
-                await self.srs.hot(circuit_id, lane.name, lane.load_srs)
+            try:
+                for lane in self.lanes:
+                    await self.srs.hot(circuit_id, lane.name, lane.load_srs)
+            except (CircuitUnavailable, FileNotFoundError) as exc:
+                raise CircuitUnavailable(f"circuit_id: {exc}") from None
         return already, time.perf_counter() - t0
 
     async def evict(self, circuit_id: str) -> tuple[bool, int]:
