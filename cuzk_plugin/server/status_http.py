@@ -5,6 +5,7 @@ Plain asyncio streams: one request per connection, GET only."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 from collections.abc import Callable
@@ -25,7 +26,17 @@ class StatusHttpServer:
         self.port = 0
 
     async def start(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._handle, host, port)
+        """Listen on host:port. A port already taken (another daemon, a second instance) is
+        logged and the daemon goes on without the page (``port`` stays 0): the page only
+        reports, proving must not depend on it."""
+        try:
+            self._server = await asyncio.start_server(self._handle, host, port)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            log.warning("status page: %s:%d is already in use; serving without /status, /metrics and /healthz "
+                        "(set [daemon] status_listen to a free port, or \"\" to turn the page off)", host, port)
+            return
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("status page on http://%s:%d/status", host, self.port)
 

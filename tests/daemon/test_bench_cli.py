@@ -66,3 +66,18 @@ async def test_bench_commands(make_daemon):
     assert "cuzk_proof_duration_seconds" in {f.name for f in text_string_to_metric_families(out)}
     rc, out = await _bench("preload", "-a", "http://" + d.tcp, "-c", "synthetic-k4")
     assert rc == 0 and "synthetic-k4: already loaded" in out
+
+
+async def test_a_taken_status_port_is_not_fatal(make_daemon, caplog):
+    """The status page only reports: a daemon whose status port is taken still proves."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        d = await make_daemon(status_listen=f"127.0.0.1:{port}")
+        assert d.server.status_port == 0
+        assert f"127.0.0.1:{port} is already in use" in caplog.text
+        rc, out = await _bench("single", "-a", d.tcp, "--log2", "4", "--json")
+        assert rc == 0 and json.loads(out)["status"] == "COMPLETED"
