@@ -18,14 +18,14 @@ __all__ = ["builtin_providers"]
 
 
 def builtin_providers(srs: SrsConfig | None = None) -> list[CircuitProvider]:
-    """Every provider this package ships: PoRep, the Filecoin kinds still pending, synthetic, registered.
-    ``srs`` ([srs] of the config) says whether Filecoin circuits may use test keys (default: never)."""
-    from cuzk_plugin.adapters.curio.pending import FilecoinCircuitPending
+    """Every provider this package ships: PoRep, PoSt, SnapDeals, synthetic, registered. ``srs``
+    ([srs] of the config) says whether Filecoin circuits may use test keys (default: never)."""
+    from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider
     from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider
     from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
     from cuzk_plugin.adapters.registered import RegisteredCircuitProvider
     from cuzk_plugin.adapters.synthetic import SyntheticProvider
 
     allow_test_keys = bool(getattr(srs, "allow_test_keys", False))
-    return [FilecoinCircuitPending(), PorepCircuitProvider(allow_test_keys=allow_test_keys),
+    return [PorepCircuitProvider(allow_test_keys=allow_test_keys), PostCircuitProvider(allow_test_keys=allow_test_keys),
             SnapCircuitProvider(allow_test_keys=allow_test_keys), SyntheticProvider(), RegisteredCircuitProvider()]

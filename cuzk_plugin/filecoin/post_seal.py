@@ -8,7 +8,7 @@ proof a sector, each from proofs-api's generate_single_vanilla_proof (one Sector
 the sector's challenges); Winning: the one challenged sector with 66 challenges. The
 randomness is 32 bytes with byte 31 masked by 0x3f.
 
-    python -m cuzk_plugin.filecoin.post_seal --kind window --sectors 2 --out req.json
+    python -m cuzk_plugin.filecoin.post_seal --kind window --sectors 2 --out wpost.json
 """
 
 from __future__ import annotations
@@ -149,14 +149,16 @@ def _main(argv: list[str] | None = None) -> int:
     from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
     from cuzk_plugin.filecoin.seal import seal
 
-    ap = argparse.ArgumentParser(description="Seal 2 KiB test sectors and write a PoSt request (JSON: the "
-                                             "SubmitProofRequest fields, vanilla_proofs base64) as Curio fills it.")
+    ap = argparse.ArgumentParser(
+        description="Seal 2 KiB test sectors and write their PoSt vanilla proofs as Curio sends them: a JSON "
+                    "list of base64 bincode FallbackPoStSectorProofs (cuzk-bench's --vanilla container); prints "
+                    "the randomness and the cuzk-bench command that proves them.")
     ap.add_argument("--kind", choices=["window", "winning"], required=True)
     ap.add_argument("--registered-proof", type=int, help="Go RegisteredPoStProof (default 10 Window, 0 Winning)")
     ap.add_argument("--sectors", type=int, default=1, help="sectors to seal and prove (Window: 1-2 at 2 KiB)")
     ap.add_argument("--miner-id", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0, help="randomness and sector data seed")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="where to write the JSON list")
     args = ap.parse_args(argv)
     number = args.registered_proof if args.registered_proof is not None else (10 if args.kind == "window" else 0)
     try:
@@ -165,24 +167,19 @@ def _main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if proof.kind.value != args.kind or proof.sector_size != 2 << 10:
         ap.error(f"--registered-proof {number} is {proof.go_name}; this tool seals 2 KiB {args.kind} test data")
+    if not 1 <= args.sectors <= proof.shape.vanilla_sectors:
+        ap.error(f"--sectors {args.sectors}: a 2 KiB {args.kind} proof takes 1 to {proof.shape.vanilla_sectors}")
     sectors = [ProvenSector(n, seal("StackedDrg2KiBV1_1", miner_id=args.miner_id, sector_id=n, data_seed=args.seed + n))
                for n in range(1, args.sectors + 1)]
     randomness = random_randomness(args.seed)
-    try:
-        vanilla = post_vanilla_proofs(proof, sectors, randomness)
-    except ValueError as exc:
-        ap.error(str(exc))
-    request = {
-        "proof_kind": "WINDOW_POST_PARTITION" if proof.kind is PostKind.WINDOW else "WINNING_POST",
-        "registered_proof": number, "sector_size": proof.sector_size, "miner_id": args.miner_id,
-        "randomness": base64.b64encode(randomness).decode(), "partition_index": 0,
-        "vanilla_proofs": [base64.b64encode(v).decode() for v in vanilla],
-    }
+    vanilla = post_vanilla_proofs(proof, sectors, randomness)
     tmp = f"{args.out}.tmp-{os.getpid()}"
     with open(tmp, "w") as fh:
-        json.dump(request, fh)
+        json.dump([base64.b64encode(v).decode() for v in vanilla], fh)
     os.replace(tmp, args.out)
     print(f"wrote {args.out}: {proof.go_name}, {len(vanilla)} vanilla proof(s), {sum(map(len, vanilla))} bytes")
+    print(f"cuzk-bench single -a ADDR -t {'wpost' if proof.kind is PostKind.WINDOW else 'winning'} --vanilla {args.out} "
+          f"--registered-proof {number} --randomness {randomness.hex()} --miner-id {args.miner_id}")
     return 0
 
 

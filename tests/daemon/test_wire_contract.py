@@ -168,8 +168,12 @@ async def test_spec_only_client_reads_every_field(make_daemon, transport):
     assert set(fields) == {f[0] for f in SPEC["AwaitProofResponse"]}
 
     # Prove with a Filecoin kind, spec-only: FAILED naming the missing circuit (no fake proof).
+    from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
+    from cuzk_plugin.filecoin.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs
+
+    vanilla = post_vanilla_proofs(post_proof_by_number(0), [ProvenSector(1, post_test_sector(2 << 10))], b"\x07" * 32)
     submit = classes["SubmitProofRequest"](request_id="winpost-1000-0102030405060708", proof_kind=4,
-                                           vanilla_proofs=[b"\x01" * 64], randomness=b"\x07" * 32, miner_id=1000)
+                                           vanilla_proofs=vanilla, randomness=b"\x07" * 32, miner_id=1000)
     proved = await _call(ch, classes, "Prove")(classes["ProveRequest"](submit=submit))
     result = _read_all(proved)["result"]
     assert result["status"] == 2 and result["proof"] == b"" and "winning-2k" in result["error_message"]

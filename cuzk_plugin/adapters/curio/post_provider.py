@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.post import PostDecodeError
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
@@ -19,10 +20,10 @@ from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
 from cuzk_plugin.filecoin.post_proofs import PostKind
 
-__all__ = ["PostCircuitProvider", "PostPartitionTask", "PostKeyGenerator", "OWN_SETUP_CIRCUITS"]
+__all__ = ["PostCircuitProvider", "PostPartitionTask", "PostKeyGenerator", "post_test_key", "TEST_KEY_CIRCUITS"]
 
-#: Our own (test-only) keys are generated for these circuits; others must be in the param cache.
-OWN_SETUP_CIRCUITS = {"winning-2k": (PostKind.WINNING, 2 << 10), "wpost-2k": (PostKind.WINDOW, 2 << 10)}
+#: Test keys ([srs] allow_test_keys) can be made here for these circuits; others need Filecoin's files.
+TEST_KEY_CIRCUITS = {"winning-2k": (PostKind.WINNING, 2 << 10), "wpost-2k": (PostKind.WINDOW, 2 << 10)}
 
 _KINDS = {ProofKind.WINNING_POST: PostKind.WINNING, ProofKind.WINDOW_POST_PARTITION: PostKind.WINDOW}
 
@@ -44,11 +45,24 @@ class PostPartitionTask:
 
 @dataclass(frozen=True)
 class PostKeyGenerator:
-    """Our own single-party key for a small PoSt circuit (its blank shape through the same code)."""
+    """A TEST key for a small PoSt circuit ([srs] allow_test_keys): a single-party setup of its
+    blank shape through the same code; Filecoin's verifier rejects its proofs."""
 
     kind: PostKind
     sector_size: int
     path: Path
+
+    @property
+    def log2_constraints(self) -> int:
+        """The key's domain (constraints + inputs), checked against [srs] max_generated_log2."""
+        from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
+        from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
+        from cuzk_plugin.filecoin.post_proofs import post_shape
+
+        shape = post_shape(self.kind, self.sector_size)
+        cs = ShapeConstraintSystem()
+        synthesize_post(cs, shape, blank_slots(shape))
+        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
 
     def __call__(self) -> None:
         from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
@@ -64,31 +78,37 @@ class PostKeyGenerator:
         setup(r1cs).save(self.path)
 
 
+def post_test_key(circuit_id: str, path: Path) -> PostKeyGenerator | None:
+    """The generator of a PoSt test key ([srs] allow_test_keys), where the size allows one."""
+    spec = TEST_KEY_CIRCUITS.get(circuit_id)
+    return PostKeyGenerator(spec[0], spec[1], path) if spec else None
+
+
 class PostCircuitProvider:
-    """WINDOW_POST_PARTITION and WINNING_POST: the Fallback PoSt circuit of every sector size."""
+    """WINDOW_POST_PARTITION and WINNING_POST: the Fallback PoSt circuit of every sector size,
+    proved with Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
     kinds = (ProofKind.WINDOW_POST_PARTITION, ProofKind.WINNING_POST)
 
-    def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
+    def __init__(self, *, allow_test_keys: bool = False):
+        self.allow_test_keys = allow_test_keys
+
+    def plan(self, request: ProofRequest, param_cache: Path | None) -> JobPlan:
         if not request.vanilla_proofs or any(len(v) == 0 for v in request.vanilla_proofs):
             raise InvalidRequest("vanilla_proofs: empty (PoSt needs the per-sector vanilla proofs)")
         kind = _KINDS[request.kind]
         try:
             job = PostJob.from_fields(request.registered_proof, request.randomness, request.vanilla_proofs,
                                       request.partition_index, kind=kind, sector_size=request.sector_size)
-        except PostRequestError as exc:
+        except (PostRequestError, PostDecodeError) as exc:
             raise InvalidRequest(str(exc)) from None
-        except PostDecodeError as exc:
-            raise InvalidRequest(str(exc)) from None
+        # The key before any synthesis: a missing Filecoin file fails the job here, naming the paths.
+        circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
+                                       make_test_key=post_test_key)
         task = PostPartitionTask(request.registered_proof, bytes(request.randomness),
                                  tuple(bytes(v) for v in request.vanilla_proofs), request.partition_index)
-        return JobPlan(job.circuit_id, (task,))
+        return JobPlan(circuit_id, (task,))
 
-    def key_source(self, circuit_id: str, param_cache: Path) -> KeySource | None:
-        if not circuit_id.startswith(("winning-", "wpost-")):
-            return None
-        path = param_cache / f"{circuit_id}.params"
-        if circuit_id in OWN_SETUP_CIRCUITS:
-            kind, size = OWN_SETUP_CIRCUITS[circuit_id]
-            return KeySource(circuit_id, path, PostKeyGenerator(kind, size, path))
-        return KeySource(circuit_id, path) if path.is_file() else None
+    def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
+        return filecoin_key_source(circuit_id, param_cache, kinds=("wpost", "winning"),
+                                   allow_test_keys=self.allow_test_keys, make_test_key=post_test_key)
