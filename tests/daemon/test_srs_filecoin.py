@@ -142,3 +142,24 @@ async def test_preloading_a_test_key_is_refused_while_test_keys_are_off(make_dae
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await d.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-2k-test-key"))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND and "allow_test_keys = false" in err.value.details()
+
+
+async def test_a_replaced_key_file_is_refused_by_the_daemon(make_daemon, param_cache):
+    """A registered circuit's key is pinned when the daemon first loads it; the same file name
+    holding another valid key of the same circuit is refused at the next load, naming both files."""
+    cid = "pin-check-circuit"
+    params = param_cache / f"{cid}.params"
+    _key(5, seed=1).save(params)
+    try:
+        d = await make_daemon()
+        stub = d.stub()
+        await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=cid))
+        assert vk_pin_path(params).is_file()
+        await stub.EvictSRS(pb.EvictSrsRequest(circuit_id=cid))
+        _key(5, seed=2).save(params)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=cid))
+        assert f"{cid}.params" in err.value.details() and f"{cid}.vk-pin" in err.value.details()
+    finally:
+        params.unlink(missing_ok=True)
+        vk_pin_path(params).unlink(missing_ok=True)
