@@ -11,7 +11,10 @@ import resource
 import time
 
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
-from cuzk_plugin.filecoin.snap.circuit import blank_update_partition, synthesize_update_partition
+from cuzk_plugin.filecoin.snap.circuit import (
+    blank_update_partition,
+    synthesize_update_partition,
+)
 from cuzk_plugin.filecoin.snap.params import update_params
 
 __all__ = ["count_update_partition", "main"]
