@@ -21,7 +21,46 @@ def test_report_without_anchor():
 
 def test_kernels_parser():
     args = build_parser().parse_args(["kernels", "--op", "ntt", "--log2", "20", "--repeat", "3"])
-    assert (args.backend, args.op, args.log2, args.repeat) == ("cuda", "ntt", 20, 3)
+    assert (args.backend, args.op, args.log2, args.repeat, args.profile) == ("cuda", "ntt", 20, 3, False)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["kernels", "--backend", "nonesuch", "--op", "ntt", "--log2", "4"])
+
+
+@pytest.mark.parametrize("op", ["msm-g1", "msm-g2", "ntt", "ntt-inverse", "ntt-coset"])
+def test_kernels_on_the_cpu_backend_check_their_results(op, capsys):
+    """--backend cpu times the protocol calls on host-made inputs and checks each result."""
+    assert main(["kernels", "--backend", "cpu", "--op", op, "--log2", "5", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"cpu {op} 2^5: median") and ("check ok" in out or "round trip ok" in out)
+
+
+def test_host_bench_msm_check_fails_on_a_wrong_sum():
+    from cuzk_plugin.backends.cpu import CpuBackend
+    from cuzk_plugin.cli.bench_kernels import HostBench
+
+    class OffByOne(CpuBackend):
+        def msm_g1(self, bases, scalars):
+            scalars = scalars.copy()
+            scalars[0, 0] ^= 1
+            return super().msm_g1(bases, scalars)
+
+    _, ok = HostBench(OffByOne()).bench_msm(6, 1)
+    assert not ok
+    _, ok = HostBench(CpuBackend()).bench_msm(9, 1)  # 512 points over 256 distinct bases
+    assert ok
+
+
+def test_prove_on_the_cpu_backend_verifies_every_proof(capsys):
+    assert main(["kernels", "--backend", "cpu", "--op", "prove", "--log2", "5", "--repeat", "2"]) == 0
+    assert "proofs verified on the CPU: 2/2" in capsys.readouterr().out
+
+
+def test_pipeline_is_cuda_only():
+    from cuzk_plugin.backends.cpu import CpuBackend
+    from cuzk_plugin.cli.bench_kernels import HostBench, measure
+
+    with pytest.raises(SystemExit, match="cuda only"):
+        measure(HostBench(CpuBackend()), "pipeline", 4, 1, 0.95)
 
 
 def test_unavailable_backend_exits_with_reason(monkeypatch):
@@ -62,7 +101,7 @@ class CpuBenchCircuit:
         import numpy as np
 
         from cuzk_plugin.backends.cpu import CpuBackend
-        from cuzk_plugin.backends.cuda.backend import BenchProveRun
+        from cuzk_plugin.backends.cuda.bench import BenchProveRun
         from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
         from cuzk_plugin.groth16 import bench_circuit as bc
 

@@ -24,7 +24,7 @@ def test_probe_gives_reason_or_none():
 
 
 def test_probe_without_library(monkeypatch, tmp_path):
-    import cuzk_plugin.backends.cuda.library as library
+    from cuzk_plugin.backends.cuda import library
 
     monkeypatch.setattr(library, "_LIB", None)
     monkeypatch.setenv("CUZK_CUDA_BUILD_DIR", str(tmp_path))
@@ -34,32 +34,60 @@ def test_probe_without_library(monkeypatch, tmp_path):
 
 
 def test_host_side_curve_arithmetic_matches_arkworks():
-    """The kernels' field and curve code, run on the host: k * G for G1 and G2."""
+    """The kernels' field and curve code, run on the host (bench library): k * G for G1 and G2."""
     import numpy as np
     from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-    from cuzk_plugin.backends.cuda import library
+    from cuzk_plugin.backends.cuda.bench import CudaBench
     from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
     from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
 
     built_library_or_skip()
+    bench = CudaBench()
     for k in (0, 1, 2, 3, 12345, R - 1, 2**200 + 17):
-        limbs = ints_to_limbs([k])[0].copy()
-        out1 = np.zeros((2, 6), np.uint64)
-        library.call("cz_host_mul_generator", 0, library.u64_ptr(limbs), library.u64_ptr(out1))
-        np.testing.assert_array_equal(out1, g1_to_limbs(G1Point() * Scalar(k)), err_msg=f"G1 k={k}")
-        out2 = np.zeros((2, 2, 6), np.uint64)
-        library.call("cz_host_mul_generator", 1, library.u64_ptr(limbs), library.u64_ptr(out2))
-        np.testing.assert_array_equal(out2, g2_to_limbs(G2Point() * Scalar(k)), err_msg=f"G2 k={k}")
+        limbs = ints_to_limbs([k])[0]
+        np.testing.assert_array_equal(bench.host_mul_generator(limbs, g2=False), g1_to_limbs(G1Point() * Scalar(k)),
+                                      err_msg=f"G1 k={k}")
+        np.testing.assert_array_equal(bench.host_mul_generator(limbs, g2=True), g2_to_limbs(G2Point() * Scalar(k)),
+                                      err_msg=f"G2 k={k}")
 
 
 def test_host_side_curve_equation_and_mixed_additions():
     """affine_t::is_on_curve (load_srs's check) and XYZZ mixed additions on the host."""
-    import ctypes
+    from cuzk_plugin.backends.cuda.bench import CudaBench
+
+    built_library_or_skip()
+    assert CudaBench().host_curve_selftest() == 4
+
+
+def test_production_sources_read_no_environment():
+    """The production kernels have no run-time switches: no getenv in kernels/ (the bench sources
+    included); the library's one setting, the MSM window, is an argument."""
+    from cuzk_plugin.backends.cuda.paths import KERNEL_DIR
+
+    readers = [p.name for p in KERNEL_DIR.rglob("*.cu*") if "getenv" in p.read_text()]
+    assert readers == []
+
+
+def test_production_library_exports_no_bench_code():
+    """libcuzk_cuda.so exports no benchmark or host-check entry point; the bench library has
+    both the production and the benchmark entry points."""
+    import shutil
+    import subprocess
 
     from cuzk_plugin.backends.cuda import library
 
     built_library_or_skip()
-    checks = ctypes.c_uint64(0)
-    library.call("cz_host_curve_selftest", ctypes.byref(checks))
-    assert checks.value == 4
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) not installed")
+    path = next(p for p in library.candidate_paths() if p.exists())
+
+    def exported(lib):
+        return subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True,
+                              check=True).stdout
+
+    prod = exported(path)
+    assert "cz_prove_start" in prod and "cz_bench_" not in prod and "cz_host_" not in prod
+    bench = exported(path.with_name("libcuzk_cuda_bench.so"))
+    assert "cz_bench_prove" in bench and "cz_host_mul_generator" in bench and "cz_prove_start" in bench

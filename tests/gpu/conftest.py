@@ -40,3 +40,13 @@ def rng(request) -> np.random.Generator:
     seed = np.random.SeedSequence().entropy % (1 << 32)
     request.node.user_properties.append(("seed", seed))
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def cuda_bench(cuda):
+    """The bench library's entry points (libcuzk_cuda_bench.so, built with the production one)."""
+    from cuzk_plugin.backends.cuda.bench import CudaBench
+
+    bench = CudaBench()
+    yield bench
+    bench.close()

@@ -42,8 +42,8 @@ def test_back_to_back_partitions_match_cpu(cuda, cpu, rng):
 
 
 @pytest.mark.parametrize("overlap", [True, False])
-def test_bench_pipeline_runs(cuda, overlap):
-    total, per_part = cuda.bench_pipeline(12, 3, overlap=overlap)
+def test_bench_pipeline_runs(cuda_bench, overlap):
+    total, per_part = cuda_bench.bench_pipeline(12, 3, overlap=overlap)
     assert total > 0 and len(per_part) == 3
     for stages in per_part:
         assert stages["upload"] > 0 and stages["total"] > 0 and stages["queue"] >= 0

@@ -52,11 +52,11 @@ def test_filecoin_like_proofs_verify_with_resident_key(cuda):
         srs.release()
 
 
-def test_bench_circuit_proofs_verify(cuda):
+def test_bench_circuit_proofs_verify(cuda_bench):
     """The device-made benchmark instance (the one `cuzk-bench kernels --op prove` times at
     2^27): every proof verifies on the CPU, a tampered one does not."""
     secrets = BenchSecrets.random()
-    runs, stages = cuda.bench_prove(12, 2, secrets.limbs())
+    runs, stages = cuda_bench.bench_prove(12, 2, secrets.limbs())
     assert stages["total"] > 0
     assert runs[0].inputs != runs[1].inputs  # a fresh witness a run
     for run in runs:

@@ -6,16 +6,10 @@ partition (through pinned staging buffers, on its own stream) and then runs the 
 (H, the G1 MSMs, with B in G2 on its own stream). Partitions started back to back overlap: the
 next one uploads while the current one computes. :meth:`CudaBackend.prove_finish` waits.
 
-Build the library once with ``python -m cuzk_plugin.backends.cuda.build`` (nvcc, sm_90 with
-PTX); ``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. Tuning knobs, read by the
-library at each MSM (for measurement, not configuration): ``CZ_MSM_WINDOW`` (Pippenger window
-bits), ``CZ_MSM_ACCUMULATE`` (``inline`` default, ``call``, ``inline4``, ``inline5``: how the
-G1 bucket loop is compiled), ``CZ_MSM_SORT_ITEMS=0`` (bucket-loop items in
-bucket order, not longest first), ``CZ_NTT_MODE`` (``r4b`` default, ``r4``, ``pair``, ``single``: NTT
-butterflies a thread), ``CZ_MSM_PIPELINE=0`` (a window's sort not overlapped with the previous
-window's bucket loop), ``CZ_PROVE_B_G1=main`` (B's G1 MSM after the H MSM instead of beside it),
-``CZ_STREAM_PRIORITY=flat`` (the main stream not above the side streams; read at context creation),
-``CZ_MSM_PROFILE=1`` (phase timings on stderr).
+Build the library once with ``python -m cuzk_plugin.backends.cuda.build``;
+``CUZK_CUDA_LIBRARY`` points at a library built elsewhere. The library reads no environment:
+its one setting, the Pippenger window of :meth:`msm_g1` / :meth:`msm_g2`, is an argument
+(``window_bits``). Benchmarks on device-made inputs are :class:`~.bench.CudaBench`'s.
 """
 
 from __future__ import annotations
@@ -27,10 +21,16 @@ import numpy as np
 
 from cuzk_plugin.backends.cuda.library import call, load_library, u8_ptr, u64_ptr
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, less_than_modulus, limbs_to_ints
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.bls12_381.fields import (
+    FR_LIMBS,
+    R,
+    ints_to_limbs,
+    less_than_modulus,
+    limbs_to_ints,
+)
 from cuzk_plugin.errors import BackendUnavailable
 from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition
 
 
 def sums_from_limbs(out: np.ndarray) -> ProofSums:
@@ -42,17 +42,6 @@ def sums_from_limbs(out: np.ndarray) -> ProofSums:
         b_g1=out[36:48].reshape(2, 6).copy(),
         b_g2=out[48:72].reshape(2, 2, 6).copy(),
     )
-
-
-@dataclass
-class BenchProveRun:
-    """One benchmark partition: device milliseconds, the five sums, the public inputs (ONE
-    first) and w(ONE) at tau (see cuzk_plugin/groth16/bench_circuit.py)."""
-
-    time_ms: float
-    sums: ProofSums
-    inputs: list[int]
-    w_one: int
 
 
 def canonical_scalars(scalars: np.ndarray) -> np.ndarray:
@@ -126,7 +115,7 @@ class CudaBackend:
             status = lib.cz_device_count(ctypes.byref(count))
         except BackendUnavailable as exc:
             return str(exc)
-        except Exception as exc:  # a broken library must not break backend selection
+        except Exception as exc:  # noqa: BLE001 (a broken library must not break backend selection)
             return f"CUDA library unusable: {exc}"
         if status.code != 0:
             return f"no usable CUDA device: {status.message.decode(errors='replace')}"
@@ -226,54 +215,3 @@ class CudaBackend:
         call("cz_prove_finish", pending.handle, u64_ptr(out), times)
         pending.timings_ms = dict(zip(PROVE_TIMINGS, list(times)))
         return sums_from_limbs(out)
-
-    # -- benchmarks on device-made inputs --------------------------------------------------
-    def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1) -> tuple[list[float], bool]:
-        """Wall milliseconds of ``repeat`` MSMs of 2^log_n random bases/scalars made on the
-        device, and whether the result matched (sum s_i k_i) G."""
-        times = (ctypes.c_double * max(repeat, 1))()
-        ok = ctypes.c_int(0)
-        call("cz_bench_msm", self.context(), int(g2), log_n, repeat, seed, self.window_bits, times, ctypes.byref(ok))
-        return list(times)[:repeat], bool(ok.value)
-
-    def bench_ntt(self, log_n: int, repeat: int, *, inverse: bool = False, coset: bool = False) -> tuple[list[float], bool]:
-        """Event-timed milliseconds of ``repeat`` device-resident NTTs (natural in, bit-reversed
-        out), and whether forward-then-inverse returned the input."""
-        times = (ctypes.c_double * max(repeat, 1))()
-        ok = ctypes.c_int(0)
-        call("cz_bench_ntt", self.context(), log_n, repeat, int(inverse), int(coset), times, ctypes.byref(ok))
-        return list(times)[:repeat], bool(ok.value)
-
-    def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
-                    frac_bits: float = 0.95) -> tuple[list[BenchProveRun], dict[str, float]]:
-        """``repeat`` whole 2^log_n-constraint partitions of the benchmark circuit
-        (``kernels/instance.cuh``: key from ``secrets``, ``(5, 4) uint64`` tau, alpha, beta,
-        gamma, delta; a fresh witness a run, made on the device) after one warm-up: each run's
-        device time and what the host needs to assemble and verify its proof; and the stage
-        split of the last run."""
-        keys = np.ascontiguousarray(secrets, dtype=np.uint64)
-        if keys.shape != (5, FR_LIMBS):
-            raise ValueError(f"bench_prove: secrets must be (5, 4) uint64, got {keys.shape}")
-        times = (ctypes.c_double * max(repeat, 1))()
-        stages = (ctypes.c_double * 4)()
-        sums = np.zeros((max(repeat, 1), 72), dtype=np.uint64)
-        inputs = np.zeros((max(repeat, 1), n_inputs, FR_LIMBS), dtype=np.uint64)
-        w_one = np.zeros((max(repeat, 1), FR_LIMBS), dtype=np.uint64)
-        call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, n_inputs, u64_ptr(keys), times, stages,
-             u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
-        runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
-                              w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]
-        return runs, dict(zip(PROVE_TIMINGS[:4], list(stages)))  # the device stages
-
-    def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
-                       frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:
-        """Wall milliseconds to prove ``parts`` synthetic 2^log_n partitions from host memory
-        (device-made key; witnesses made on the device, then copied to pageable host memory so
-        uploads are timed), started all at once (``overlap``) or one at a time, and each
-        partition's stage split (keys as :attr:`CudaPending.timings_ms`)."""
-        total = ctypes.c_double(0)
-        per_part = (ctypes.c_double * (len(PROVE_TIMINGS) * max(parts, 1)))()
-        call("cz_bench_pipeline", self.context(), log_n, parts, frac_bits, int(overlap), ctypes.byref(total), per_part)
-        vals = list(per_part)
-        k = len(PROVE_TIMINGS)
-        return total.value, [dict(zip(PROVE_TIMINGS, vals[i * k:(i + 1) * k])) for i in range(parts)]

@@ -1,15 +1,35 @@
-"""ctypes binding of ``libcuzk_cuda.so``: finds the library, declares its C ABI, and turns each
-returned ``cz_status`` into a Python exception (:mod:`cuzk_plugin.errors`)."""
+"""ctypes binding of ``libcuzk_cuda.so`` (and of ``libcuzk_cuda_bench.so``, the same plus the
+benchmark entry points): finds a library, declares its C ABI, and turns each returned
+``cz_status`` into a Python exception (:mod:`cuzk_plugin.errors`)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
-from ctypes import POINTER, c_char, c_char_p, c_double, c_int, c_size_t, c_uint8, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    c_char,
+    c_char_p,
+    c_double,
+    c_int,
+    c_size_t,
+    c_uint8,
+    c_uint64,
+    c_void_p,
+)
 from pathlib import Path
 
-from cuzk_plugin.backends.cuda.paths import LIBRARY_NAME, library_path
-from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory, EncodingError
+from cuzk_plugin.backends.cuda.paths import (
+    BENCH_LIBRARY_NAME,
+    LIBRARY_NAME,
+    library_path,
+)
+from cuzk_plugin.errors import (
+    BackendError,
+    BackendUnavailable,
+    DeviceOutOfMemory,
+    EncodingError,
+)
 
 # Status codes, as in kernels/check.cuh.
 CZ_OK = 0
@@ -63,7 +83,11 @@ _SIGNATURES = {
     "cz_prove_start": [c_void_p, c_void_p, _U64P, _U64P, _U64P, c_size_t, _U64P, c_size_t, _U64P, c_size_t,
                        _U8P, _U8P, _U8P, _VPP],
     "cz_prove_finish": [c_void_p, _U64P, POINTER(c_double)],
-    "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, POINTER(c_double), POINTER(c_int)],
+}
+
+# The bench library's entry points besides the production ones.
+_BENCH_SIGNATURES = {
+    "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, c_int, POINTER(c_double), POINTER(c_int)],
     "cz_bench_ntt": [c_void_p, c_int, c_int, c_int, c_int, POINTER(c_double), POINTER(c_int)],
     "cz_bench_prove": [c_void_p, c_int, c_int, c_double, c_int, _U64P, POINTER(c_double), POINTER(c_double), _U64P,
                        _U64P, _U64P],
@@ -82,32 +106,50 @@ def candidate_paths() -> list[Path]:
     return paths
 
 
+def bench_candidate_paths() -> list[Path]:
+    """The bench library beside each place the production library may be."""
+    return [p.with_name(BENCH_LIBRARY_NAME) for p in candidate_paths()]
+
+
 _LIB: ctypes.CDLL | None = None
+_BENCH_LIB: ctypes.CDLL | None = None
 
 
-def load_library() -> ctypes.CDLL:
-    """The loaded library (cached); BackendUnavailable if it is not built or does not load."""
-    global _LIB
-    if _LIB is not None:
-        return _LIB
-    found = [p for p in candidate_paths() if p.exists()]
+def _open(paths: list[Path], name: str, signatures: dict) -> ctypes.CDLL:
+    found = [p for p in paths if p.exists()]
     if not found:
-        raise BackendUnavailable(f"{LIBRARY_NAME} not found (looked in {', '.join(map(str, candidate_paths()))}); {BUILD_HINT}")
+        raise BackendUnavailable(f"{name} not found (looked in {', '.join(map(str, paths))}); {BUILD_HINT}")
     try:
         lib = ctypes.CDLL(str(found[0]))
     except OSError as exc:
         raise BackendUnavailable(f"cannot load {found[0]}: {exc}; {BUILD_HINT}") from exc
-    for name, argtypes in _SIGNATURES.items():
-        fn = getattr(lib, name)
+    for fname, argtypes in signatures.items():
+        fn = getattr(lib, fname)
         fn.argtypes = argtypes
         fn.restype = CzStatus
-    _LIB = lib
     return lib
 
 
-def call(name: str, *args) -> None:
-    """Call ``name`` and raise on a non-zero status."""
-    check(getattr(load_library(), name)(*args), name)
+def load_library() -> ctypes.CDLL:
+    """The production library (cached); BackendUnavailable if it is not built or does not load."""
+    global _LIB
+    if _LIB is None:
+        _LIB = _open(candidate_paths(), LIBRARY_NAME, _SIGNATURES)
+    return _LIB
+
+
+def load_bench_library() -> ctypes.CDLL:
+    """The bench library (cached): its own copy of the production code, used through contexts it
+    creates itself (a context of one library is never passed to the other)."""
+    global _BENCH_LIB
+    if _BENCH_LIB is None:
+        _BENCH_LIB = _open(bench_candidate_paths(), BENCH_LIBRARY_NAME, {**_SIGNATURES, **_BENCH_SIGNATURES})
+    return _BENCH_LIB
+
+
+def call(name: str, *args, lib: ctypes.CDLL | None = None) -> None:
+    """Call ``name`` (in ``lib``, by default the production library) and raise on a non-zero status."""
+    check(getattr(lib or load_library(), name)(*args), name)
 
 
 def u64_ptr(arr):

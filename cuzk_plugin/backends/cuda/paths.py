@@ -1,4 +1,4 @@
-"""Where the CUDA backend's library is built and looked for (shared by :mod:`.build` and
+"""Where the CUDA backend's libraries are built and looked for (shared by :mod:`.build` and
 :mod:`.library`, kept apart so ``python -m ...cuda.build`` imports nothing else)."""
 
 from __future__ import annotations
@@ -7,7 +7,10 @@ import os
 from pathlib import Path
 
 LIBRARY_NAME = "libcuzk_cuda.so"
+#: The production objects plus the benchmark and host-check entry points (kernels/bench/).
+BENCH_LIBRARY_NAME = "libcuzk_cuda_bench.so"
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+BENCH_KERNEL_DIR = KERNEL_DIR / "bench"
 
 
 def build_dir() -> Path:

@@ -20,13 +20,10 @@ import time
 
 import numpy as np
 
+from cuzk_plugin.backends.anchors import anchor_ms
 from cuzk_plugin.bls12_381.fields import random_fr
 
 DISTINCT_BASES = 4096
-#: sppark on an H200, milliseconds (shared/anchors.md, 2026-12-02); its NTT ends in
-#: bit-reversed order, ours in natural order (one permutation pass more).
-SPPARK_H200_MS = {("msm_g1", 20): 21.8, ("msm_g1", 22): 54.2, ("msm_g1", 24): 160.0, ("msm_g1", 26): 559.0,
-                  ("ntt", 24): 4.43, ("ntt", 26): 21.0, ("ntt", 27): 42.4}
 
 
 def _median_spread(times: list[float]) -> dict:
@@ -34,8 +31,9 @@ def _median_spread(times: list[float]) -> dict:
 
 
 def _with_anchor(row: dict) -> dict:
-    """Adds the ratio to sppark's H200 time where the anchors list this size."""
-    ref = SPPARK_H200_MS.get((row["op"], row["log_n"]))
+    """Adds the ratio to sppark's H200 time where the anchors list this size (sppark's NTT ends
+    in bit-reversed order, ours in natural order: one permutation pass more)."""
+    ref = anchor_ms(row["op"].replace("_", "-"), row["log_n"])
     if ref is not None:
         row["opencl_over_sppark_h200"] = row["opencl"]["median_s"] * 1e3 / ref
     return row
@@ -123,7 +121,8 @@ def main(argv: list[str] | None = None) -> None:
     backend = OpenclBackend(device=device, limb_bits=args.limb_bits)
     rng = np.random.default_rng(args.seed)
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                check=False).stdout.strip()
     except OSError:
         commit = "unknown"
     header = {"device": backend.devices()[0].name, "limb_bits": backend.limb_bits, "platform": backend.device.platform.name.strip(),

@@ -66,7 +66,8 @@ template <int N>
 struct mad_chains;
 #ifdef __CUDACC__
 // Fr's -p^-1 mod 2^32 (= 2^32 - 1) for the even/odd product, from constant memory so ptxas
-// cannot see it is -1 (tools/gen_field_ptx.py, INV_AS_OPERAND: folded, it cost ~25% more SASS).
+// cannot see it is -1: folded, its multiply-adds become longer negate-and-add sequences
+// (tools/gen_field_ptx.py, INV_AS_OPERAND).
 static __constant__ uint32_t cz_fr_inv = 0xffffffffu;
 #endif
 
@@ -169,7 +170,7 @@ struct alignas(16) mont_t {
     // r = x - p if x >= p (x < 2p; 'hi' is a carry word above the N limbs).
     CZ_HD static mont_t reduce_once(const uint32_t* x, uint32_t hi) {
         mont_t d;
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
         // One subtraction chain and a select a word (the C form below costs ~3x the ALU work).
         uint32_t borrow = mad_chains<N>::sub_modulus(d.v, x);
         bool keep = hi == 0 && borrow;
@@ -194,7 +195,7 @@ struct alignas(16) mont_t {
     // a + b < 2p < 2^(32N) for both fields (p < 2^(32N - 1)), so no carry word is needed.
     CZ_HD friend mont_t operator+(const mont_t& a, const mont_t& b) {
         uint32_t s[N];
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
         mad_chains<N>::add(s, a.v, b.v);
         return reduce_once(s, 0);
 #else
@@ -211,7 +212,7 @@ struct alignas(16) mont_t {
 
     CZ_HD friend mont_t operator-(const mont_t& a, const mont_t& b) {
         mont_t d;
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
         // a - b, then + (p AND the borrow mask): no branch.
         uint32_t mask = mad_chains<N>::sub(d.v, a.v, b.v), pm[N];
 #pragma unroll
@@ -242,13 +243,12 @@ struct alignas(16) mont_t {
     CZ_HD mont_t neg() const { return is_zero() ? *this : zero() - *this; }
     CZ_HD mont_t dbl() const { return *this + *this; }
 
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
     // CIOS with PTX carry chains: per word b_i, t += a b_i, m = t_0 (-p^-1), t += m p, shift
     // one word: 2 N^2 word products. Even/odd accumulators (tools/gen_field_ptx.py explains the
-    // layout): each a_k b_i is one
-    // 64-bit multiply-add in SASS; the two arrays swap roles every row. The earlier layout (a
-    // chain of low halves, then one of high halves: 1288 SASS a product for Fq against ~390)
-    // is in the history (commit d2efedd).
+    // layout): each a_k b_i is one 64-bit multiply-add (IMAD.WIDE) in SASS, where a chain of
+    // low halves and then one of high halves takes about three times the instructions; the
+    // two arrays swap roles every row.
     __device__ __forceinline__ static mont_t mul_even_odd(const mont_t& a, const mont_t& b) {
         uint32_t x[N], y[N];
         mad_chains<N>::mont_row0(x, y, a.v, b.v[0]);
@@ -272,7 +272,7 @@ struct alignas(16) mont_t {
     }
 #endif
 
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
     // t = a b as 2N words, for any a, b < 2^(32N) (Fq only: the lazy Fq2 product). Row i adds
     // a b_i with the even/odd split of tools/gen_field_ptx.py; E and O start at zero.
     __device__ __forceinline__ static void mul_wide(uint32_t* t, const uint32_t* a, const uint32_t* b) {
@@ -305,7 +305,7 @@ struct alignas(16) mont_t {
 
     // Montgomery product a * b / 2^(32N) mod p, CIOS.
     CZ_HD friend mont_t operator*(const mont_t& a, const mont_t& b) {
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
         return mul_even_odd(a, b);
 #else
         uint32_t t[N + 2];

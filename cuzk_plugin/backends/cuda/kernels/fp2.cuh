@@ -2,14 +2,8 @@
 #pragma once
 #include "field.cuh"
 
-// Fq2 products are called (CZ_HD_CALL), not inlined: inlined, the G2 bucket loop needs 255
-// registers and spills, and the G2 MSM at 2^27 went from 2.29 to 3.77 s on the H200
-// (bench/cuda-kernels-2026-12-02.md, run 16). -DCZ_FP2_INLINE builds that variant.
-#ifdef CZ_FP2_INLINE
-#define CZ_FP2_MUL CZ_HD
-#else
-#define CZ_FP2_MUL CZ_HD_CALL
-#endif
+// Fq2 products and squares are called (CZ_HD_CALL), not inlined: inlined, the G2 bucket loop
+// needs 255 registers and spills, and runs much slower (bench/cuda-kernels-2026-12-02.md).
 
 template <class F>
 struct alignas(16) fp2_t {
@@ -26,8 +20,8 @@ struct alignas(16) fp2_t {
     CZ_HD fp2_t dbl() const { return {c0.dbl(), c1.dbl()}; }
 
     // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
-    CZ_FP2_MUL friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+    CZ_HD_CALL friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+#ifdef __CUDA_ARCH__
         if constexpr (F::N == 12) return mul_lazy(a, b);
 #endif
         F t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
@@ -35,7 +29,7 @@ struct alignas(16) fp2_t {
         return {t0 - t1, t2 - t0 - t1};
     }
 
-#if defined(__CUDA_ARCH__) && !defined(CZ_PORTABLE_FIELD)
+#ifdef __CUDA_ARCH__
     // The same Karatsuba with lazy reduction (tools/gen_field_ptx.py): t0, t1, t2 as 768-bit
     // integers (a0 + a1 and b0 + b1 unreduced, < 2p), then c0 = REDC(t0 - t1) and
     // c1 = REDC(t2 - t0 - t1) with REDC(T) = T_hi + redc(T_lo): two reductions instead of
@@ -66,7 +60,7 @@ struct alignas(16) fp2_t {
     }
 #endif
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
-    CZ_FP2_MUL fp2_t sqr() const {
+    CZ_HD_CALL fp2_t sqr() const {
         F t = c0 * c1;
         return {(c0 + c1) * (c0 - c1), t.dbl()};
     }

@@ -21,9 +21,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "msm.cuh"
@@ -85,13 +84,6 @@ __global__ void iota_kernel(uint32_t* out, size_t n) {
     if (i < n) out[i] = (uint32_t)i;
 }
 
-// Whether the items are ordered by length before the bucket loop (CZ_MSM_SORT_ITEMS=0: not,
-// to measure the difference).
-bool sort_items_from_env() {
-    const char* env = std::getenv("CZ_MSM_SORT_ITEMS");
-    return !(env && std::strcmp(env, "0") == 0);
-}
-
 __global__ void item_counts_kernel(const uint32_t* start, const uint32_t* end, uint32_t nb, uint32_t L,
                                    uint32_t* nitems) {
     uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -113,18 +105,16 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
     }
 }
 
-// Sums each item's points into one XYZZ partial. ADD: 0 called formulas, 1 inlined (G1; G2's
-// formulas and Fq2 products stay calls: inlined, they need 255 registers and spill, run 16).
-// Measured on the H200 (bench/cuda-kernels-2026-12-02.md): inlined 2026 ms vs called 2426 ms at
-// 2^27 (first session); with a one-ahead prefetch of the next base it was slower than both.
-// ncu (run 9): 128 registers, 4 blocks of 128 an SM, the warps waiting on their carry chains.
-// Thread t takes item order[t]: the items sorted longest first, so the 32 threads of a warp
+// Sums each item's points into one XYZZ partial (mixed additions). G1 inlines the addition
+// formulas: 128 registers, 4 blocks of 128 threads an SM, no call overhead in the hottest loop
+// of the prover. G2 calls them (and its Fq2 products): inlined, the G2 loop needs 255 registers
+// and spills. bench/cuda-kernels-2026-12-02.md has the measurements behind both choices.
+// Thread t takes item order[t], the items sorted longest first, so the 32 threads of a warp
 // have about the same number of additions (unsorted, a warp waits for its longest item).
-template <class F, int ADD>
-__device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__ bases,
-                                                 const uint32_t* __restrict__ vals, const uint32_t* item_start,
-                                                 const uint32_t* item_len, const uint32_t* order,
-                                                 const uint32_t* total, xyzz_t<F>* partials) {
+template <class F>
+__global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
+                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
+                                  const uint32_t* total, xyzz_t<F>* partials) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= *total) return;
     uint32_t i = order[t];
@@ -134,72 +124,15 @@ __device__ __forceinline__ void accumulate_items(const affine_t<F>* __restrict__
         uint32_t v = vals[st + k];
         affine_t<F> p = bases[v & ~kSignBit];
         if (v & kSignBit) p = p.neg();
-        if constexpr (ADD == 0)
-            acc = acc.add_affine(p);
-        else
+        if constexpr (sizeof(F) == sizeof(fq_t))
             acc = acc.add_affine_inline(p);
+        else
+            acc = acc.add_affine(p);
     }
     partials[i] = acc;
 }
 
 constexpr int kAccumulateThreads = 128;
-
-template <class F, int ADD>
-__global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                                  const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
-                                  const uint32_t* total, xyzz_t<F>* partials) {
-    accumulate_items<F, ADD>(bases, vals, item_start, item_len, order, total, partials);
-}
-
-// The inlined G1 loop with the register budget capped so MIN_BLOCKS blocks fit an SM
-// (CZ_MSM_ACCUMULATE=inline4 / inline5: 128 / 102 registers, trading spills for occupancy).
-// Measured alternatives that lost and were removed (bench/cuda-kernels-2026-12-02.md): paired
-// products (run 7, commit 5d3afc4), the accumulator in shared memory (run 10, defd2be) and
-// 28-bit limbs (run 11: 1.9x slower than the even/odd 32-bit product; commit 3ea5aa8).
-template <int ADD, int MIN_BLOCKS>
-__global__ void __launch_bounds__(kAccumulateThreads, MIN_BLOCKS)
-    accumulate_bounded_kernel(const affine_t<fq_t>* __restrict__ bases, const uint32_t* __restrict__ vals,
-                              const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
-                              const uint32_t* total, xyzz_t<fq_t>* partials) {
-    accumulate_items<fq_t, ADD>(bases, vals, item_start, item_len, order, total, partials);
-}
-
-enum class accumulate_mode { call, inline_add, bounded4, bounded5 };
-
-accumulate_mode accumulate_mode_from_env() {
-    const char* env = std::getenv("CZ_MSM_ACCUMULATE");
-    if (!env || !*env || std::strcmp(env, "inline") == 0) return accumulate_mode::inline_add;
-    if (std::strcmp(env, "call") == 0) return accumulate_mode::call;
-    if (std::strcmp(env, "inline4") == 0) return accumulate_mode::bounded4;
-    if (std::strcmp(env, "inline5") == 0) return accumulate_mode::bounded5;
-    throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_MSM_ACCUMULATE: unknown mode ") + env);
-}
-
-template <class F>
-void launch_accumulate(cudaStream_t stream, size_t threads, const affine_t<F>* bases, const uint32_t* vals,
-                       const uint32_t* item_start, const uint32_t* item_len, const uint32_t* order,
-                       const uint32_t* total, xyzz_t<F>* partials) {
-    unsigned blocks = blocks_for(threads, kAccumulateThreads);
-    accumulate_mode mode = accumulate_mode_from_env();
-    if constexpr (sizeof(F) == sizeof(fq_t)) {
-        if (mode == accumulate_mode::bounded4)
-            accumulate_bounded_kernel<1, 4><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                     order, total, partials);
-        else if (mode == accumulate_mode::bounded5)
-            accumulate_bounded_kernel<1, 5><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                     order, total, partials);
-        else if (mode == accumulate_mode::inline_add)
-            accumulate_kernel<F, 1><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                   order, total, partials);
-        else
-            accumulate_kernel<F, 0><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                order, total, partials);
-    } else {
-        accumulate_kernel<F, 0><<<blocks, kAccumulateThreads, 0, stream>>>(bases, vals, item_start, item_len,
-                                                                                order, total, partials);
-    }
-    CZ_CHECK_LAUNCH();
-}
 
 template <class F>
 __global__ void merge_items_kernel(const xyzz_t<F>* partials, const uint32_t* nitems, const uint32_t* offs,
@@ -272,17 +205,15 @@ void fold_rows(cudaStream_t stream, xyzz_t<F>* rows, uint32_t nwin, uint32_t wid
     }
 }
 
-// Optional phase timing (CZ_MSM_PROFILE=1): CUDA events between the phases of each window,
-// summed and printed to stderr. Off by default: it costs nothing then.
+// Phase timing of one MSM (msm_options::profile, for benchmarks): CUDA events between the
+// phases of each window, summed and printed to stderr. The phases then run in turn on one
+// stream so that their times mean something.
 struct phase_profile {
     static constexpr int kPhases = 4;  // digits + sort, bucket ranges + items, accumulate, merge
     bool on = false;
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> events;
-    explicit phase_profile(cudaStream_t s) : stream(s) {
-        const char* env = std::getenv("CZ_MSM_PROFILE");
-        on = env && *env && *env != '0';
-    }
+    phase_profile(cudaStream_t s, bool enabled) : on(enabled), stream(s) {}
     void mark() {
         if (!on) return;
         cudaEvent_t e;
@@ -335,13 +266,37 @@ xyzz_t<F> sum_ones(cudaStream_t stream, const affine_t<F>* bases, const uint32_t
     return out;
 }
 
-// Whether a window's digits are sorted on a stream of their own while the previous window
-// accumulates (CZ_MSM_PIPELINE=0: one stream, every phase in turn, to measure the difference;
-// CZ_MSM_PROFILE=1 also runs them in turn so its phase times mean something).
-bool pipeline_from_env() {
-    const char* env = std::getenv("CZ_MSM_PIPELINE");
-    return !(env && std::strcmp(env, "0") == 0);
-}
+// The sizes of one Pippenger run over n points with c-bit windows.
+struct pippenger_plan {
+    uint32_t n = 0;
+    int c = 0;
+    int nwin = 0;         // windows: ceil(256 / c)
+    uint32_t nb = 0;      // buckets 1..nb a window (signed digits: 2^(c-1))
+    uint32_t L = 0;       // the most points one bucket-loop item takes
+    size_t item_cap = 0;  // items a window at most
+    digit_offset m{};     // M of the signed-digit recoding (top of this file)
+    size_t temp_bytes = 0;  // CUB scratch for the largest of the window's sorts and scans
+
+    static constexpr int kLenBits = 11;  // item lengths are at most L <= 1024
+
+    pippenger_plan(uint32_t count, int window_bits, cudaStream_t stream) : n(count), c(window_bits) {
+        nwin = (256 + c - 1) / c;
+        nb = 1u << (c - 1);
+        L = std::min<uint32_t>(1024, std::max<uint32_t>(8, n >> 17));
+        item_cap = n / L + nb + 2;
+        for (int w = 0; w < nwin; w++) {
+            int bit = w * c + c - 1;
+            m.w[bit >> 5] |= 1u << (bit & 31);
+        }
+        size_t sort_bytes = 0, scan_bytes = 0, order_bytes = 0;
+        uint32_t* none = nullptr;  // the size queries read no data
+        CZ_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, none, none, none, none, n, 0, c, stream));
+        CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, none, none, nb + 2, stream));
+        CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, order_bytes, none, none, none, none, item_cap, 0,
+                                                           kLenBits, stream));
+        temp_bytes = std::max({sort_bytes, scan_bytes, order_bytes});
+    }
+};
 
 // One window's sorted digits and items. The pipelined loop keeps two: the sort of window
 // w + 1 (memory-bound) runs beside the accumulation of window w (compute-bound).
@@ -354,10 +309,11 @@ struct window_state {
     dev_buf<uint8_t> temp;
     cuda_event prepared;  // on the sort stream: this window's items are ready
     cuda_event consumed;  // on the MSM stream: its accumulation and merge are done
-    window_state(uint32_t n, uint32_t nb, size_t item_cap, size_t temp_bytes, cudaStream_t s)
-        : keys_in(n, s), keys_out(n, s), vals_in(n, s), vals_out(n, s), start(nb + 1, s), end(nb + 1, s),
-          nitems(nb + 2, s), offs(nb + 2, s), item_start(item_cap, s), item_len(item_cap, s),
-          item_order(item_cap, s), len_sorted(item_cap, s), partials(item_cap, s), temp(temp_bytes, s) {}
+    window_state(const pippenger_plan& p, cudaStream_t s)
+        : keys_in(p.n, s), keys_out(p.n, s), vals_in(p.n, s), vals_out(p.n, s), start(p.nb + 1, s),
+          end(p.nb + 1, s), nitems(p.nb + 2, s), offs(p.nb + 2, s), item_start(p.item_cap, s),
+          item_len(p.item_cap, s), item_order(p.item_cap, s), len_sorted(p.item_cap, s), partials(p.item_cap, s),
+          temp(p.temp_bytes, s) {}
 };
 
 // On scope exit `into` waits for everything queued on `from`, so buffers freed in `into`'s
@@ -373,42 +329,109 @@ struct stream_join {
     }
 };
 
+// Steps (1)-(4) of window w on stream ss: signed digits, sorted by bucket, bucket ranges cut
+// into items, items sorted longest first; records ws.prepared.
+template <class F>
+void prepare_window(const pippenger_plan& p, window_state<F>& ws, const fr_t* scalars, const uint32_t* idx, int w,
+                    const uint32_t* item_ids, cudaStream_t ss, phase_profile& prof) {
+    digits_kernel<<<blocks_for(p.n, 256), 256, 0, ss>>>(scalars, idx, p.n, w, p.c, p.m, ws.keys_in.get(),
+                                                        ws.vals_in.get());
+    CZ_CHECK_LAUNCH();
+    size_t bytes = p.temp_bytes;
+    CZ_CHECK(cub::DeviceRadixSort::SortPairs(ws.temp.get(), bytes, ws.keys_in.get(), ws.keys_out.get(),
+                                             ws.vals_in.get(), ws.vals_out.get(), p.n, 0, p.c, ss));
+    prof.mark();
+    CZ_CHECK(cudaMemsetAsync(ws.start.get(), 0, ws.start.bytes(), ss));
+    CZ_CHECK(cudaMemsetAsync(ws.end.get(), 0, ws.end.bytes(), ss));
+    CZ_CHECK(cudaMemsetAsync(ws.nitems.get(), 0, ws.nitems.bytes(), ss));
+    bucket_ranges_kernel<<<blocks_for(p.n, 256), 256, 0, ss>>>(ws.keys_out.get(), p.n, ws.start.get(), ws.end.get());
+    CZ_CHECK_LAUNCH();
+    item_counts_kernel<<<blocks_for(p.nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), p.nb, p.L,
+                                                                   ws.nitems.get());
+    CZ_CHECK_LAUNCH();
+    bytes = p.temp_bytes;
+    CZ_CHECK(cub::DeviceScan::ExclusiveSum(ws.temp.get(), bytes, ws.nitems.get(), ws.offs.get(), p.nb + 2, ss));
+    CZ_CHECK(cudaMemsetAsync(ws.item_len.get(), 0, ws.item_len.bytes(), ss));  // unused slots sort last
+    expand_items_kernel<<<blocks_for(p.nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), ws.nitems.get(),
+                                                                    ws.offs.get(), p.nb, p.L, ws.item_start.get(),
+                                                                    ws.item_len.get());
+    CZ_CHECK_LAUNCH();
+    bytes = p.temp_bytes;
+    CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(ws.temp.get(), bytes, ws.item_len.get(), ws.len_sorted.get(),
+                                                       item_ids, ws.item_order.get(), p.item_cap, 0,
+                                                       pippenger_plan::kLenBits, ss));
+    CZ_CHECK(cudaEventRecord(ws.prepared.e, ss));
+    prof.mark();
+}
+
+// Steps (5)-(6) of window w on `stream`, once its items are ready: the bucket loop, then one
+// thread a bucket adds its items into row w of `buckets`; records ws.consumed.
+template <class F>
+void accumulate_window(const pippenger_plan& p, window_state<F>& ws, const affine_t<F>* bases, int w,
+                       xyzz_t<F>* buckets, cudaStream_t stream, phase_profile& prof) {
+    CZ_CHECK(cudaStreamWaitEvent(stream, ws.prepared.e, 0));
+    accumulate_kernel<F><<<blocks_for(p.item_cap, kAccumulateThreads), kAccumulateThreads, 0, stream>>>(
+        bases, ws.vals_out.get(), ws.item_start.get(), ws.item_len.get(), ws.item_order.get(),
+        ws.offs.get() + p.nb + 1, ws.partials.get());
+    CZ_CHECK_LAUNCH();
+    prof.mark();
+    merge_items_kernel<F><<<blocks_for(p.nb + 1, 128), 128, 0, stream>>>(ws.partials.get(), ws.nitems.get(),
+                                                                        ws.offs.get(), p.nb,
+                                                                        buckets + (size_t)w * (p.nb + 1));
+    CZ_CHECK_LAUNCH();
+    CZ_CHECK(cudaEventRecord(ws.consumed.e, stream));
+    prof.mark();
+}
+
+// sum_b b * S_b for every window at once (~2^16 threads in all): running sums over segments of
+// buckets, then a tree over the segments; the window sums, copied to the host.
+template <class F>
+std::vector<xyzz_t<F>> reduce_windows(const pippenger_plan& p, const xyzz_t<F>* buckets, cudaStream_t stream) {
+    uint32_t nseg = next_pow2(std::max<uint32_t>(1, (1u << 16) / p.nwin));
+    if (nseg > p.nb) nseg = p.nb;
+    uint32_t seg_len = (p.nb + nseg - 1) / nseg;
+    dev_buf<xyzz_t<F>> segs((size_t)p.nwin * nseg, stream);
+    segment_kernel<F><<<blocks_for(p.nwin * nseg, 64), 64, 0, stream>>>(buckets, p.nb, p.nwin, nseg, seg_len,
+                                                                        segs.get());
+    CZ_CHECK_LAUNCH();
+    fold_rows<F>(stream, segs.get(), p.nwin, nseg);
+    std::vector<xyzz_t<F>> wins(p.nwin);
+    CZ_CHECK(cudaMemcpy2DAsync(wins.data(), sizeof(xyzz_t<F>), segs.get(), nseg * sizeof(xyzz_t<F>),
+                               sizeof(xyzz_t<F>), p.nwin, cudaMemcpyDeviceToHost, stream));
+    return wins;
+}
+
+// sum_w 2^(c w) wins[w] by Horner's rule, on the host: a few hundred doublings are faster on
+// the CPU than on one GPU thread.
+template <class F>
+xyzz_t<F> horner(const std::vector<xyzz_t<F>>& wins, int c) {
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    for (int w = (int)wins.size() - 1; w >= 0; w--) {
+        for (int i = 0; i < c; i++) acc = acc.dbl();
+        acc = acc.add(wins[w]);
+    }
+    return acc;
+}
+
+// sum_i k_idx[i] P_idx[i] for i < n with c-bit signed windows (steps at the top of this file).
+// Unless profiling, window w + 1 is prepared on a sort stream of its own (two window states)
+// while window w accumulates.
 template <class F>
 xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, const uint32_t* idx,
-                    uint32_t n, int c) {
+                    uint32_t n, int c, bool profile) {
     if (n == 0) return xyzz_t<F>::identity();
-    const int nwin = (256 + c - 1) / c;
-    const uint32_t nb = 1u << (c - 1);  // buckets 1..nb
-    const uint32_t L = std::min<uint32_t>(1024, std::max<uint32_t>(8, n >> 17));
-    const size_t item_cap = n / L + nb + 2;
+    const pippenger_plan plan(n, c, stream);
+    phase_profile prof(stream, profile);
+    const bool pipelined = !profile;
 
-    digit_offset m{};
-    for (int w = 0; w < nwin; w++) {
-        int bit = w * c + c - 1;
-        m.w[bit >> 5] |= 1u << (bit & 31);
-    }
-
-    const bool sort_items = sort_items_from_env();
-    constexpr int kLenBits = 11;  // item lengths are at most L <= 1024
-    size_t sort_bytes = 0, scan_bytes = 0, order_bytes = 0;
-    uint32_t* none = nullptr;  // the size queries read no data
-    CZ_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, none, none, none, none, n, 0, c, stream));
-    CZ_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, none, none, nb + 2, stream));
-    CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, order_bytes, none, none, none, none, item_cap, 0,
-                                                       kLenBits, stream));
-    const size_t temp_bytes = std::max({sort_bytes, scan_bytes, order_bytes});
-
-    phase_profile prof(stream);
-    const bool pipelined = pipeline_from_env() && !prof.on;
-    dev_buf<uint32_t> item_ids(item_cap, stream);
-    dev_buf<xyzz_t<F>> buckets((size_t)nwin * (nb + 1), stream);
+    dev_buf<uint32_t> item_ids(plan.item_cap, stream);
+    dev_buf<xyzz_t<F>> buckets((size_t)plan.nwin * (plan.nb + 1), stream);
     std::vector<std::unique_ptr<window_state<F>>> states;
-    for (int k = 0; k < (pipelined ? 2 : 1); k++)
-        states.push_back(std::make_unique<window_state<F>>(n, nb, item_cap, temp_bytes, stream));
-    iota_kernel<<<blocks_for(item_cap, 256), 256, 0, stream>>>(item_ids.get(), item_cap);
+    for (int k = 0; k < (pipelined ? 2 : 1); k++) states.push_back(std::make_unique<window_state<F>>(plan, stream));
+    iota_kernel<<<blocks_for(plan.item_cap, 256), 256, 0, stream>>>(item_ids.get(), plan.item_cap);
     CZ_CHECK_LAUNCH();
 
-    // The sort stream has the MSM stream's priority (see cz_context_create).
+    // The sort stream takes the MSM stream's priority (see cz_context_create).
     std::unique_ptr<cuda_stream> sorter;
     if (pipelined) {
         int priority = 0;
@@ -422,87 +445,29 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     CZ_CHECK(cudaStreamWaitEvent(ss, allocated.e, 0));
 
     prof.mark();
-    for (int w = 0; w < nwin; w++) {
+    for (int w = 0; w < plan.nwin; w++) {
         window_state<F>& ws = *states[w % states.size()];
         if (w >= (int)states.size()) CZ_CHECK(cudaStreamWaitEvent(ss, ws.consumed.e, 0));
-        digits_kernel<<<blocks_for(n, 256), 256, 0, ss>>>(scalars, idx, n, w, c, m, ws.keys_in.get(),
-                                                          ws.vals_in.get());
-        CZ_CHECK_LAUNCH();
-        size_t bytes = temp_bytes;
-        CZ_CHECK(cub::DeviceRadixSort::SortPairs(ws.temp.get(), bytes, ws.keys_in.get(), ws.keys_out.get(),
-                                                 ws.vals_in.get(), ws.vals_out.get(), n, 0, c, ss));
-        prof.mark();
-        CZ_CHECK(cudaMemsetAsync(ws.start.get(), 0, ws.start.bytes(), ss));
-        CZ_CHECK(cudaMemsetAsync(ws.end.get(), 0, ws.end.bytes(), ss));
-        CZ_CHECK(cudaMemsetAsync(ws.nitems.get(), 0, ws.nitems.bytes(), ss));
-        bucket_ranges_kernel<<<blocks_for(n, 256), 256, 0, ss>>>(ws.keys_out.get(), n, ws.start.get(), ws.end.get());
-        CZ_CHECK_LAUNCH();
-        item_counts_kernel<<<blocks_for(nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), nb, L,
-                                                                     ws.nitems.get());
-        CZ_CHECK_LAUNCH();
-        bytes = temp_bytes;
-        CZ_CHECK(cub::DeviceScan::ExclusiveSum(ws.temp.get(), bytes, ws.nitems.get(), ws.offs.get(), nb + 2, ss));
-        if (sort_items) CZ_CHECK(cudaMemsetAsync(ws.item_len.get(), 0, ws.item_len.bytes(), ss));
-        expand_items_kernel<<<blocks_for(nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), ws.nitems.get(),
-                                                                      ws.offs.get(), nb, L, ws.item_start.get(),
-                                                                      ws.item_len.get());
-        CZ_CHECK_LAUNCH();
-        if (sort_items) {  // unused slots keep length 0 and sort last
-            bytes = temp_bytes;
-            CZ_CHECK(cub::DeviceRadixSort::SortPairsDescending(ws.temp.get(), bytes, ws.item_len.get(),
-                                                               ws.len_sorted.get(), item_ids.get(),
-                                                               ws.item_order.get(), item_cap, 0, kLenBits, ss));
-        }
-        CZ_CHECK(cudaEventRecord(ws.prepared.e, ss));
-        prof.mark();
-        CZ_CHECK(cudaStreamWaitEvent(stream, ws.prepared.e, 0));
-        launch_accumulate<F>(stream, item_cap, bases, ws.vals_out.get(), ws.item_start.get(), ws.item_len.get(),
-                             sort_items ? ws.item_order.get() : item_ids.get(), ws.offs.get() + nb + 1,
-                             ws.partials.get());
-        prof.mark();
-        merge_items_kernel<F><<<blocks_for(nb + 1, 128), 128, 0, stream>>>(
-            ws.partials.get(), ws.nitems.get(), ws.offs.get(), nb, buckets.get() + (size_t)w * (nb + 1));
-        CZ_CHECK_LAUNCH();
-        CZ_CHECK(cudaEventRecord(ws.consumed.e, stream));
-        prof.mark();
+        prepare_window<F>(plan, ws, scalars, idx, w, item_ids.get(), ss, prof);
+        accumulate_window<F>(plan, ws, bases, w, buckets.get(), stream, prof);
     }
-
-    // Bucket reduction for all windows at once: ~2^16 threads in total.
-    uint32_t nseg = next_pow2(std::max<uint32_t>(1, (1u << 16) / nwin));
-    if (nseg > nb) nseg = nb;
-    uint32_t seg_len = (nb + nseg - 1) / nseg;
-    dev_buf<xyzz_t<F>> segs((size_t)nwin * nseg, stream);
-    segment_kernel<F><<<blocks_for(nwin * nseg, 64), 64, 0, stream>>>(buckets.get(), nb, nwin, nseg, seg_len, segs.get());
-    CZ_CHECK_LAUNCH();
-    fold_rows<F>(stream, segs.get(), nwin, nseg);
-    std::vector<xyzz_t<F>> wins(nwin);
-    CZ_CHECK(cudaMemcpy2DAsync(wins.data(), sizeof(xyzz_t<F>), segs.get(), nseg * sizeof(xyzz_t<F>),
-                               sizeof(xyzz_t<F>), nwin, cudaMemcpyDeviceToHost, stream));
+    std::vector<xyzz_t<F>> wins = reduce_windows<F>(plan, buckets.get(), stream);
     prof.mark();
     CZ_CHECK(cudaStreamSynchronize(stream));
 
     auto t0 = std::chrono::steady_clock::now();
-    xyzz_t<F> acc = xyzz_t<F>::identity();
-    for (int w = nwin - 1; w >= 0; w--) {
-        for (int i = 0; i < c; i++) acc = acc.dbl();
-        acc = acc.add(wins[w]);
-    }
-    prof.report(n, c, nwin, ms_since(t0));
+    xyzz_t<F> acc = horner<F>(wins, c);
+    prof.report(n, c, plan.nwin, ms_since(t0));
     return acc;
 }
 
 }  // namespace
 
 int msm_default_window(size_t count) {
-    if (const char* env = std::getenv("CZ_MSM_WINDOW")) {
-        int c = std::atoi(env);
-        if (c >= 2 && c <= 24) return c;
-    }
-    // Measured on the H200 (bench/cuda-kernels-2026-12-02.md, run 12, items sorted by length):
-    // 2^24: c = 20 110.9 ms, 16 127.1, 22 127.8; 2^27: c = 22 742.1 ms, 20 780.7, 24 792.6.
-    // Only c = 16, 20, 22, 24 leave the top window most of its bits (c W - 255 small); with
-    // c = 18 or 21 the top window holds 3-4 bits, a handful of buckets gets every point, and
-    // merging their items serially made those windows about 2x slower (runs 2 and 6).
+    // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): c = 20 is fastest at 2^24 points,
+    // 22 at 2^27. Only c = 16, 20, 22, 24 leave the top window most of its bits (c W - 255
+    // small); with c = 18 or 21 the top window holds 3-4 bits, a handful of buckets gets every
+    // point, and merging their items serially makes those windows about 2x slower.
     if (count >= (1u << 20) && count < (1u << 23)) return 16;
     if (count >= (3u << 25)) return 22;
     if (count >= (1u << 23)) return 20;
@@ -525,6 +490,8 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
                      const msm_options& opt) {
     (void)ctx;
     CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
+    CZ_REQUIRE(opt.window_bits == 0 || (opt.window_bits >= 2 && opt.window_bits <= 24),
+               "MSM window must be 0 (chosen by size) or 2 .. 24 bits, got " + std::to_string(opt.window_bits));
     if (n == 0) return xyzz_t<F>::identity();
     dev_buf<uint8_t> is_one(n, stream), is_big(n, stream);
     dev_buf<uint32_t> one_idx(n, stream), big_idx(n, stream), counts(2, stream);
@@ -544,11 +511,11 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
 
     auto t_ones = std::chrono::steady_clock::now();
     xyzz_t<F> ones = sum_ones<F>(stream, bases, one_idx.get(), counts.get(), host_counts[0]);
-    if (const char* env = std::getenv("CZ_MSM_PROFILE"); env && *env && *env != '0')
+    if (opt.profile)
         std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
                      host_counts[1], ms_since(t_ones));
     int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
-    xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c);
+    xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c, opt.profile);
     return big.add(ones);
 }
 

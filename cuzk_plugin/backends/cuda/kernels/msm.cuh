@@ -4,7 +4,8 @@
 #include "curve.cuh"
 
 struct msm_options {
-    int window_bits = 0;  // 0: chosen from the size of the large-scalar tail
+    int window_bits = 0;   // 0: chosen from the size of the large-scalar tail (msm_default_window)
+    bool profile = false;  // phase timings on stderr, the phases run in turn (benchmarks)
 };
 
 // bases: affine, Montgomery, on the device; scalars: canonical Fr limbs (< r) on the device.
@@ -16,7 +17,7 @@ template <class F>
 xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars,
                      size_t n, const msm_options& opt = {});
 
-// Window bits used for a Pippenger tail of `count` scalars (exposed for benchmarks).
+// Window bits used for a Pippenger tail of `count` scalars.
 int msm_default_window(size_t count);
 
 // Converts canonical affine limbs to Montgomery in place (host layout (n, 2, 6) / (n, 2, 2, 6)).

@@ -1,115 +1,119 @@
-// Radix-2 NTT over Fr with several stages per launch in shared memory.
+// NTT over Fr with several stages per launch in shared memory.
 //
 // A launch covers g consecutive stages, i.e. index bits [low, low + g). Each block loads the
 // 2^g elements that differ only in those bits (times 2^cols neighbouring columns so global
-// loads come in runs of 2^cols consecutive 32-byte elements), runs its g butterfly stages in
-// shared memory, and writes back. log N = 27 takes three launches instead of 27.
+// loads come in runs of 2^cols consecutive 32-byte elements), runs its g stages in shared
+// memory (two at a time as radix-4 steps, an odd last one as radix-2), and writes back.
+// log N = 27 takes three launches instead of 27.
 // Stage s (1..log N) works on blocks of 2^s with twiddle omega_{2^s}^j = omega_N^(j 2^(logN - s)).
-#include <cstdlib>
-#include <cstring>
-#include <string>
-
 #include "ntt.cuh"
 
 namespace {
 
 constexpr int kMaxGroupLog = 10;  // 2^10 elements x 32 B = 32 KB of shared memory a block
 
-// One radix-4 step (bits p and p + 1 of the launch) over the block's quads; see ntt_group.
-// (Skipping the unit twiddles of stages 1-2 in a separate code path measured 2% slower at
-// 2^27, run 16: more registers in the 64-register bound; not kept.)
-template <bool DIT>
-__device__ __forceinline__ void radix4_quads(fr_t* sh, const fr_t* __restrict__ tw, int log_n, int low, int cols, int p,
-                                             int s, uint32_t E, uint64_t lo_base) {
-    const uint32_t col_mask = (1u << cols) - 1;
-    for (uint32_t u = threadIdx.x; u < (E >> 2); u += blockDim.x) {
-        uint32_t lo_off = u & col_mask;
-        uint32_t q = u >> cols;
-        uint32_t t0 = ((q >> p) << (p + 2)) | (q & ((1u << p) - 1));
-        uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
-        fr_t wa = tw[j << (log_n - s)];
-        fr_t wb = tw[j << (log_n - s - 1)];
-        fr_t wc = tw[(j + (1ull << (low + p))) << (log_n - s - 1)];
-        uint32_t i0 = (t0 << cols) | lo_off, st = 1u << (p + cols);
-        fr_t x0 = sh[i0], x1 = sh[i0 + st], x2 = sh[i0 + 2 * st], x3 = sh[i0 + 3 * st];
-        if (DIT) {
-            fr_t p1 = wa * x1, p3 = wa * x3;
-            fr_t y0 = x0 + p1, y1 = x0 - p1, y2 = x2 + p3, y3 = x2 - p3;
-            fr_t q2 = wb * y2, q3 = wc * y3;
-            sh[i0] = y0 + q2, sh[i0 + 2 * st] = y0 - q2;
-            sh[i0 + st] = y1 + q3, sh[i0 + 3 * st] = y1 - q3;
-        } else {
-            fr_t y0 = x0 + x2, y1 = x1 + x3, y2 = (x0 - x2) * wb, y3 = (x1 - x3) * wc;
-            sh[i0] = y0 + y1, sh[i0 + st] = (y0 - y1) * wa;
-            sh[i0 + 2 * st] = y2 + y3, sh[i0 + 3 * st] = (y2 - y3) * wa;
-        }
+// Where a launch's block reads and writes: element e of the block (e < E = 2^(g + cols)) is
+// global index (hi << top) | (e >> cols) << low | (lo_base + (e & col_mask)).
+struct group_layout {
+    int log_n, low, g, cols, top;
+    uint32_t E, col_mask;
+    uint64_t lo_base, hi;
+    __device__ __forceinline__ group_layout(int log_n_, int low_, int g_, int cols_)
+        : log_n(log_n_), low(low_), g(g_), cols(cols_), top(low_ + g_) {
+        E = 1u << (g + cols);
+        col_mask = (1u << cols) - 1;
+        const uint32_t lo_blocks_log = low - cols;  // low index bits not covered by cols
+        const uint64_t b = blockIdx.x;
+        lo_base = (b & ((1ull << lo_blocks_log) - 1)) << cols;
+        hi = b >> lo_blocks_log;
     }
+    __device__ __forceinline__ uint64_t global_index(uint32_t e) const {
+        return (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
+    }
+};
+
+__device__ __forceinline__ void load_group(fr_t* sh, const fr_t* __restrict__ d, const group_layout& L) {
+    for (uint32_t e = threadIdx.x; e < L.E; e += blockDim.x) sh[e] = d[L.global_index(e)];
+    __syncthreads();
 }
 
-// MODE: 0 one radix-2 butterfly a thread, 1 two (products paired), 2 radix-4: two stages at
-// once on four elements held in registers (half the shared-memory round trips and barriers
-// of radix-2; an odd last stage runs as paired radix-2); 3 is radix-4 held to 64 registers so
-// four 256-thread blocks fit an SM (measured against 2, which takes 72-78).
-template <bool DIT, int MODE>
-__device__ __forceinline__ void ntt_group(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g,
-                                          int cols) {
-    extern __shared__ fr_t sh[];
-    const uint32_t E = 1u << (g + cols);
-    const uint32_t T = E >> 1;
-    const uint32_t col_mask = (1u << cols) - 1;
-    const uint32_t lo_blocks_log = low - cols;  // low index bits not covered by cols
-    const uint64_t b = blockIdx.x;
-    const uint64_t lo_base = (b & ((1ull << lo_blocks_log) - 1)) << cols;
-    const uint64_t hi = b >> lo_blocks_log;
-    const int top = low + g;
+__device__ __forceinline__ void store_group(fr_t* __restrict__ d, const fr_t* sh, const group_layout& L) {
+    for (uint32_t e = threadIdx.x; e < L.E; e += blockDim.x) d[L.global_index(e)] = sh[e];
+}
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
-        sh[e] = d[gi];
-    }
-    __syncthreads();
-
+// The radix-4 steps (local bits p and p + 1 at once; s = low + p + 1 is the stage of bit p)
+// over the block's quads: four elements in registers, half the shared-memory round trips and
+// barriers of radix-2. The quad t0 + k 2^p, k = 0..3, shares j = t0 mod 2^p: bit p's stage
+// uses w_s^j for both of its pairs, bit p + 1's uses w_(s+1)^j for (0, 2) and
+// w_(s+1)^(j + 2^p) for (1, 3). Returns the stages done (g rounded down to even).
+template <bool DIT>
+__device__ __forceinline__ int radix4_steps(fr_t* sh, const fr_t* __restrict__ tw, const group_layout& L) {
     int step = 0;
-    if constexpr (MODE >= 2) {
-        // Stages on local bits p and p + 1 (s = low + p + 1 is the stage of bit p). The quad
-        // t0 + k 2^p, k = 0..3, shares j = t0 mod 2^p: bit p's stage uses w_s^j for both of
-        // its pairs, bit p + 1's uses w_(s+1)^j for (0, 2) and w_(s+1)^(j + 2^p) for (1, 3).
-        for (; step + 1 < g; step += 2) {
-            const int p = DIT ? step : g - 2 - step;
-            const int s = low + p + 1;
-            radix4_quads<DIT>(sh, tw, log_n, low, cols, p, s, E, lo_base);
-            __syncthreads();
+    for (; step + 1 < L.g; step += 2) {
+        const int p = DIT ? step : L.g - 2 - step;
+        const int s = L.low + p + 1;
+        for (uint32_t u = threadIdx.x; u < (L.E >> 2); u += blockDim.x) {
+            uint32_t lo_off = u & L.col_mask;
+            uint32_t q = u >> L.cols;
+            uint32_t t0 = ((q >> p) << (p + 2)) | (q & ((1u << p) - 1));
+            uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << L.low) | (L.lo_base + lo_off);
+            fr_t wa = tw[j << (L.log_n - s)];
+            fr_t wb = tw[j << (L.log_n - s - 1)];
+            fr_t wc = tw[(j + (1ull << (L.low + p))) << (L.log_n - s - 1)];
+            uint32_t i0 = (t0 << L.cols) | lo_off, st = 1u << (p + L.cols);
+            fr_t x0 = sh[i0], x1 = sh[i0 + st], x2 = sh[i0 + 2 * st], x3 = sh[i0 + 3 * st];
+            if (DIT) {
+                fr_t p1 = wa * x1, p3 = wa * x3;
+                fr_t y0 = x0 + p1, y1 = x0 - p1, y2 = x2 + p3, y3 = x2 - p3;
+                fr_t q2 = wb * y2, q3 = wc * y3;
+                sh[i0] = y0 + q2, sh[i0 + 2 * st] = y0 - q2;
+                sh[i0 + st] = y1 + q3, sh[i0 + 3 * st] = y1 - q3;
+            } else {
+                fr_t y0 = x0 + x2, y1 = x1 + x3, y2 = (x0 - x2) * wb, y3 = (x1 - x3) * wc;
+                sh[i0] = y0 + y1, sh[i0 + st] = (y0 - y1) * wa;
+                sh[i0 + 2 * st] = y2 + y3, sh[i0 + 3 * st] = (y2 - y3) * wa;
+            }
         }
+        __syncthreads();
     }
+    return step;
+}
 
-    for (; step < g; step++) {
-        const int p = DIT ? step : g - 1 - step;  // local bit of this stage
-        const int s = low + p + 1;                 // global stage
-        // Butterfly u: its two shared-memory slots and its twiddle.
-        auto slots = [&](uint32_t u, uint32_t& i0, uint32_t& i1, fr_t& w) {
-            uint32_t lo_off = u & col_mask;
-            uint32_t q = u >> cols;
-            uint32_t t0 = ((q >> p) << (p + 1)) | (q & ((1u << p) - 1));
-            uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << low) | (lo_base + lo_off);
-            w = tw[j << (log_n - s)];
-            i0 = (t0 << cols) | lo_off;
-            i1 = ((t0 + (1u << p)) << cols) | lo_off;
-        };
-        if constexpr (MODE >= 1) {
-            // Two butterflies a thread, their products paired (fr_t::mul_pair) for ILP.
+// Butterfly u of the radix-2 stage on local bit p (global stage s): its two shared-memory
+// slots and its twiddle.
+__device__ __forceinline__ void radix2_slots(const group_layout& L, const fr_t* __restrict__ tw, int p, int s,
+                                             uint32_t u, uint32_t& i0, uint32_t& i1, fr_t& w) {
+    uint32_t lo_off = u & L.col_mask;
+    uint32_t q = u >> L.cols;
+    uint32_t t0 = ((q >> p) << (p + 1)) | (q & ((1u << p) - 1));
+    uint64_t j = ((uint64_t)(t0 & ((1u << p) - 1)) << L.low) | (L.lo_base + lo_off);
+    w = tw[j << (L.log_n - s)];
+    i0 = (t0 << L.cols) | lo_off;
+    i1 = ((t0 + (1u << p)) << L.cols) | lo_off;
+}
+
+// Radix-2 stages from `step` to g. PAIRED: two butterflies a thread with their products
+// interleaved (the odd last stage after radix-4 steps; a block has >= 4 elements); else one
+// butterfly a thread (blocks of two elements).
+template <bool DIT, bool PAIRED>
+__device__ __forceinline__ void radix2_steps(fr_t* sh, const fr_t* __restrict__ tw, const group_layout& L, int step) {
+    const uint32_t T = L.E >> 1;
+    for (; step < L.g; step++) {
+        const int p = DIT ? step : L.g - 1 - step;  // local bit of this stage
+        const int s = L.low + p + 1;                 // global stage
+        if constexpr (PAIRED) {
             for (uint32_t u = threadIdx.x; u < T; u += 2 * blockDim.x) {
                 uint32_t a0, a1, b0, b1;
                 fr_t wa, wb;
-                slots(u, a0, a1, wa);
-                slots(u + blockDim.x, b0, b1, wb);
+                radix2_slots(L, tw, p, s, u, a0, a1, wa);
+                radix2_slots(L, tw, p, s, u + blockDim.x, b0, b1, wb);
                 fr_t xa = sh[a0], ya = sh[a1], xb = sh[b0], yb = sh[b1];
+                fr_t pa, pb;
                 if (DIT) {
-                    fr_t pa, pb;
                     fr_t::mul_pair(pa, wa, ya, pb, wb, yb);
                     sh[a0] = xa + pa, sh[a1] = xa - pa;
                     sh[b0] = xb + pb, sh[b1] = xb - pb;
                 } else {
-                    fr_t pa, pb;
                     fr_t::mul_pair(pa, xa - ya, wa, pb, xb - yb, wb);
                     sh[a0] = xa + ya, sh[a1] = pa;
                     sh[b0] = xb + yb, sh[b1] = pb;
@@ -119,38 +123,43 @@ __device__ __forceinline__ void ntt_group(fr_t* __restrict__ d, const fr_t* __re
             for (uint32_t u = threadIdx.x; u < T; u += blockDim.x) {
                 uint32_t i0, i1;
                 fr_t w;
-                slots(u, i0, i1, w);
-                fr_t x = sh[i0];
-                fr_t y = sh[i1];
+                radix2_slots(L, tw, p, s, u, i0, i1, w);
+                fr_t x = sh[i0], y = sh[i1];
                 if (DIT) {
                     fr_t wy = w * y;
-                    sh[i0] = x + wy;
-                    sh[i1] = x - wy;
+                    sh[i0] = x + wy, sh[i1] = x - wy;
                 } else {
-                    sh[i0] = x + y;
-                    sh[i1] = (x - y) * w;
+                    sh[i0] = x + y, sh[i1] = (x - y) * w;
                 }
             }
         }
         __syncthreads();
     }
-
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        uint64_t gi = (hi << top) | ((uint64_t)(e >> cols) << low) | (lo_base + (e & col_mask));
-        d[gi] = sh[e];
-    }
 }
 
-template <bool DIT, int MODE>
-__global__ void ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g,
-                                 int cols) {
-    ntt_group<DIT, MODE>(d, tw, log_n, low, g, cols);
-}
-
+// g consecutive stages (index bits [low, low + g)) of a 2^log_n transform, in shared memory:
+// 2^(g + cols) elements a block, a quarter as many threads. Held to 64 registers so four
+// 256-thread blocks fit an SM (bench/cuda-kernels-2026-12-02.md measures it against the
+// unbounded radix-4 and against radix-2 kernels).
 template <bool DIT>
 __global__ void __launch_bounds__(256, 4)
-    ntt_group_bounded_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g, int cols) {
-    ntt_group<DIT, 2>(d, tw, log_n, low, g, cols);
+    ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g, int cols) {
+    extern __shared__ fr_t sh[];
+    const group_layout L(log_n, low, g, cols);
+    load_group(sh, d, L);
+    radix2_steps<DIT, true>(sh, tw, L, radix4_steps<DIT>(sh, tw, L));
+    store_group(d, sh, L);
+}
+
+// The same for blocks of two elements (a 2-point transform), one butterfly a thread.
+template <bool DIT>
+__global__ void ntt_pair_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g,
+                                int cols) {
+    extern __shared__ fr_t sh[];
+    const group_layout L(log_n, low, g, cols);
+    load_group(sh, d, L);
+    radix2_steps<DIT, false>(sh, tw, L, 0);
+    store_group(d, sh, L);
 }
 
 // tw[e] = w^e for e < count: each thread makes 64 consecutive powers from one exponentiation.
@@ -219,35 +228,21 @@ const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
     return tw;
 }
 
-// CZ_NTT_MODE: r4b (default: radix-4, 64 registers), r4 (radix-4 unbounded), pair (two radix-2
-// butterflies a thread) or single. H200, 2^27 (bench/cuda-kernels-2026-12-02.md, run 15):
-// r4b 34.89 ms, r4 35.81, pair 37.49.
-int ntt_mode_from_env() {
-    const char* env = std::getenv("CZ_NTT_MODE");
-    if (!env || !*env || std::strcmp(env, "r4b") == 0) return 3;
-    if (std::strcmp(env, "r4") == 0) return 2;
-    if (std::strcmp(env, "pair") == 0) return 1;
-    if (std::strcmp(env, "single") == 0) return 0;
-    throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_NTT_MODE: unknown mode ") + env);
-}
-
+// One launch of g stages; blocks of 2^(g + cols) elements.
 template <bool DIT>
-void launch_group(int mode, unsigned blocks, unsigned threads, size_t smem, cudaStream_t stream, fr_t* d,
-                  const fr_t* tw, int log_n, int low, int g, int cols) {
-    if (mode == 3)
-        ntt_group_bounded_kernel<DIT><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
-    else if (mode == 2)
-        ntt_group_kernel<DIT, 2><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
-    else if (mode == 1)
-        ntt_group_kernel<DIT, 1><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
+void launch_group(cudaStream_t stream, fr_t* d, const fr_t* tw, int log_n, int low, int g, int cols) {
+    const uint32_t elems = 1u << (g + cols);
+    const unsigned blocks = (unsigned)(1ull << (log_n - g - cols));
+    const size_t smem = elems * sizeof(fr_t);
+    if (elems >= 4)  // four elements a thread (radix-4, or paired radix-2)
+        ntt_group_kernel<DIT><<<blocks, elems / 4, smem, stream>>>(d, tw, log_n, low, g, cols);
     else
-        ntt_group_kernel<DIT, 0><<<blocks, threads, smem, stream>>>(d, tw, log_n, low, g, cols);
+        ntt_pair_kernel<DIT><<<blocks, elems / 2, smem, stream>>>(d, tw, log_n, low, g, cols);
     CZ_CHECK_LAUNCH();
 }
 
 void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
     if (log_n == 0) return;
-    const int mode_env = ntt_mode_from_env();
     const fr_t* tw = twiddles(ctx, log_n, inverse);
     int ngroups = (log_n + kMaxGroupLog - 1) / kMaxGroupLog;
     // Split log_n bits into ngroups groups as evenly as possible.
@@ -264,16 +259,10 @@ void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
         int i = dit ? k : ngroups - 1 - k;
         int g = sizes[i], low = low_of[i];
         int cols = low < kMaxGroupLog - g ? low : kMaxGroupLog - g;
-        uint32_t elems = 1u << (g + cols);
-        // Radix-4 and paired butterflies take four elements a thread: a block needs four.
-        int mode = elems >= 4 ? mode_env : 0;
-        unsigned threads = mode ? elems / 4 : elems / 2;
-        unsigned blocks = (unsigned)(1ull << (log_n - g - cols));
-        size_t smem = elems * sizeof(fr_t);
         if (dit)
-            launch_group<true>(mode, blocks, threads, smem, ctx.stream, d, tw, log_n, low, g, cols);
+            launch_group<true>(ctx.stream, d, tw, log_n, low, g, cols);
         else
-            launch_group<false>(mode, blocks, threads, smem, ctx.stream, d, tw, log_n, low, g, cols);
+            launch_group<false>(ctx.stream, d, tw, log_n, low, g, cols);
     }
 }
 

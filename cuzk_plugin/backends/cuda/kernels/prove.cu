@@ -2,8 +2,6 @@
 #include <cub/cub.cuh>
 
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <future>
 #include <thread>
 
@@ -109,16 +107,6 @@ std::future<xyzz_t<F>> msm_async(cz_context& ctx, cudaStream_t stream, const aff
     });
 }
 
-// Where B's G1 MSM runs (CZ_PROVE_B_G1): "side" (default) on a side stream of its own, started
-// with the H MSM so its compute fills the H MSM's sorts and tail; "main": after the H MSM on
-// the main stream (run 18's schedule, kept to measure the difference).
-bool b_g1_beside_h_msm() {
-    const char* env = std::getenv("CZ_PROVE_B_G1");
-    if (!env || !*env || std::strcmp(env, "side") == 0) return true;
-    if (std::strcmp(env, "main") == 0) return false;
-    throw cz_error(CZ_INVALID_ARGUMENT, std::string("CZ_PROVE_B_G1: unknown schedule ") + env);
-}
-
 }  // namespace
 
 cz_srs::~cz_srs() {
@@ -162,10 +150,10 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     size_t nb = nb_in + select_flagged(s, part.aux, part.b_aux_density, part.n_aux, b_scalars.get() + nb_in);
     CZ_REQUIRE(nb == srs.n_b_g1 && nb == srs.n_b_g2, "B density does not match the key's B vectors");
 
-    // B in G2, L and A overlap H and the other MSMs, B in G1 the H MSM (b_g1_beside_h_msm): each
-    // on its own stream and host thread (an MSM synchronises its stream between phases), so
-    // their small kernels, sorts and tails fill what the others leave idle. Everything they
-    // read is on the device now.
+    // B in G2, L and A overlap H and the other MSMs, B in G1 the H MSM: each on its own stream
+    // and host thread (an MSM synchronises its stream between phases), so their small kernels,
+    // sorts and tails fill what the others leave idle; the main stream (H, then the H MSM: the
+    // longest chain) has the highest priority. Everything they read is on the device now.
     CZ_CHECK(cudaStreamSynchronize(s));
     const fr_t* b_ptr = b_scalars.get();
     const fr_t* a_ptr = a_scalars.get();
@@ -173,7 +161,6 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     auto l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux);
     auto a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na);
 
-    const bool b_g1_side = b_g1_beside_h_msm();
     std::future<xyzz_t<fq_t>> b1;
     proof_sums out;
     try {
@@ -183,9 +170,9 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         CZ_CHECK(cudaStreamSynchronize(s));
         if (timings) timings->h_ms = ms_since(th);
         auto tm = std::chrono::steady_clock::now();
-        if (b_g1_side) b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb);
+        b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb);
         out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h);
-        out.b_g1 = b_g1_side ? b1.get() : msm_device<fq_t>(ctx, s, srs.b_g1, b_ptr, nb);
+        out.b_g1 = b1.get();
         out.l = l.get();
         out.a = a.get();
         if (timings) timings->g1_msm_ms = ms_since(tm);

@@ -2,7 +2,9 @@
 // pageable memory is staged by the driver and blocks the calling thread; doing the staging
 // here, double-buffered, keeps the copy engine busy while the CPU fills the other buffer.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -99,4 +101,57 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
     part.a_aux_density = upload(out.flag_bufs, host.a_aux_density, host.n_aux);
     part.b_input_density = upload(out.flag_bufs, host.b_input_density, host.n_inputs);
     part.b_aux_density = upload(out.flag_bufs, host.b_aux_density, host.n_aux);
+}
+
+namespace {
+
+// A partition's buffers are freed in upload_stream order: make that stream wait for all the
+// work queued so far on the compute streams, which read them.
+void free_after_compute(cz_context& ctx) {
+    for (cudaStream_t s : ctx.compute_streams()) {
+        cuda_event done;
+        CZ_CHECK(cudaEventRecord(done.e, s));
+        CZ_CHECK(cudaStreamWaitEvent(ctx.upload_stream, done.e, 0));
+    }
+}
+
+// Uploads a partition from host memory and proves it: the upload under upload_lock, the
+// device work under compute_lock. The upload lock is handed on only once this partition holds
+// the compute lock, so partition k+1 uploads while k computes, partitions compute in the
+// order they uploaded, and at most one uploaded partition waits for the device (device memory
+// stays bounded however many are started).
+proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t) {
+    CZ_CHECK(cudaSetDevice(ctx.device));
+    partition_buffers up;  // destroyed after the locks are released; its frees are stream-ordered
+    cuda_event uploaded;
+    auto t0 = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> upload_lock(ctx.upload_lock);
+    double waited_ms = ms_since(t0);
+    auto tu = std::chrono::steady_clock::now();
+    upload_partition(ctx, host, up);
+    CZ_CHECK(cudaEventRecord(uploaded.e, ctx.upload_stream));
+    CZ_CHECK(cudaEventSynchronize(uploaded.e));  // upload_ms: until the data is on the device
+    t.upload_ms = ms_since(tu);
+    auto tq = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> compute_lock(ctx.compute_lock);
+    upload_lock.unlock();
+    t.queue_ms = waited_ms + ms_since(tq);
+    CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
+    proof_sums sums;
+    try {
+        sums = prove_device(ctx, srs, up.part, &t);
+    } catch (...) {
+        // Let nothing still queued read `up` after it is freed; the first error is the one reported.
+        for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
+        throw;
+    }
+    free_after_compute(ctx);
+    return sums;
+}
+
+}  // namespace
+
+std::future<proof_sums> start_proof(cz_context* ctx, const cz_srs* srs, const partition_host& host,
+                                    prove_timings* t) {
+    return std::async(std::launch::async, [ctx, srs, host, t]() { return prove_host(*ctx, *srs, host, *t); });
 }

@@ -1,8 +1,10 @@
 // Host -> device copies of partitions through pinned staging buffers on the context's
-// upload stream, so that one partition's upload runs while the previous one computes.
-// Everything here needs ctx.upload_lock held by the caller (the staging buffers and the
-// upload stream are shared).
+// upload stream, so that one partition's upload runs while the previous one computes, and the
+// proving of partitions from host arrays built on them. upload_async, staging_free and
+// upload_partition need ctx.upload_lock held by the caller (the staging buffers and the upload
+// stream are shared).
 #pragma once
+#include <future>
 #include <vector>
 
 #include "prove.cuh"
@@ -29,3 +31,9 @@ struct partition_host {
 // Allocates the partition's buffers (freed in upload_stream order too) and queues its upload on
 // ctx.upload_stream (a, b, c zero padded to the next power of two).
 void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out);
+
+// Proves a partition from host arrays on a library thread (cz_prove_start): uploads it through
+// the staging buffers, then runs prove_device under ctx.compute_lock. Partitions started back
+// to back upload while the one before them computes; `t` gets the stage times.
+std::future<proof_sums> start_proof(cz_context* ctx, const cz_srs* srs, const partition_host& host,
+                                    prove_timings* t);

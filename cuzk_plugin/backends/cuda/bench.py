@@ -1,0 +1,124 @@
+"""`CudaBench`: benchmarks of the CUDA kernels on inputs made on the device, through
+``libcuzk_cuda_bench.so`` (the production objects plus ``kernels/bench/``), so that 2^27
+bases never cross PCIe and every result is checkable (bases with known discrete logarithms, a
+benchmark circuit whose proofs the CPU verifies). Used by ``cuzk-bench kernels`` and the GPU
+tests; production code never loads it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuzk_plugin.backends.cuda.backend import PROVE_TIMINGS, sums_from_limbs
+from cuzk_plugin.backends.cuda.library import call, load_bench_library, u64_ptr
+from cuzk_plugin.backends.protocol import ProofSums
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_ints
+
+
+@dataclass
+class BenchProveRun:
+    """One benchmark partition: device milliseconds, the five sums, the public inputs (ONE
+    first) and w(ONE) at tau (see cuzk_plugin/groth16/bench_circuit.py)."""
+
+    time_ms: float
+    sums: ProofSums
+    inputs: list[int]
+    w_one: int
+
+
+class CudaBench:
+    """The benchmark entry points on one device; ``window_bits`` (0: chosen by size) and
+    ``profile`` (MSM phase timings on stderr, phases run in turn) apply to :meth:`bench_msm`."""
+
+    name = "cuda"
+
+    def __init__(self, device: int = 0, window_bits: int = 0, profile: bool = False):
+        self.device = device
+        self.window_bits = window_bits
+        self.profile = profile
+        self._lib = load_bench_library()
+        self._context: ctypes.c_void_p | None = None
+
+    def context(self) -> ctypes.c_void_p:
+        if self._context is None:
+            handle = ctypes.c_void_p()
+            self._call("cz_context_create", self.device, ctypes.byref(handle))
+            self._context = handle
+        return self._context
+
+    def close(self) -> None:
+        if self._context is not None:
+            handle, self._context = self._context, None
+            self._call("cz_context_destroy", handle)
+
+    def _call(self, name: str, *args) -> None:
+        call(name, *args, lib=self._lib)
+
+    def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1) -> tuple[list[float], bool]:
+        """Wall milliseconds of ``repeat`` MSMs of 2^log_n random bases/scalars made on the
+        device, and whether the result matched (sum s_i k_i) G."""
+        times = (ctypes.c_double * max(repeat, 1))()
+        ok = ctypes.c_int(0)
+        self._call("cz_bench_msm", self.context(), int(g2), log_n, repeat, seed, self.window_bits, int(self.profile),
+                   times, ctypes.byref(ok))
+        return list(times)[:repeat], bool(ok.value)
+
+    def bench_ntt(self, log_n: int, repeat: int, *, inverse: bool = False, coset: bool = False) -> tuple[list[float], bool]:
+        """Event-timed milliseconds of ``repeat`` device-resident NTTs (natural in, bit-reversed
+        out), and whether forward-then-inverse returned the input."""
+        times = (ctypes.c_double * max(repeat, 1))()
+        ok = ctypes.c_int(0)
+        self._call("cz_bench_ntt", self.context(), log_n, repeat, int(inverse), int(coset), times, ctypes.byref(ok))
+        return list(times)[:repeat], bool(ok.value)
+
+    def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
+                    frac_bits: float = 0.95) -> tuple[list[BenchProveRun], dict[str, float]]:
+        """``repeat`` whole 2^log_n-constraint partitions of the benchmark circuit
+        (``kernels/bench/instance.cuh``: key from ``secrets``, ``(5, 4) uint64`` tau, alpha, beta,
+        gamma, delta; a fresh witness a run, made on the device) after one warm-up: each run's
+        device time and what the host needs to assemble and verify its proof; and the stage
+        split of the last run."""
+        keys = np.ascontiguousarray(secrets, dtype=np.uint64)
+        if keys.shape != (5, FR_LIMBS):
+            raise ValueError(f"bench_prove: secrets must be (5, 4) uint64, got {keys.shape}")
+        times = (ctypes.c_double * max(repeat, 1))()
+        stages = (ctypes.c_double * 4)()
+        sums = np.zeros((max(repeat, 1), 72), dtype=np.uint64)
+        inputs = np.zeros((max(repeat, 1), n_inputs, FR_LIMBS), dtype=np.uint64)
+        w_one = np.zeros((max(repeat, 1), FR_LIMBS), dtype=np.uint64)
+        self._call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, n_inputs, u64_ptr(keys), times, stages,
+                   u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
+        runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
+                              w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]
+        return runs, dict(zip(PROVE_TIMINGS[:4], list(stages)))  # the device stages
+
+    def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
+                       frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:
+        """Wall milliseconds to prove ``parts`` synthetic 2^log_n partitions from host memory
+        (device-made key; witnesses made on the device, then copied to pageable host memory so
+        uploads are timed), started all at once (``overlap``) or one at a time, and each
+        partition's stage split (the keys of the cz_prove_finish timings, PROVE_TIMINGS[:6])."""
+        k = 6  # h, g1_msm, g2_wait, total, upload, queue
+        total = ctypes.c_double(0)
+        per_part = (ctypes.c_double * (k * max(parts, 1)))()
+        self._call("cz_bench_pipeline", self.context(), log_n, parts, frac_bits, int(overlap), ctypes.byref(total),
+                   per_part)
+        vals = list(per_part)
+        return total.value, [dict(zip(PROVE_TIMINGS[:k], vals[i * k:(i + 1) * k])) for i in range(parts)]
+
+    def host_mul_generator(self, k: np.ndarray, *, g2: bool) -> np.ndarray:
+        """k * G (G1 or G2) with the kernels' field and curve code run on the host (no GPU):
+        k canonical ``(4,) uint64``, result affine canonical ``(2, 6)`` / ``(2, 2, 6)``."""
+        limbs = np.ascontiguousarray(k, dtype=np.uint64).copy()
+        out = np.zeros((2, 2, 6) if g2 else (2, 6), np.uint64)
+        self._call("cz_host_mul_generator", int(g2), u64_ptr(limbs), u64_ptr(out))
+        return out
+
+    def host_curve_selftest(self) -> int:
+        """The kernels' curve equation and mixed additions checked on the host; how many checks ran."""
+        checks = ctypes.c_uint64(0)
+        self._call("cz_host_curve_selftest", ctypes.byref(checks))
+        return checks.value
