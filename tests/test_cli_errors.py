@@ -193,3 +193,16 @@ def test_requests_of_cuzk_bench_kinds(tmp_path):
     envelope = json.loads(req.vanilla_proof)
     assert req.proof_kind == pb.POREP_SEAL_COMMIT and envelope["SectorNum"] == 7 and envelope["SectorSize"] == 2048
     assert base64.b64decode(envelope["Phase1Out"]) == c1.read_bytes()
+
+
+def test_daemon_on_a_port_in_use_says_so(tmp_path):
+    config = tmp_path / "cuzk.toml"
+    config.write_text(f'[daemon]\nstatus_listen = ""\n[srs]\nparam_cache = "{tmp_path / "params"}"\n'
+                      '[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n')
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = _run("cuzk_plugin.cli.daemon", "-c", str(config), "-l", f"127.0.0.1:{port}", "--log-level", "error")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in res.stderr

@@ -181,12 +181,15 @@ async def start_server(engine: Engine, listen: str | list[str], status_listen: s
     try:
         for one in [listen] if isinstance(listen, str) else listen:
             bind, unix_path = _bind_address(one)
-            if unix_path is None and credentials is not None:
-                port = server.add_secure_port(bind, credentials)
-            else:
-                port = server.add_insecure_port(bind)
-            if unix_path is None and port == 0:
-                raise OSError(f"cannot listen on {one}")
+            try:
+                if unix_path is None and credentials is not None:
+                    port = server.add_secure_port(bind, credentials)
+                else:
+                    port = server.add_insecure_port(bind)
+            except RuntimeError:  # grpc.aio's "Failed to bind": a port in use, an address not ours
+                port = 0
+            if port == 0:
+                raise OSError(f"cannot listen on {one}: the address is in use (another daemon?) or not this host's")
             if unix_path is not None:
                 unix_paths.append(unix_path)
             elif credentials is None and not is_loopback(one):
