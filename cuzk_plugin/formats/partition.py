@@ -85,9 +85,69 @@ class WitnessPartition:
     pre-compiled circuit it holds (``circuit``, the handle :meth:`Backend.load_circuit` returned),
     and takes the densities from it, so the matrices never cross the boundary per proof."""
 
-    #: The backend's handle of the resident :class:`~cuzk_plugin.formats.pce.PrecompiledCircuit`.
+    #: The backend's handle of the resident :class:`~cuzk_plugin.formats.pce.PrecompiledCircuit`
+    #: (``circuit.circuit`` is the PrecompiledCircuit: counts, densities, digest).
     circuit: Any
     #: Public inputs, ONE first: (num_inputs, 4) uint64 canonical.
     input_assignment: np.ndarray
     #: Private variables: (num_aux, 4) uint64 canonical.
     aux_assignment: np.ndarray
+
+    def __post_init__(self) -> None:
+        pce = self.pce
+        for name, n in (("input_assignment", pce.num_inputs), ("aux_assignment", pce.num_aux)):
+            arr = getattr(self, name)
+            if arr.dtype != np.uint64 or arr.shape != (n, FR_LIMBS):
+                raise ValueError(f"WitnessPartition.{name}: circuit {pce.name} needs ({n}, 4) uint64, "
+                                 f"got {arr.dtype} {arr.shape}")
+
+    @property
+    def pce(self):
+        """The pre-compiled circuit the handle holds."""
+        return self.circuit.circuit
+
+    @property
+    def num_constraints(self) -> int:
+        return int(self.pce.num_constraints)
+
+    @property
+    def num_inputs(self) -> int:
+        return int(self.input_assignment.shape[0])
+
+    @property
+    def num_aux(self) -> int:
+        return int(self.aux_assignment.shape[0])
+
+    @property
+    def domain_size(self) -> int:
+        return 1 << max(0, (self.num_constraints - 1).bit_length())
+
+    @property
+    def a_aux_density(self) -> np.ndarray:
+        return np.asarray(self.pce.a_aux_density)
+
+    @property
+    def b_input_density(self) -> np.ndarray:
+        return np.asarray(self.pce.b_input_density)
+
+    @property
+    def b_aux_density(self) -> np.ndarray:
+        return np.asarray(self.pce.b_aux_density)
+
+    def on(self, circuit: Any) -> WitnessPartition:
+        """The same assignment for another handle of the same circuit (a lane's resident copy)."""
+        if circuit.circuit.digest != self.pce.digest:
+            raise ValueError(f"circuit handle holds {circuit.circuit.name} ({circuit.circuit.digest[:16]}...), "
+                             f"the witness is for {self.pce.name} ({self.pce.digest[:16]}...)")
+        return WitnessPartition(circuit, self.input_assignment, self.aux_assignment)
+
+    def z(self) -> np.ndarray:
+        """The full assignment: inputs then aux, (num_vars, 4) uint64."""
+        return np.concatenate([self.input_assignment, self.aux_assignment])
+
+    def a_scalars(self) -> np.ndarray:
+        """As :meth:`SynthesizedPartition.a_scalars`, densities from the circuit."""
+        return np.concatenate([self.input_assignment, self.aux_assignment[self.a_aux_density]])
+
+    def b_scalars(self) -> np.ndarray:
+        return np.concatenate([self.input_assignment[self.b_input_density], self.aux_assignment[self.b_aux_density]])

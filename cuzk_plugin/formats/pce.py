@@ -39,7 +39,7 @@ from cuzk_plugin.errors import CuzkError
 
 __all__ = [
     "CsrMatrix", "PrecompiledCircuit", "PceError", "PceWriter", "save_pce", "load_pce", "pce_path",
-    "read_header", "SECTIONS",
+    "read_header", "SECTIONS", "MappedCircuit",
 ]
 
 MAGIC = b"CUZKPCE\x00"
@@ -401,3 +401,24 @@ def load_pce(path: str | os.PathLike, *, verify: bool = True, expect_name: str |
         b_aux_density=arrays["b_aux_density"].view(np.bool_),
         digest=hdr.digest,
     )
+
+
+@dataclass(frozen=True)
+class MappedCircuit:
+    """A pre-compiled circuit mapped from its file on the host: the circuit handle of a
+    WitnessPartition before it reaches a device (a lane swaps in its resident copy)."""
+
+    circuit: PrecompiledCircuit
+    path: str
+    nbytes: int = 0
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, expect_digest: str | None = None) -> MappedCircuit:
+        pce = load_pce(path)
+        if expect_digest is not None and pce.digest != expect_digest:
+            raise PceError(f"{path}: digest {pce.digest[:16]}... is not the expected {expect_digest[:16]}... "
+                           "(the file changed since the witness was computed)")
+        return cls(pce, str(path))
+
+    def release(self) -> None:
+        pass

@@ -98,21 +98,10 @@ class CpuCircuit:
 
 def witness_to_synthesized(part: WitnessPartition, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> SynthesizedPartition:
     """The SynthesizedPartition of a witness whose a, b, c were evaluated from its circuit."""
-    pce = part.circuit.circuit
     return SynthesizedPartition(
         a=a, b=b, c=c, input_assignment=part.input_assignment, aux_assignment=part.aux_assignment,
-        a_aux_density=np.asarray(pce.a_aux_density), b_input_density=np.asarray(pce.b_input_density),
-        b_aux_density=np.asarray(pce.b_aux_density),
+        a_aux_density=part.a_aux_density, b_input_density=part.b_input_density, b_aux_density=part.b_aux_density,
     )
-
-
-def witness_vector(circuit: PrecompiledCircuit, part: WitnessPartition) -> np.ndarray:
-    """z = inputs then aux, checked against the circuit's counts."""
-    inputs, aux = part.input_assignment, part.aux_assignment
-    if inputs.shape != (circuit.num_inputs, FR_LIMBS) or aux.shape != (circuit.num_aux, FR_LIMBS):
-        raise ValueError(f"witness has {inputs.shape[0]} inputs and {aux.shape[0]} aux values, circuit "
-                         f"{circuit.name} needs {circuit.num_inputs} and {circuit.num_aux}")
-    return np.concatenate([inputs, aux]).astype(np.uint64, copy=False)
 
 
 class CpuBackend:
@@ -158,8 +147,7 @@ class CpuBackend:
 
     def prove_start(self, srs: CpuSrs, part: SynthesizedPartition | WitnessPartition) -> ProofSums:
         if isinstance(part, WitnessPartition):
-            z = witness_vector(part.circuit.circuit, part)
-            part = witness_to_synthesized(part, *self.evaluate_r1cs(part.circuit, z))
+            part = witness_to_synthesized(part, *self.evaluate_r1cs(part.circuit, part.z()))
         h = self.quotient_h(part.a, part.b, part.c)
         if h.shape[0] != len(srs.h):
             raise ValueError(f"partition needs {h.shape[0]} H points, the key has {len(srs.h)}")

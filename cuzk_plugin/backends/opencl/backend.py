@@ -27,9 +27,11 @@ from cuzk_plugin.backends.opencl.device import (
 from cuzk_plugin.backends.opencl.launch import download, upload
 from cuzk_plugin.backends.opencl.msm import MsmDriver
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
+from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.errors import BackendUnavailable, EncodingError
 from cuzk_plugin.formats.params import ProvingKey
 
@@ -122,6 +124,8 @@ class OpenclBackend:
                 program = self._programs.get(name)
             if name == "ntt":
                 self._drivers[name] = NttDriver(self.context, self.queue, program)
+            elif name == "r1cs":
+                self._drivers[name] = R1csDriver(self.context, self.queue, program)
             else:
                 self._drivers[name] = MsmDriver(self.context, self.queue, program, group=1 if name == "g1" else 2)
         return self._drivers[name]
@@ -129,6 +133,10 @@ class OpenclBackend:
     @property
     def _ntt(self) -> NttDriver:
         return self._driver("ntt")
+
+    @property
+    def _r1cs(self) -> R1csDriver:
+        return self._driver("r1cs")
 
     @property
     def _g1(self) -> MsmDriver:
@@ -195,7 +203,21 @@ class OpenclBackend:
                 raise
         return OpenclSrs(buffers=buffers, counts=counts, nbytes=key.vectors_nbytes)
 
-    def prove_start(self, srs: OpenclSrs, part: SynthesizedPartition) -> Future:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> OpenclCircuit:
+        """Upload the circuit's matrices and coefficient table (resident until ``release``)."""
+        if device != 0:
+            raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
+        with self._lock, device_errors(f"load_circuit {pce.name}"):
+            return self._r1cs.load(pce)
+
+    def evaluate_r1cs(self, circuit: OpenclCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        m = circuit.circuit.num_constraints
+        with self._lock, device_errors(f"evaluate_r1cs of {m} rows"):
+            d_z = self._r1cs.upload_z(circuit, z)
+            outs = self._r1cs.evaluate(circuit, d_z)
+            return tuple(download(self.queue, o, (m, FR_LIMBS)) for o in outs)  # type: ignore[return-value]
+
+    def prove_start(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition) -> Future:
         if srs.released:
             raise ValueError("prove_start: the SRS handle has been released")
         return self._worker.submit(self._prove, srs, part)
@@ -203,13 +225,20 @@ class OpenclBackend:
     def prove_finish(self, pending: Future) -> ProofSums:
         return pending.result()
 
-    def _prove(self, srs: OpenclSrs, part: SynthesizedPartition) -> ProofSums:
-        """H on the device (it never leaves it), then the four G1 MSMs and the G2 MSM."""
+    def _prove(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition) -> ProofSums:
+        """H on the device (it never leaves it; for a WitnessPartition a, b, c are evaluated there
+        too), then the four G1 MSMs and the G2 MSM."""
         if part.domain_size - 1 != srs.counts["h"]:
             raise ValueError(f"partition needs {part.domain_size - 1} H points, the key has {srs.counts['h']}")
         b_scalars = part.b_scalars()
         with self._lock, device_errors(f"proving a partition of {part.num_constraints} constraints"):
-            h, _ = self._ntt.quotient_h(part.a, part.b, part.c)
+            if isinstance(part, WitnessPartition):
+                n = part.domain_size
+                d_z = self._r1cs.upload_z(part.circuit, part.z())
+                abc = self._r1cs.evaluate(part.circuit, d_z, pad_to=n, to_mont=True)
+                h, _ = self._ntt.quotient_h_device(abc, n)
+            else:
+                h, _ = self._ntt.quotient_h(part.a, part.b, part.c)
             sums = {"h": self._g1.msm(srs.buffers["h"], h, srs.counts["h"])}
             for name, scalars in (("l", part.aux_assignment), ("a", part.a_scalars()), ("b_g1", b_scalars)):
                 if scalars.shape[0] != srs.counts[name]:

@@ -23,11 +23,12 @@ ENV_DEVICE = "CUZK_OPENCL_DEVICE"
 #: Kernel sources of each program, in order after the limb primitives and the constants.
 PROGRAM_SOURCES = {
     "ntt": ("limbs.cl", "fr.cl", "ntt.cl"),
+    "r1cs": ("limbs.cl", "fr.cl", "r1cs.cl"),
     "g1": ("limbs.cl", "fq.cl", "group_g1.cl", "curve_xyzz.cl", "scan.cl", "msm.cl"),
     "g2": ("limbs.cl", "fq.cl", "fq2.cl", "group_g2.cl", "curve_xyzz.cl", "scan.cl", "msm.cl"),
 }
 #: The field each program computes in (limbs.cl is built for exactly one).
-PROGRAM_FIELD = {"ntt": "FR", "g1": "FQ", "g2": "FQ"}
+PROGRAM_FIELD = {"ntt": "FR", "r1cs": "FR", "g1": "FQ", "g2": "FQ"}
 
 
 def default_limb_bits(device) -> int:

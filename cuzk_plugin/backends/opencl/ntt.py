@@ -112,9 +112,13 @@ class NttDriver:
         coset NTT give H's coefficients."""
         m = a.shape[0]
         n = 1 << max(0, (m - 1).bit_length())
+        return self.quotient_h_device([self.upload_fr(v, n) for v in (a, b, c)], n)
+
+    def quotient_h_device(self, bufs: list, n: int):
+        """:meth:`quotient_h` from a, b, c already on the device (Montgomery, zero-padded to
+        N = ``n``)."""
         evals = []
-        for v in (a, b, c):
-            d = self.upload_fr(v, n)
+        for d in bufs:
             evals.append(self.transform(self.transform(d, n, inverse=True), n, coset=True))
         z_inv = pow((pow(FR_GENERATOR, n, R) - 1) % R, -1, R)
         d_z = upload(self.context, self.queue, fr_mont_limbs([z_inv]))
