@@ -44,6 +44,16 @@ def test_every_registered_proof_has_its_circuit():
         with pytest.raises(ValueError, match=str(bad)):
             fn(bad)
     assert all(c.digests is not None for c in FILECOIN_CIRCUITS.values() if c.kind != "snap-poseidon")
+    by_name = pf.circuit_for_proof_name
+    assert {by_name("seal", n).circuit_id for n in ("StackedDrg32GiBV1", "StackedDrg32GiBV1_1",
+            "StackedDrg32GiBV1_1_Feat_SyntheticPoRep", "StackedDrg32GiBV1_2_Feat_NonInteractivePoRep",
+            "StackedDrg32GiBV1_2_Feat_NiPoRep")} == {"porep-32g"}
+    assert by_name("post", "StackedDrgWinning2KiBV1").circuit_id == "winning-2k"
+    assert {by_name("post", f"StackedDrgWindow64GiBV1{v}").circuit_id for v in ("", "_1", "_2")} == {"wpost-64g"}
+    assert by_name("update", "StackedDrg512MiBV1").circuit_id == "snap-512m"
+    for family, name in [("post", "StackedDrgWinning2KiBV1_1"), ("seal", "StackedDrg1TiBV1"), ("update", "StackedDrg32GiBV1_1")]:
+        with pytest.raises(ValueError, match="not a registered"):
+            by_name(family, name)
 
 
 def test_vk_sizes_are_the_published_ones():
@@ -105,6 +115,12 @@ def test_size_arithmetic_refuses_truncated_and_foreign_files(fil_cache):
     files.params.write_bytes(data[:-96])
     with pytest.raises(ParamsError, match=r"\.params: the vector counts imply .*\(truncated"):
         files.check_layout()
+    files.params.write_bytes(data)
+    files.meta.write_text('{"sector_size":34359738368}')
+    with pytest.raises(ParamsError, match=r"\.meta: sector_size 34359738368, porep-2k is 2048 bytes"):
+        files.check_layout()
+    files.meta.write_text('{"sector_size":2048}')
+    files.check_layout()
     _key_with_inputs(23, seed=2).save(files.params)  # a key of another circuit (a 2 KiB Window PoSt's size)
     with pytest.raises(ParamsError, match=r"23 public inputs \(ic\), porep-2k has 40"):
         files.check_layout()

@@ -34,7 +34,7 @@ from cuzk_plugin.filecoin.proofs import SECTOR_SIZE_NAMES
 __all__ = [
     "PARAMS_VERSION", "FIL_CACHE_ENV", "FIL_DEFAULT_CACHE", "SIZE_IDS", "FilecoinCircuit", "ParamFiles",
     "FILECOIN_CIRCUITS", "filecoin_circuit", "circuit_for_seal_proof", "circuit_for_post_proof",
-    "circuit_for_update_proof", "filecoin_cache_dirs", "find_filecoin_params", "expected_paths",
+    "circuit_for_update_proof", "circuit_for_proof_name", "filecoin_cache_dirs", "find_filecoin_params", "expected_paths",
     "test_key_id", "test_key_path", "is_test_key_id", "params_digest", "vk_file_size", "VerdictCache",
 ]
 
@@ -174,6 +174,34 @@ def circuit_for_update_proof(number: int) -> FilecoinCircuit:
     if not 0 <= number < 5:
         raise ValueError(f"registered update proof {number} is not 0-4")
     return FILECOIN_CIRCUITS[f"snap-{SIZE_IDS[_SIZES[number]]}"]
+
+
+_SIZE_BY_NAME = {name: size for size, name in SECTOR_SIZE_NAMES.items()}
+
+
+def circuit_for_proof_name(family: str, name: str) -> FilecoinCircuit:
+    """A registered proof's circuit by its name: ``family`` ``seal`` (Go or proofs-api names of
+    V1, V1_1, SyntheticPoRep, NI-PoRep), ``post`` (StackedDrgWinning/Window<size>V1[_1|_2]) or
+    ``update`` (StackedDrg<size>V1, RegisteredUpdateProof). Raises ValueError for an unknown name."""
+    from cuzk_plugin.filecoin.proofs import SEAL_PROOFS
+
+    if family == "seal":
+        proof = next((p for p in SEAL_PROOFS if name in (p.name, p.go_name)), None)
+        if proof is not None:
+            return circuit_for_seal_proof(proof.number)
+    elif family == "post":
+        for kind, word in (("winning", "Winning"), ("wpost", "Window")):
+            size = name.removeprefix(f"StackedDrg{word}").rsplit("V1", 1)
+            if name.startswith(f"StackedDrg{word}") and len(size) == 2 and size[1] in ("", "_1", "_2") \
+                    and size[0] in _SIZE_BY_NAME and not (kind == "winning" and size[1]):
+                return FILECOIN_CIRCUITS[f"{kind}-{SIZE_IDS[_SIZE_BY_NAME[size[0]]]}"]
+    elif family == "update":
+        size = name.removeprefix("StackedDrg").removesuffix("V1")
+        if name == f"StackedDrg{size}V1" and size in _SIZE_BY_NAME:
+            return FILECOIN_CIRCUITS[f"snap-{SIZE_IDS[_SIZE_BY_NAME[size]]}"]
+    else:
+        raise ValueError(f"unknown proof family {family!r} (seal, post, update)")
+    raise ValueError(f"{name!r} is not a registered {family} proof name")
 
 
 # -- test keys ------------------------------------------------------------------------------------
@@ -345,6 +373,14 @@ class ParamFiles:
         if n_ic != self.circuit.public_inputs:
             raise ParamsError(f"{self.params}: {n_ic} public inputs (ic), {self.circuit.circuit_id} has "
                               f"{self.circuit.public_inputs}: not this circuit's key")
+        if self.meta.is_file():  # written by rust-fil-proofs' paramcache: {"sector_size": N}
+            try:
+                meta_size = json.loads(self.meta.read_text()).get("sector_size")
+            except (ValueError, AttributeError):
+                meta_size = None
+            if meta_size != self.circuit.sector_size:
+                raise ParamsError(f"{self.meta}: sector_size {meta_size!r}, {self.circuit.circuit_id} is "
+                                  f"{self.circuit.sector_size} bytes")
         VERDICTS.put(self.params, "layout", "ok", self.verdict_store)
         if self.vk.is_file():
             want = vk_file_size(self.circuit.public_inputs)
