@@ -3,6 +3,12 @@ blocking per-partition GPU step that runs on a worker's thread.
 
 The step is prove_start (H and the G1 MSMs), a cancellation check, prove_finish (the G2 MSM,
 wait for the device), then the backend-agnostic assembly with fresh r, s.
+
+A lane's key handle (:class:`LaneKey`) holds the backend's SRS and, beside it, the pre-compiled
+circuits its partitions come with (``load_circuit`` once per circuit, counted in the handle's
+``nbytes`` and so in the SRS memory budget, released with the key). A :class:`WitnessPartition`
+reaches the backend on the lane's resident copy of its circuit; a backend without
+``load_circuit`` gets a, b, c evaluated on the host instead.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass
 
 from cuzk_plugin.backends.protocol import Backend, DeviceInfo
 from cuzk_plugin.backends.registry import get_backend
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.config import Config, ConfigError
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
 from cuzk_plugin.formats.proof import Proof
@@ -31,8 +37,42 @@ class Lane:
     backend: Backend
     device: DeviceInfo
 
-    def load_srs(self, key: ProvingKey):
-        return self.backend.load_srs(key, self.device.index)
+    def load_srs(self, key: ProvingKey) -> LaneKey:
+        return LaneKey(self, self.backend.load_srs(key, self.device.index))
+
+
+class LaneKey:
+    """A key made resident on a lane, and the pre-compiled circuits loaded beside it."""
+
+    def __init__(self, lane: Lane, srs):
+        self.lane = lane
+        self.srs = srs
+        self._circuits: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) for c in self._circuits.values())
+
+    def circuit(self, mapped) -> object:
+        """The lane's handle of ``mapped``'s circuit (loaded on first use)."""
+        pce = mapped.circuit
+        with self._lock:
+            handle = self._circuits.get(pce.digest)
+            if handle is None:
+                t0 = time.perf_counter()
+                handle = self.lane.backend.load_circuit(pce, self.lane.device.index)
+                self._circuits[pce.digest] = handle
+                log.info("pce %s: loaded on %s (%.1f MB) in %.3fs", pce.name, self.lane.name,
+                         getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
+            return handle
+
+    def release(self) -> None:
+        with self._lock:
+            for handle in self._circuits.values():
+                handle.release()
+            self._circuits.clear()
+        self.srs.release()
 
 
 class PartitionCancelled(Exception):
@@ -47,6 +87,9 @@ class GpuStepTimes:
     started: float
     finished: float
     assembled: float
+    #: seconds of a, b, c evaluation measured apart (on the host, for a backend without
+    #: load_circuit); 0 where the backend evaluates inside prove_start.
+    evaluate_s: float = 0.0
 
 
 def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[list[Lane], str]:
@@ -80,15 +123,31 @@ def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[
     return lanes, summary
 
 
-def prove_step(lane: Lane, handle, part: SynthesizedPartition, vk: VerifyingKey,
+def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition):
+    """``part`` as ``lane``'s backend takes it: a WitnessPartition on the lane's resident copy of
+    its circuit, or evaluated on the host where the backend cannot evaluate matrices."""
+    if not isinstance(part, WitnessPartition):
+        return part
+    if callable(getattr(lane.backend, "load_circuit", None)):
+        return part.on(handle.circuit(part.circuit))
+    from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
+    from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs
+
+    return witness_to_synthesized(part, *evaluate_r1cs(part.pce, part.z()))
+
+
+def prove_step(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition, vk: VerifyingKey,
                cancelled: threading.Event) -> tuple[Proof, GpuStepTimes]:
     """One partition on one device (blocking: runs on a GPU worker thread)."""
     t0 = time.perf_counter()
-    pending = lane.backend.prove_start(handle, part)
+    witness = isinstance(part, WitnessPartition)
+    part = on_lane(lane, handle, part)
+    t_eval = time.perf_counter() - t0 if witness and isinstance(part, SynthesizedPartition) else 0.0
+    pending = lane.backend.prove_start(handle.srs, part)
     t1 = time.perf_counter()
     sums = lane.backend.prove_finish(pending)  # always: it frees what prove_start holds
     t2 = time.perf_counter()
     if cancelled.is_set():
         raise PartitionCancelled()
     proof = assemble(vk, sums, random_fr(), random_fr())
-    return proof, GpuStepTimes(t0, t1, t2, time.perf_counter())
+    return proof, GpuStepTimes(t0, t1, t2, time.perf_counter(), t_eval)

@@ -5,6 +5,11 @@ A worker runs a :class:`PartitionTask`, copies the partition's arrays into one
 (block name, array layout, public inputs). The engine maps the block and builds the
 :class:`SynthesizedPartition` on views of it: the large arrays are never pickled. The engine
 unlinks the block when the partition's proof is done (or abandoned).
+
+A task may return a :class:`WitnessPartition` instead (the assignment of a pre-compiled
+circuit, for backends that evaluate a, b, c themselves): then only the assignment travels, and
+the engine maps the circuit from its file (path and digest in the ref); the lane swaps in its
+device-resident copy.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import multiprocessing
 import os
 import time
+from functools import lru_cache
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
@@ -21,7 +27,8 @@ from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import MappedCircuit
 from cuzk_plugin.engine.circuits import PartitionTask
 from cuzk_plugin.engine.workers import shm_block_name, stop_pool, worker_init
 from cuzk_plugin.errors import CuzkError
@@ -29,6 +36,7 @@ from cuzk_plugin.errors import CuzkError
 log = logging.getLogger(__name__)
 _ALIGN = 64
 _ARRAY_FIELDS = tuple(f.name for f in fields(SynthesizedPartition))
+_WITNESS_FIELDS = ("input_assignment", "aux_assignment")
 
 
 class SynthesisFailed(CuzkError):
@@ -45,11 +53,17 @@ class SharedPartitionRef:
     public_inputs: list[int]
     seconds: float
     pid: int
+    #: For a WitnessPartition: its pre-compiled circuit's file and digest (None: a, b, c shared).
+    pce_path: str | None = None
+    pce_digest: str | None = None
 
 
-def export_partition(part: SynthesizedPartition, public_inputs: list[int], seconds: float) -> SharedPartitionRef:
+def export_partition(part: SynthesizedPartition | WitnessPartition, public_inputs: list[int],
+                     seconds: float) -> SharedPartitionRef:
     """Copy ``part``'s arrays into a new shared-memory block (worker side)."""
-    arrays = [(name, np.ascontiguousarray(getattr(part, name))) for name in _ARRAY_FIELDS]
+    witness = isinstance(part, WitnessPartition)
+    names = _WITNESS_FIELDS if witness else _ARRAY_FIELDS
+    arrays = [(name, np.ascontiguousarray(getattr(part, name))) for name in names]
     layout, offset = [], 0
     for name, arr in arrays:
         layout.append((name, offset, tuple(arr.shape), arr.dtype.str))
@@ -65,7 +79,18 @@ def export_partition(part: SynthesizedPartition, public_inputs: list[int], secon
     # The engine owns the block from here: it unlinks it (Python 3.11 has no track=False).
     resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
     shm.close()
-    return SharedPartitionRef(shm.name, tuple(layout), public_inputs, seconds, os.getpid())
+    pce = (part.circuit.path, part.pce.digest) if witness else (None, None)
+    return SharedPartitionRef(shm.name, tuple(layout), public_inputs, seconds, os.getpid(), *pce)
+
+
+@lru_cache(maxsize=8)
+def _mapped_circuit(path: str, digest: str, mtime_ns: int) -> MappedCircuit:
+    return MappedCircuit.open(path, expect_digest=digest)
+
+
+def mapped_circuit(path: str, digest: str) -> MappedCircuit:
+    """The engine's mapping of a pre-compiled circuit file (one per file version)."""
+    return _mapped_circuit(path, digest, os.stat(path).st_mtime_ns)
 
 
 class SharedPartition:
@@ -78,7 +103,16 @@ class SharedPartition:
         self.ref = ref
         self._shm = shared_memory.SharedMemory(name=ref.shm_name)  # registered here, unregistered by unlink
         views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._shm.buf, offset=off) for name, off, shape, dt in ref.layout}
-        self.partition = SynthesizedPartition(**views)
+        try:
+            if ref.pce_path is None:
+                self.partition = SynthesizedPartition(**views)
+            else:
+                self.partition = WitnessPartition(mapped_circuit(ref.pce_path, ref.pce_digest), **views)
+        except BaseException:
+            views.clear()
+            self._shm.close()
+            _unlink_quietly(self._shm)
+            raise
         self.nbytes = self._shm.size
 
     def hold(self) -> None:

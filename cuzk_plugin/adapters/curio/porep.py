@@ -4,6 +4,10 @@ per partition, its public inputs, and on demand the synthesized partition the pr
     job = porep_partitions(envelope_or_c1_bytes)
     for k in range(job.num_partitions):
         part, public_inputs = job.synthesize(k)   # SynthesizedPartition, inputs without ONE
+        inputs, aux = job.assignment(k)           # the witness alone, for a pre-compiled circuit
+
+The pre-compiled circuit of a sector size (:func:`ensure_porep_pce`) is recorded once from the
+same circuit code into the param cache, and checked (digest, sizes) before it is used.
 
 The public inputs are computed as the verifier computes them (challenges as the proof's variant
 derives them: from replica_id and seed, synthetic selection, or NI from comm_r; parents from
@@ -12,8 +16,10 @@ the graph), not read from the C1, and the C1 is checked against them.
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
+import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +40,10 @@ from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, po
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.challenges import porep_challenges
 
-__all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError"]
+__all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
+           "extract_porep_pce", "PCE_CIRCUITS"]
+
+log = logging.getLogger(__name__)
 
 
 class WitnessError(CircuitError):
@@ -42,6 +51,10 @@ class WitnessError(CircuitError):
 
 
 _SIZE_IDS = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
+
+
+#: Circuit ids with a pre-compiled circuit, and their sector sizes.
+PCE_CIRCUITS = {f"porep-{name}": size for size, name in _SIZE_IDS.items()}
 
 
 def porep_circuit_id(proof: RegisteredSealProof) -> str:
@@ -264,6 +277,19 @@ class PorepJob:
             raise WitnessError(f"partition {k}: synthesized public inputs differ from the verifier's")
         return r1cs, inputs, aux
 
+    def assignment(self, k: int):
+        """(inputs, aux) of partition k, (n, 4) uint64 canonical with ONE first, in the recorded
+        circuit's variable order, computed without synthesis; a C1 whose values violate the
+        circuit raises (naming the partition, challenge and first failing constraint)."""
+        with _gc_paused():
+            t0 = time.perf_counter()
+            inputs, aux = partition_assignment(self.params, self._partitions[k].witness, partition=k)
+            self.timings = {"witness_s": time.perf_counter() - t0}
+        got = [int(x) for x in limbs_to_objects(inputs[1:])]
+        if got != self._partitions[k].public_inputs:
+            raise WitnessError(f"partition {k}: the witness's public inputs differ from the verifier's")
+        return inputs, aux
+
     def synthesize(self, k: int):
         """(SynthesizedPartition, public inputs without ONE) of partition k, witness checked."""
         r1cs, inputs, aux = self.circuit(k)
@@ -283,3 +309,45 @@ def porep_partitions(raw: bytes | str) -> PorepJob:
         env, c1 = parse_envelope(raw)
         return PorepJob(c1, sector_id=env.SectorNum, prefix="$.Phase1Out")
     return PorepJob(parse_c1(raw))
+
+
+def extract_porep_pce(circuit_id: str, path, *, progress_every_s: float = 10.0) -> str:
+    """Record the PoRep circuit ``circuit_id`` (e.g. ``porep-32g``) into ``path``; the digest."""
+    if circuit_id not in PCE_CIRCUITS:
+        raise ValueError(f"no pre-compiled PoRep circuit '{circuit_id}' (known: {', '.join(PCE_CIRCUITS)})")
+    params = porep_params(PCE_CIRCUITS[circuit_id])
+    t0 = time.perf_counter()
+    last = [t0]
+
+    def progress(rows: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= progress_every_s:
+            last[0] = now
+            log.info("pce %s: %d constraints recorded (%.0fs)", circuit_id, rows, now - t0)
+
+    with _gc_paused():
+        return record_circuit(lambda cs: synthesize_partition(cs, params, blank_partition(params)), path,
+                              circuit_id, progress=progress)
+
+
+def ensure_porep_pce(circuit_id: str, param_cache) -> str:
+    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache``, extracted first when
+    missing, and again when the file there is truncated or corrupted (never used as is).
+    Concurrent callers (synthesis workers) wait for one extraction (a lock file beside it)."""
+    path = pce_path(param_cache, circuit_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            try:
+                load_pce(path, expect_name=circuit_id)
+                return str(path)
+            except PceError as exc:
+                log.warning("pce %s: %s; extracting it again", circuit_id, exc)
+                path.unlink()
+        log.info("pce %s: no pre-compiled circuit in the param cache, extracting %s (once)", circuit_id, path)
+        t0 = time.perf_counter()
+        digest = extract_porep_pce(circuit_id, path)
+        log.info("pce %s: extracted in %.1fs, %.1f MB, digest %s", circuit_id, time.perf_counter() - t0,
+                 path.stat().st_size / 1e6, digest[:16])
+        return str(path)

@@ -2,18 +2,22 @@
 
 Register it with ``ProviderRegistry.register(PorepCircuitProvider())`` or the entry point
 ``cuzk_plugin.circuit_providers``. A request's ``vanilla_proof`` (Curio's C1 envelope) is
-parsed and checked once in :meth:`plan`; each partition is then re-parsed and synthesized in a
-worker process from the same bytes (a task holds only the bytes and its partition index).
+parsed and checked once in :meth:`plan`; each partition is then re-parsed in a worker process
+from the same bytes (a task holds only the bytes and its partition index) and its witness
+computed: the backend evaluates a, b, c from the sector size's pre-compiled circuit (extracted
+into the param cache on first use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis
+(every constraint built in Python, a, b, c on the host), for debugging.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
 from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
-from cuzk_plugin.adapters.curio.porep import porep_partitions
+from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, ensure_porep_pce, porep_partitions
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind
@@ -25,16 +29,32 @@ __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 TEST_KEY_SIZES = {"porep-2k": "2KiB"}
 
 
+def pce_enabled() -> bool:
+    """False when ``CUZK_DISABLE_PCE=1`` asks for the reference synthesis."""
+    return os.environ.get("CUZK_DISABLE_PCE", "").strip() not in ("1", "true", "yes")
+
+
 @dataclass(frozen=True)
 class PorepPartitionTask:
-    """Synthesize partition ``k`` of the C1 in ``raw`` (envelope or bare C1 JSON)."""
+    """Partition ``k`` of the C1 in ``raw`` (envelope or bare C1 JSON); ``pce_cache`` is the
+    param cache holding (or to hold) the pre-compiled circuit, None for the reference path."""
 
     raw: bytes
     k: int
+    pce_cache: str | None = None
 
     def synthesize(self):
-        """(SynthesizedPartition, public inputs without ONE); WitnessError if the C1 is corrupt."""
-        return porep_partitions(self.raw).synthesize(self.k)
+        """(WitnessPartition on the mapped pre-compiled circuit, or SynthesizedPartition on the
+        reference path; public inputs without ONE). A corrupt C1 raises naming the partition."""
+        from cuzk_plugin.formats.partition import WitnessPartition
+        from cuzk_plugin.formats.pce import MappedCircuit
+
+        job = porep_partitions(self.raw)
+        if self.pce_cache is None or not pce_enabled() or job.circuit_id not in PCE_CIRCUITS:
+            return job.synthesize(self.k)
+        circuit = MappedCircuit.open(ensure_porep_pce(job.circuit_id, self.pce_cache))
+        inputs, aux = job.assignment(self.k)
+        return WitnessPartition(circuit, inputs, aux), job.public_inputs(self.k)
 
 
 @dataclass(frozen=True)
@@ -81,7 +101,8 @@ class PorepCircuitProvider:
             raise InvalidRequest(f"vanilla_proof{exc.path[1:]}: {exc.message}") from None
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
                                        make_test_key=porep_test_key)
-        tasks = tuple(PorepPartitionTask(bytes(request.vanilla_proof), k) for k in range(job.num_partitions))
+        pce_cache = str(param_cache) if param_cache is not None else None
+        tasks = tuple(PorepPartitionTask(bytes(request.vanilla_proof), k, pce_cache) for k in range(job.num_partitions))
         return JobPlan(circuit_id, tasks)
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:

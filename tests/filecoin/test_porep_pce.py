@@ -1,0 +1,102 @@
+"""The PoRep path on pre-compiled circuits: a partition's witness on the recorded circuit gives
+the same a, b, c, assignments and densities as the reference synthesis, the proof made from a
+WitnessPartition equals the reference path's proof byte for byte with the same r and s and
+verifies, and a corrupted pre-compiled file in the param cache is extracted again."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from cuzk_plugin.adapters.curio.porep import ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.provider import PorepPartitionTask
+from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
+from cuzk_plugin.backends.registry import available_backends, get_backend
+from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.circuit.pce_record import record_circuit
+from cuzk_plugin.circuit.r1cs import synthesize
+from cuzk_plugin.filecoin.gadgets.boolean import alloc_bit, xor
+from cuzk_plugin.filecoin.gadgets.num import alloc_num, inputize, pack_bits
+from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import MappedCircuit, load_pce, pce_path, read_header
+from cuzk_plugin.groth16.prover import prove
+from cuzk_plugin.groth16.setup import setup
+from cuzk_plugin.groth16.verifier import verify
+
+
+def small_filecoin_circuit(cs, seed: int = 3) -> None:
+    """Poseidon hashes (memoized: the second replays the first), bits, xors and a packing, and
+    public inputs: a few thousand constraints with Filecoin's coefficient mix."""
+    rng = np.random.default_rng(seed)
+    nums = [alloc_num(cs, int(rng.integers(0, 1 << 62))) for _ in range(4)]
+    h1 = poseidon_hash(cs, nums[:2])
+    h2 = poseidon_hash(cs, nums[2:])
+    inputize(cs, h1)
+    bits = [alloc_bit(cs, bool(b)) for b in rng.integers(0, 2, 64)]
+    mixed = [xor(cs, a, b.not_()) for a, b in zip(bits[:32], bits[32:])]
+    inputize(cs, pack_bits(cs, mixed + bits))
+    inputize(cs, h2)
+
+
+@pytest.mark.parametrize("backend_name", available_backends())
+def test_witness_partition_proof_equals_reference_byte_for_byte(tmp_path, backend_name):
+    ref_cs = FastConstraintSystem()
+    small_filecoin_circuit(ref_cs)
+    r1cs, inputs, aux = ref_cs.finish()
+    path = tmp_path / "pce-small.pce"
+    record_circuit(small_filecoin_circuit, path, "small")
+    pce = load_pce(path)
+    key = setup(r1cs)
+    backend = get_backend(backend_name)
+    r, s = 0x1234567, 0x7654321
+    reference = prove(key, synthesize(r1cs, inputs, aux), backend, r=r, s=s)
+    handle = backend.load_circuit(pce)
+    try:
+        got = prove(key, WitnessPartition(handle, inputs, aux), backend, r=r, s=s)
+    finally:
+        handle.release()
+    assert got.to_bytes() == reference.to_bytes()
+    public = [int.from_bytes(inputs[i].tobytes(), "little") for i in range(1, inputs.shape[0])]
+    assert verify(key.vk, got, public)
+
+
+@pytest.mark.slow
+def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, tmp_path):
+    task = PorepPartitionTask(c1_bytes, 0, str(tmp_path))
+    part, public = task.synthesize()
+    assert isinstance(part, WitnessPartition) and isinstance(part.circuit, MappedCircuit)
+    assert part.circuit.path == str(pce_path(tmp_path, "porep-2k"))
+    ref, ref_public = porep_partitions(c1_bytes).synthesize(0)
+    assert public == ref_public
+    from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs
+
+    got = witness_to_synthesized(part, *evaluate_r1cs(part.pce, part.z()))
+    for name in ("a", "b", "c", "input_assignment", "aux_assignment", "a_aux_density", "b_input_density",
+                 "b_aux_density"):
+        assert np.array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(ref, name))), name
+
+
+def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUZK_DISABLE_PCE", "1")
+    calls = []
+    monkeypatch.setattr("cuzk_plugin.adapters.curio.porep.PorepJob.synthesize",
+                        lambda self, k: calls.append(k) or ("reference", []))
+    part, _ = PorepPartitionTask(c1_bytes, 1, str(tmp_path)).synthesize()
+    assert part == "reference" and calls == [1]
+    assert not pce_path(tmp_path, "porep-2k").exists()
+
+
+@pytest.mark.slow
+def test_corrupted_pce_in_the_param_cache_is_extracted_again(tmp_path, caplog):
+    path = ensure_porep_pce("porep-2k", tmp_path)
+    digest = read_header(path).digest
+    raw = bytearray(open(path, "rb").read())
+    raw[len(raw) // 2] ^= 0xFF
+    open(path, "wb").write(bytes(raw))
+    with caplog.at_level(logging.INFO):
+        again = ensure_porep_pce("porep-2k", tmp_path)
+    assert again == path and load_pce(path).digest == digest
+    assert any("digest" in r.getMessage() and "extracting it again" in r.getMessage() for r in caplog.records)
