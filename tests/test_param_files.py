@@ -151,3 +151,16 @@ def test_test_key_names():
     assert pf.is_test_key_id("porep-2k-test-key") == "porep-2k"
     assert pf.is_test_key_id("porep-2k") is None and pf.is_test_key_id("synthetic-k4-test-key") is None
     assert pf.test_key_path(Path("/c"), "snap-2k") == Path("/c/snap-2k-test-key.params")
+
+
+def test_without_a_vk_file_the_params_digest_decides(fil_cache):
+    files = find_filecoin_params([fil_cache], "porep-2k")
+    vk_bytes = files.vk.read_bytes()
+    files.vk.unlink()
+    assert files.pinned_vk_bytes() == vk_bytes  # the verifying key at the front of the digest-checked .params
+    # a circuit Filecoin publishes no digest for, and no .vk: nothing to pin to
+    circuit = FILECOIN_CIRCUITS["snap-poseidon-2k"]
+    assert circuit.digests is None
+    _key_with_inputs(5, seed=4).save(fil_cache / f"{circuit.stem}.params")
+    with pytest.raises(ParamsError, match=r"\.vk is missing and Filecoin publishes no digest"):
+        find_filecoin_params([fil_cache], "snap-poseidon-2k").pinned_vk_bytes()

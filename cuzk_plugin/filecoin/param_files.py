@@ -363,6 +363,11 @@ class ParamFiles:
     def check_layout(self) -> None:
         """Size arithmetic, without reading the vectors: the counts add up to the file size, the
         ic count is the circuit's; the .vk (when present) has 868 + 96 * inputs bytes."""
+        if self.vk.is_file():
+            want = vk_file_size(self.circuit.public_inputs)
+            if self.vk.stat().st_size != want:
+                raise ParamsError(f"{self.vk}: {self.vk.stat().st_size:,} bytes, {self.circuit.circuit_id}'s "
+                                  f"verifying key has {want:,} (868 + 96 x {self.circuit.public_inputs} inputs)")
         if VERDICTS.get(self.params, "layout", self.verdict_store) == "ok":
             return
         n_ic, implied = params_layout_size(self.params)
@@ -382,11 +387,6 @@ class ParamFiles:
                 raise ParamsError(f"{self.meta}: sector_size {meta_size!r}, {self.circuit.circuit_id} is "
                                   f"{self.circuit.sector_size} bytes")
         VERDICTS.put(self.params, "layout", "ok", self.verdict_store)
-        if self.vk.is_file():
-            want = vk_file_size(self.circuit.public_inputs)
-            if self.vk.stat().st_size != want:
-                raise ParamsError(f"{self.vk}: {self.vk.stat().st_size:,} bytes, {self.circuit.circuit_id}'s "
-                                  f"verifying key has {want:,} (868 + 96 x {self.circuit.public_inputs} inputs)")
 
     def _check_digest(self, path: Path, want: str) -> None:
         got = VERDICTS.get(path, "blake2b", self.verdict_store)
@@ -399,24 +399,21 @@ class ParamFiles:
                               "Filecoin's name); fetch it again")
 
     def pinned_vk_bytes(self) -> bytes:
-        """The verifying key to pin, checked: Filecoin's .vk (against its known digest), else the
-        verifying key at the front of the .params once the whole file's digest matches.
-        Raises ParamsError when neither can be trusted (no known digest, no .vk)."""
+        """The verifying key to pin, checked: Filecoin's .vk, else the verifying key at the front
+        of the .params; both files' digests checked against Filecoin's where it publishes them
+        (once per file, verdict cached). Raises ParamsError when nothing can be trusted: no .vk
+        and no published digest."""
         self.check_layout()
         digests = self.circuit.digests
-        if self.vk.is_file():
-            if digests is not None:
+        has_vk = self.vk.is_file()
+        if digests is not None:
+            if has_vk:
                 self._check_digest(self.vk, digests[1])
-            data = self.vk.read_bytes()
-        elif digests is not None:
             self._check_digest(self.params, digests[0])
-            with open(self.params, "rb") as fh:
-                data = fh.read(vk_file_size(self.circuit.public_inputs))
-        else:
+        if has_vk:
+            return self.vk.read_bytes()
+        if digests is None:
             raise ParamsError(f"{self.vk} is missing and Filecoin publishes no digest for {self.params.name}: "
                               "nothing to pin its verifying key to")
-        if digests is not None and self.vk.is_file():
-            # the .params itself: its vectors are what the prover reads
-            self._check_digest(self.params, digests[0])
-        return data
-
+        with open(self.params, "rb") as fh:
+            return fh.read(vk_file_size(self.circuit.public_inputs))
