@@ -525,7 +525,8 @@ class Engine:
         self.metrics.stage.labels("gpu").observe(times.assembled - times.start)
         if self.timing_lines:
             print(f"CUZK_TIMING: job={loggable(job.id)} partition={p} lane={slot.name} "
-                  f"synthesis_ms={shared.ref.seconds * 1e3:.0f} prove_start_ms={(times.started - times.start) * 1e3:.0f} "
+                  f"synthesis_ms={shared.ref.seconds * 1e3:.0f} pce={int(shared.ref.pce_path is not None)} "
+                  f"host_evaluate_ms={times.evaluate_s * 1e3:.0f} prove_start_ms={(times.started - times.start) * 1e3:.0f} "
                   f"prove_finish_ms={(times.finished - times.started) * 1e3:.0f} "
                   f"assemble_ms={(times.assembled - times.finished) * 1e3:.0f} "
                   f"gpu_total_ms={(times.assembled - times.start) * 1e3:.0f}", file=sys.stderr, flush=True)
