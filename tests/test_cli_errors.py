@@ -14,6 +14,8 @@ import sys
 import pytest
 
 from cuzk_plugin.cli import bench, bench_daemon
+from cuzk_plugin.cli.daemon import build_parser as daemon_parser
+from cuzk_plugin.cli.daemon import main as daemon_main
 from cuzk_plugin.cli.main import build_parser as cuzk_parser
 from cuzk_plugin.cli.main import main as cuzk_main
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
@@ -40,14 +42,14 @@ def _walk(parser: argparse.ArgumentParser, where: str = ""):
             yield where, action
 
 
-@pytest.mark.parametrize("build", [cuzk_parser, bench.build_parser], ids=["cuzk", "cuzk-bench"])
+@pytest.mark.parametrize("build", [cuzk_parser, bench.build_parser, daemon_parser], ids=["cuzk", "cuzk-bench", "cuzk-daemon"])
 def test_every_option_has_help(build):
     missing = [f"{where} {action.option_strings or action.dest}" for where, action in _walk(build())
                if not action.help]
     assert not missing
 
 
-@pytest.mark.parametrize("main", [cuzk_main, bench.main], ids=["cuzk", "cuzk-bench"])
+@pytest.mark.parametrize("main", [cuzk_main, bench.main, daemon_main], ids=["cuzk", "cuzk-bench", "cuzk-daemon"])
 def test_version(main, capsys):
     from cuzk_plugin import __version__
 

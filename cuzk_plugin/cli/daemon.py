@@ -25,6 +25,9 @@ log = logging.getLogger("cuzk.daemon")
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cuzk-daemon", description="Groth16 proving daemon speaking cuzk.v1 (Curio's [Cuzk] API).")
+    from cuzk_plugin import __version__
+
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("-c", "--config", help="TOML config file (see examples/cuzk.example.toml); default: built-in defaults")
     p.add_argument("-l", "--listen", help="gRPC address, unix:///path or host:port (overrides [daemon] listen)")
     p.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower,
