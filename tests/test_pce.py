@@ -9,12 +9,22 @@ import pytest
 
 from cuzk_plugin.bls12_381.fields import limbs_to_objects
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
-from cuzk_plugin.circuit.pce_record import RecordingConstraintSystem, precompile_r1cs, record_circuit
+from cuzk_plugin.circuit.pce_record import (
+    RecordingConstraintSystem,
+    precompile_r1cs,
+    record_circuit,
+)
 from cuzk_plugin.filecoin.gadgets.boolean import FALSE, TRUE, alloc_bit
 from cuzk_plugin.filecoin.gadgets.num import alloc_num
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.gadgets.sha256 import sha256_block_no_padding
-from cuzk_plugin.formats.pce import PceError, load_pce, read_header, save_pce, verify_digest
+from cuzk_plugin.formats.pce import (
+    PceError,
+    load_pce,
+    read_header,
+    save_pce,
+    verify_digest,
+)
 
 
 def gadget_circuit(cs) -> None:
@@ -115,7 +125,7 @@ def test_round_trip_is_memory_mapped_and_equal(tmp_path):
 
 
 def test_corrupted_byte_is_detected_by_the_digest(tmp_path):
-    pce, path = _small(tmp_path)
+    _, path = _small(tmp_path)
     load_pce(path)  # verified once (verdict recorded)
     hdr = read_header(path)
     _, off, nbytes, _, _ = next(s for s in hdr.sections if s[0] == "b.cols")
@@ -131,7 +141,7 @@ def test_corrupted_byte_is_detected_by_the_digest(tmp_path):
 
 @pytest.mark.parametrize("cut", [100, 5000, -1])
 def test_truncated_file_is_refused(tmp_path, cut):
-    pce, path = _small(tmp_path)
+    _, path = _small(tmp_path)
     raw = path.read_bytes()
     path.write_bytes(raw[:cut])
     with pytest.raises(PceError, match="truncated|shorter") as err:
@@ -140,7 +150,7 @@ def test_truncated_file_is_refused(tmp_path, cut):
 
 
 def test_corrupted_header_is_refused(tmp_path):
-    pce, path = _small(tmp_path)
+    _, path = _small(tmp_path)
     raw = bytearray(path.read_bytes())
     raw[20] ^= 1  # a count
     path.write_bytes(bytes(raw))

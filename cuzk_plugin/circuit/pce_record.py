@@ -42,7 +42,7 @@ from cuzk_plugin.circuit.r1cs import R1CS
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.formats.pce import CsrMatrix, PceWriter, PrecompiledCircuit, digest_of
 
-__all__ = ["RecordingConstraintSystem", "record_circuit", "precompile_r1cs", "AUX_FLAG"]
+__all__ = ["AUX_FLAG", "RecordingConstraintSystem", "precompile_r1cs", "record_circuit"]
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class _Spill:
 class _Template:
     """A memoized gadget's rows with relative columns (see the module doc)."""
 
-    __slots__ = ("d_aux", "d_cons", "mats", "outputs", "n_pos")
+    __slots__ = ("d_aux", "d_cons", "mats", "n_pos", "outputs")
 
     def __init__(self, d_aux, d_cons, mats, outputs, n_pos):
         self.d_aux = d_aux

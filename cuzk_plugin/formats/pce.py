@@ -38,8 +38,16 @@ import numpy as np
 from cuzk_plugin.errors import CuzkError
 
 __all__ = [
-    "CsrMatrix", "PrecompiledCircuit", "PceError", "PceWriter", "save_pce", "load_pce", "pce_path",
-    "read_header", "SECTIONS", "MappedCircuit",
+    "SECTIONS",
+    "CsrMatrix",
+    "MappedCircuit",
+    "PceError",
+    "PceWriter",
+    "PrecompiledCircuit",
+    "load_pce",
+    "pce_path",
+    "read_header",
+    "save_pce",
 ]
 
 MAGIC = b"CUZKPCE\x00"
@@ -247,10 +255,10 @@ class PceWriter:
     def write(self, section: str, chunk: np.ndarray) -> None:
         """Append ``chunk`` (any shape; its dtype converted to the section's) to ``section``,
         which must be the current section or the next one."""
-        name, off, nbytes, _, dtype = self._sections[self._index]
+        name, _, nbytes, _, dtype = self._sections[self._index]
         if section != name:
             self._close_section()
-            name, off, nbytes, _, dtype = self._sections[self._index]
+            name, _, nbytes, _, dtype = self._sections[self._index]
             if section != name:
                 raise PceError(f"{self.path}: section {section} written out of order (expected {name})")
         data = np.ascontiguousarray(chunk, dtype=dtype)
@@ -262,7 +270,7 @@ class PceWriter:
         self._written += data.nbytes
 
     def _close_section(self) -> None:
-        name, off, nbytes, _, _ = self._sections[self._index]
+        name, _, nbytes, _, _ = self._sections[self._index]
         if self._written != nbytes:
             raise PceError(f"{self.path}: section {name} got {self._written} of its {nbytes} bytes")
         pad = -nbytes % ALIGN

@@ -6,6 +6,7 @@ verifies, and a corrupted pre-compiled file in the param cache is extracted agai
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.filecoin.gadgets.boolean import alloc_bit, xor
 from cuzk_plugin.filecoin.gadgets.num import alloc_num, inputize, pack_bits
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
-from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import MappedCircuit, load_pce, pce_path, read_header
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup
@@ -93,9 +94,9 @@ def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
 def test_corrupted_pce_in_the_param_cache_is_extracted_again(tmp_path, caplog):
     path = ensure_porep_pce("porep-2k", tmp_path)
     digest = read_header(path).digest
-    raw = bytearray(open(path, "rb").read())
+    raw = bytearray(Path(path).read_bytes())
     raw[len(raw) // 2] ^= 0xFF
-    open(path, "wb").write(bytes(raw))
+    Path(path).write_bytes(bytes(raw))
     with caplog.at_level(logging.INFO):
         again = ensure_porep_pce("porep-2k", tmp_path)
     assert again == path and load_pce(path).digest == digest

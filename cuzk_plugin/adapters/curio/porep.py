@@ -39,6 +39,10 @@ from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.challenges import porep_challenges
+from cuzk_plugin.circuit.pce_record import record_circuit
+from cuzk_plugin.filecoin.circuit import blank_partition
+from cuzk_plugin.filecoin.witness import partition_assignment
+from cuzk_plugin.formats.pce import PceError, load_pce, pce_path
 
 __all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
            "extract_porep_pce", "PCE_CIRCUITS"]

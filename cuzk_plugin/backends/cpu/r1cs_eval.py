@@ -15,8 +15,8 @@ Rows are processed in chunks of about ``chunk_terms`` terms, A, B and C on a thr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
