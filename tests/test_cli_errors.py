@@ -145,6 +145,7 @@ def test_http_addresses_and_preload_c():
     (["preload"], "needs a circuit id"),
     (["preload", "a", "-c", "b"], "two circuit ids"),
     (["single", "--out", "/no/such/folder/p.bin"], "folder /no/such/folder does not exist"),
+    (["batch", "--plot", "/no/such/folder/t.png"], "--plot /no/such/folder/t.png: folder"),
     (["-a", "https://h:1", "status"], "TLS"),
 ])
 def test_bench_flag_errors_exit_2_with_one_line(argv, needle, capsys):

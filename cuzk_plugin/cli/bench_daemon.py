@@ -368,7 +368,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         problem = check_request_args(args)
         if problem:
             parser.error(problem)
-        if args.command == "single" and args.out and not Path(args.out).parent.is_dir():
-            parser.error(f"--out {args.out}: folder {Path(args.out).parent} does not exist")
+        out_flag, out = ("--out", args.out) if args.command == "single" else ("--plot", args.plot)
+        if out and not Path(out).parent.is_dir():
+            parser.error(f"{out_flag} {out}: folder {Path(out).parent} does not exist")
         if args.command == "batch" and (args.count < 1 or args.concurrency < 1):
             parser.error("-c/--count and -j/--concurrency must be at least 1")
