@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pce", help="pre-compiled circuits (R1CS recorded once per circuit shape)")
     psub = p.add_subparsers(dest="pce_command", required=True, metavar="SUBCOMMAND")
     pe = psub.add_parser("extract", help="record a circuit into {param-cache}/pce-{circuit}.pce (checked if present)")
-    pe.add_argument("--circuit", required=True, choices=["porep-2k", "porep-8m", "porep-512m", "porep-32g", "porep-64g"])
+    pe.add_argument("--circuit", required=True, choices=["porep-2k", "porep-8m", "porep-512m", "porep-32g", "porep-64g"],
+                    help="the PoRep circuit to record, by sector size")
     pe.add_argument("--param-cache", default="/var/tmp/filecoin-proof-parameters",
                     help="the daemon's [srs] param_cache (default /var/tmp/filecoin-proof-parameters)")
     pe.add_argument("--force", action="store_true", help="extract again even if a valid file exists")
