@@ -141,8 +141,14 @@ def test_digest_is_checked_once_and_the_verdict_cached(fil_cache, monkeypatch, t
     assert len(calls) == 2
     # another valid key under the same name is a new file: hashed again, and refused
     _key_with_inputs(40, seed=3).save(files.params)
+    files.check_known_digests()  # not hashed yet: nothing known against it, no hashing here
+    assert len(calls) == 2
     with pytest.raises(ParamsError, match=r"\.params: digest [0-9a-f]{32} is not Filecoin's"):
         files.pinned_vk_bytes()
+    assert len(calls) == 3
+    # from now on the next plan refuses it at once, without hashing
+    with pytest.raises(ParamsError, match="is not Filecoin's"):
+        files.check_known_digests()
     assert len(calls) == 3
 
 

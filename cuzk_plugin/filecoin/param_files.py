@@ -388,15 +388,25 @@ class ParamFiles:
                                   f"{self.circuit.sector_size} bytes")
         VERDICTS.put(self.params, "layout", "ok", self.verdict_store)
 
-    def _check_digest(self, path: Path, want: str) -> None:
+    def _check_digest(self, path: Path, want: str, *, compute: bool = True) -> None:
         got = VERDICTS.get(path, "blake2b", self.verdict_store)
         if got is None:
+            if not compute:
+                return
             log.info("param files: checking the digest of %s (once; %.1f GB)", path.name, path.stat().st_size / 1e9)
             got = params_digest(path)
             VERDICTS.put(path, "blake2b", got, self.verdict_store)
         if got != want:
             raise ParamsError(f"{path}: digest {got} is not Filecoin's {want} (corrupted, or another key under "
                               "Filecoin's name); fetch it again")
+
+    def check_known_digests(self) -> None:
+        """Refuse at once a file whose digest an earlier load already found wrong (no hashing here:
+        a file not yet hashed is hashed at load, beside synthesis)."""
+        if self.circuit.digests is not None:
+            for path, want in zip((self.params, self.vk), self.circuit.digests):
+                if path.is_file():
+                    self._check_digest(path, want, compute=False)
 
     def pinned_vk_bytes(self) -> bytes:
         """The verifying key to pin, checked: Filecoin's .vk, else the verifying key at the front

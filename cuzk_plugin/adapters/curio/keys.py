@@ -61,15 +61,17 @@ def _missing(circuit_id: str, param_cache: Path | None, allow_test_keys: bool) -
 
 def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_keys: bool,
                       make_test_key: MakeTestKey | None) -> str:
-    """The circuit id a job proves with: ``circuit_id`` when Filecoin's files are there and their
-    sizes add up (a cheap check, verdict cached), else its test-key id when test keys are allowed
-    and can be made. Raises :class:`CircuitUnavailable` naming the paths otherwise."""
+    """The circuit id a job proves with: ``circuit_id`` when Filecoin's files are there, their
+    sizes add up and no earlier load found their digest wrong (cheap checks, verdicts cached),
+    else its test-key id when test keys are allowed and can be made. Raises
+    :class:`CircuitUnavailable` naming the paths otherwise."""
     if filecoin_circuit(circuit_id) is None:
         raise CircuitUnavailable(f"circuit {circuit_id}: not a Filecoin circuit id")
     files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
     if files is not None:
         try:
             files.check_layout()
+            files.check_known_digests()
         except (ParamsError, OSError) as exc:
             raise CircuitUnavailable(f"circuit {circuit_id}: {exc}") from None
         return circuit_id
