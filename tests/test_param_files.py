@@ -170,3 +170,23 @@ def test_without_a_vk_file_the_params_digest_decides(fil_cache):
     _key_with_inputs(5, seed=4).save(fil_cache / f"{circuit.stem}.params")
     with pytest.raises(ParamsError, match=r"\.vk is missing and Filecoin publishes no digest"):
         find_filecoin_params([fil_cache], "snap-poseidon-2k").pinned_vk_bytes()
+
+
+def test_trust_params_skips_hashing_the_params_as_curio_does(fil_cache, monkeypatch):
+    calls = []
+    real = pf.params_digest
+    monkeypatch.setattr(pf, "params_digest", lambda p: calls.append(Path(p).suffix) or real(p))
+    monkeypatch.setenv("TRUST_PARAMS", "1")
+    files = find_filecoin_params([fil_cache], "porep-2k")
+    assert files.pinned_vk_bytes() == files.vk.read_bytes() and calls == [".vk"]
+    files.vk.unlink()  # without a .vk, the .params digest is all there is to trust
+    files.pinned_vk_bytes()
+    assert calls == [".vk", ".params"]
+    snap = FILECOIN_CIRCUITS["snap-2k"]
+    key = _key_with_inputs(5, seed=5)
+    key.save(fil_cache / f"{snap.stem}.params")
+    key.vk.save(fil_cache / f"{snap.stem}.vk")
+    monkeypatch.setitem(KNOWN_DIGESTS, snap.stem, ("0" * 32, params_digest(fil_cache / f"{snap.stem}.vk")))
+    # never trusted for empty-sector-update files: the .params is hashed (and here refused)
+    with pytest.raises(ParamsError, match=r"update-.*\.params: digest [0-9a-f]{32} is not Filecoin's 0{32}"):
+        find_filecoin_params([fil_cache], "snap-2k").pinned_vk_bytes()
