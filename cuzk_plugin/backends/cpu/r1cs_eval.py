@@ -115,6 +115,8 @@ class CoefficientTable:
         self.mont = [np.array([(v >> (32 * i)) & 0xFFFFFFFF for v in mont], dtype=np.uint64) for i in range(8)]
         #: (k, 4) canonical limbs
         self.canonical = np.ascontiguousarray(coeffs, dtype=np.uint64).reshape(-1, FR_LIMBS)
+        #: the same with one zero row appended (index k): a gather gives 0 for a zero value
+        self.canonical_or_zero = np.concatenate([self.canonical, np.zeros((1, FR_LIMBS), np.uint64)])
         self.one = vals.index(1) if 1 in vals else -1
         self.minus_one = vals.index(R - 1) if (R - 1) in vals else -1
 
@@ -185,7 +187,7 @@ def _entries(rows: np.ndarray, cols: np.ndarray, cidx: np.ndarray, z: np.ndarray
     g = np.flatnonzero(kind == 2)
     if g.size:
         cg = cidx[g]
-        limbs = to_limbs32(z[cols[g]])
+        limbs = to_limbs32(np.take(z, cols[g], axis=0))
         sign = np.ones(g.size, np.float64)
         sign[cg == table.minus_one] = -1.0
         rest = np.flatnonzero((cg != table.one) & (cg != table.minus_one))
@@ -242,27 +244,35 @@ class SplitMatrix:
                    + self.multi_rows.nbytes + self.multi.nbytes)
 
 
+_ROW = np.dtype((np.void, 8 * FR_LIMBS))
+
+
+def _scatter_rows(out: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
+    """out[rows] = vals for (n, 4) uint64 arrays, as one 32-byte item a row (several times
+    faster than numpy's two-dimensional fancy assignment)."""
+    out.view(_ROW).reshape(-1)[rows] = np.ascontiguousarray(vals).view(_ROW).reshape(-1)
+
+
 def evaluate_split(mat: SplitMatrix, z: np.ndarray, zkind: np.ndarray, table: CoefficientTable,
                    *, chunk_terms: int = 1 << 21) -> np.ndarray:
     """M z for one matrix: (rows, 4) uint64 canonical."""
     out = np.empty((mat.num_rows, FR_LIMBS), np.uint64)
     # one-term rows: 0, the coefficient (value 1), the value (coefficient 1), else a product
     kind = zkind[mat.single_cols]
-    vals = np.zeros((kind.shape[0], FR_LIMBS), np.uint64)
-    ones = kind == 1
-    vals[ones] = table.canonical[mat.single_cidx[ones]]
+    pick = np.where(kind == 1, mat.single_cidx, table.k)  # table.k: the zero row
+    vals = np.take(table.canonical_or_zero, pick, axis=0)
     big = np.flatnonzero(kind == 2)
     if big.size:
         ci = mat.single_cidx[big]
-        zb = z[mat.single_cols[big]]
+        zb = np.take(z, mat.single_cols[big], axis=0)
         plus = ci == table.one
         vals[big[plus]] = zb[plus]
         rest = np.flatnonzero(~plus)
         if rest.size:
             prod = mont_mul([m[ci[rest]] for m in table.mont], to_limbs32(zb[rest]))
             vals[big[rest]] = _from_limbs32(prod)
-    out[mat.single_rows] = vals
-    out[mat.multi_rows] = evaluate_matrix(mat.multi, z, zkind, table, chunk_terms=chunk_terms)
+    _scatter_rows(out, mat.single_rows, vals)
+    _scatter_rows(out, mat.multi_rows, evaluate_matrix(mat.multi, z, zkind, table, chunk_terms=chunk_terms))
     return out
 
 
@@ -283,9 +293,13 @@ def evaluate_matrix(mat: CsrMatrix, z: np.ndarray, zkind: np.ndarray, table: Coe
         stop = int(row_ptr[hi])
         rows = np.repeat(np.arange(hi - lo, dtype=np.int64), lens[lo:hi])
         keys, w = _entries(rows, np.asarray(mat.cols[start:stop]), np.asarray(mat.coeff_idx[start:stop]), z, zkind, table)
-        acc = np.zeros((hi - lo) * 8, np.float64)
-        for k, x in zip(keys, w):
-            acc += np.bincount(k, weights=x, minlength=acc.shape[0])
+        n = (hi - lo) * 8
+        if not keys:
+            acc = np.zeros(n, np.float64)
+        elif len(keys) == 1:
+            acc = np.bincount(keys[0], weights=w[0], minlength=n)
+        else:
+            acc = np.bincount(np.concatenate(keys), weights=np.concatenate(w), minlength=n)
         out[lo:hi] = _reduce_rows(acc.reshape(hi - lo, 8))
         lo = hi
     return out
