@@ -91,3 +91,30 @@ def test_production_library_exports_no_bench_code():
     assert "cz_prove_start" in prod and "cz_bench_" not in prod and "cz_host_" not in prod
     bench = exported(path.with_name("libcuzk_cuda_bench.so"))
     assert "cz_bench_prove" in bench and "cz_host_mul_generator" in bench and "cz_prove_start" in bench
+
+
+NVCC_13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121}
+
+
+def test_fat_binary_targets_every_provider_gpu_nvcc_supports():
+    assert cuda_build.resolve_arches("all", NVCC_13) == [80, 86, 89, 90, 100, 120]
+    assert cuda_build.resolve_arches("all", {75, 80, 86, 89, 90}) == [80, 86, 89, 90]  # an older nvcc
+    flags = cuda_build.gencode_flags([80, 86, 89, 90, 100, 120])
+    codes = [flags[i + 1] for i, f in enumerate(flags) if f == "-gencode"]
+    assert codes[:-1] == [f"arch=compute_{a},code=sm_{a}" for a in (80, 86, 89, 90, 100, 120)]
+    assert codes[-1] == "arch=compute_120,code=compute_120"  # PTX of the newest, for later GPUs
+    assert any(f.startswith("-DCZ_BUILT_ARCHES=") and "sm_86" in f and "compute_120" in f for f in flags)
+
+
+def test_arch_lists_and_auto(monkeypatch):
+    assert cuda_build.resolve_arches("90,sm_89", NVCC_13) == [89, 90]
+    with pytest.raises(ValueError, match="sm_70"):
+        cuda_build.resolve_arches("70,90", NVCC_13)
+    with pytest.raises(ValueError, match="expected all, native"):
+        cuda_build.resolve_arches("hopper", NVCC_13)
+    monkeypatch.setattr(cuda_build, "native_arches", lambda: [])
+    assert cuda_build.resolve_arches("auto", NVCC_13) == [cuda_build.COMPILE_CHECK_ARCH]  # CI: compile check
+    with pytest.raises(ValueError, match="no GPU"):
+        cuda_build.resolve_arches("native", NVCC_13)
+    monkeypatch.setattr(cuda_build, "native_arches", lambda: [86, 89])
+    assert cuda_build.resolve_arches("auto", NVCC_13) == [86, 89]  # this machine's cards only

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cuzk_plugin.backends.cuda.library import call, load_library, u8_ptr, u64_ptr
+from cuzk_plugin.backends.cuda.library import (
+    call,
+    load_library,
+    u8_ptr,
+    u32_ptr,
+    u64_ptr,
+)
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import (
     FR_LIMBS,
@@ -30,7 +36,8 @@ from cuzk_plugin.bls12_381.fields import (
 )
 from cuzk_plugin.errors import BackendUnavailable
 from cuzk_plugin.formats.params import ProvingKey
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
 
 def sums_from_limbs(out: np.ndarray) -> ProofSums:
@@ -81,9 +88,47 @@ class CudaSrs:
         return f"CudaSrs(device={self.device}, nbytes={self.nbytes}, released={self.released})"
 
 
-#: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, then the upload
-#: and the wait behind partitions started earlier.
-PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue")
+@dataclass
+class CudaCircuit:
+    """A pre-compiled circuit resident in one GPU's memory (matrices, coefficient table in both
+    forms, densities), for :meth:`CudaBackend.evaluate_r1cs` and witness partitions."""
+
+    handle: ctypes.c_void_p
+    nbytes: int
+    device: int
+    circuit: PrecompiledCircuit
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            call("cz_circuit_free", self.handle)
+
+    def __repr__(self) -> str:
+        return f"CudaCircuit({self.circuit.name}, device={self.device}, nbytes={self.nbytes}, released={self.released})"
+
+
+def checked_csr(mat: CsrMatrix, what: str, rows: int, num_vars: int, num_coeffs: int) -> tuple[np.ndarray, ...]:
+    """The matrix's arrays as the library takes them (contiguous uint64 / uint32 / uint32),
+    after checking every bound the kernel relies on; ValueError naming the matrix otherwise."""
+    row_ptr = np.ascontiguousarray(mat.row_ptr, dtype=np.uint64)
+    cols = np.ascontiguousarray(mat.cols, dtype=np.uint32)
+    coeff = np.ascontiguousarray(mat.coeff_idx, dtype=np.uint32)
+    if row_ptr.shape != (rows + 1,) or cols.ndim != 1 or coeff.shape != cols.shape:
+        raise ValueError(f"circuit matrix {what}: row_ptr must be ({rows + 1},) and cols, coeff_idx (nnz,), got "
+                         f"{row_ptr.shape}, {cols.shape}, {coeff.shape}")
+    if row_ptr[0] != 0 or row_ptr[-1] != cols.shape[0] or (np.diff(row_ptr.astype(np.int64)) < 0).any():
+        raise ValueError(f"circuit matrix {what}: row_ptr must rise from 0 to nnz = {cols.shape[0]}")
+    if cols.size and int(cols.max()) >= num_vars:
+        raise ValueError(f"circuit matrix {what}: column {int(cols.max())} outside the {num_vars} variables")
+    if coeff.size and int(coeff.max()) >= num_coeffs:
+        raise ValueError(f"circuit matrix {what}: coefficient index {int(coeff.max())} outside the table of {num_coeffs}")
+    return row_ptr, cols, coeff
+
+
+#: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, the upload, the
+#: wait behind partitions started earlier, and a witness partition's R1CS evaluation.
+PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs")
 
 
 @dataclass
@@ -121,6 +166,9 @@ class CudaBackend:
             return f"no usable CUDA device: {status.message.decode(errors='replace')}"
         if count.value == 0:
             return "no CUDA device present"
+        status = lib.cz_device_check(0)  # this build has code for the card (fat binary or PTX)
+        if status.code != 0:
+            return status.message.decode(errors="replace")
         return None
 
     def __repr__(self) -> str:
@@ -195,9 +243,45 @@ class CudaBackend:
         call("cz_srs_load", self.context(dev), *args, ctypes.byref(handle), ctypes.byref(nbytes))
         return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev)
 
-    def prove_start(self, srs: CudaSrs, part: SynthesizedPartition) -> CudaPending:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None) -> CudaCircuit:
+        """Copy the circuit to ``device`` (resident until ``release``; ``nbytes`` of GPU memory)."""
+        dev = self.device if device is None else device
+        m = pce.num_constraints
+        coeffs = np.ascontiguousarray(pce.coeffs, dtype=np.uint64)
+        if coeffs.ndim != 2 or coeffs.shape[1] != FR_LIMBS or (coeffs.size and not less_than_modulus(coeffs, R).all()):
+            raise ValueError(f"circuit {pce.name}: coefficients must be (k, 4) uint64 canonical (< r)")
+        mats = [checked_csr(mat, f"{what} of {pce.name}", m, pce.num_vars, coeffs.shape[0])
+                for what, mat in (("A", pce.a), ("B", pce.b), ("C", pce.c))]
+        dens = [np.ascontiguousarray(d, dtype=np.uint8) for d in (pce.a_aux_density, pce.b_input_density,
+                                                                    pce.b_aux_density)]
+        if (dens[0].shape, dens[1].shape, dens[2].shape) != ((pce.num_aux,), (pce.num_inputs,), (pce.num_aux,)):
+            raise ValueError(f"circuit {pce.name}: densities must have one entry per aux / input variable")
+        args = []
+        for row_ptr, cols, coeff in mats:
+            args += [u64_ptr(row_ptr), u32_ptr(cols), u32_ptr(coeff), cols.shape[0]]
+        handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+        call("cz_circuit_load", self.context(dev), m, pce.num_inputs, pce.num_aux, u64_ptr(coeffs), coeffs.shape[0],
+             *args, u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle), ctypes.byref(nbytes))
+        return CudaCircuit(handle=handle, nbytes=nbytes.value, device=dev, circuit=pce)
+
+    def evaluate_r1cs(self, circuit: CudaCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if circuit.released:
+            raise ValueError("evaluate_r1cs: the circuit has been released")
+        zz = canonical_scalars(z)
+        if zz.shape[0] != circuit.circuit.num_vars:
+            raise ValueError(f"evaluate_r1cs: circuit {circuit.circuit.name} has {circuit.circuit.num_vars} "
+                             f"variables, z has {zz.shape[0]}")
+        m = circuit.circuit.num_constraints
+        a, b, c = (np.zeros((m, FR_LIMBS), dtype=np.uint64) for _ in range(3))
+        call("cz_evaluate_r1cs", self.context(circuit.device), circuit.handle, u64_ptr(zz), zz.shape[0], u64_ptr(a),
+             u64_ptr(b), u64_ptr(c))
+        return a, b, c
+
+    def prove_start(self, srs: CudaSrs, part: SynthesizedPartition | WitnessPartition) -> CudaPending:
         if srs.released:
             raise ValueError("prove_start: the SRS has been released")
+        if isinstance(part, WitnessPartition):
+            return self._prove_start_witness(srs, part)
         a, b, c = (np.ascontiguousarray(v, dtype=np.uint64) for v in (part.a, part.b, part.c))
         inputs = canonical_scalars(part.input_assignment)
         aux = canonical_scalars(part.aux_assignment)
@@ -208,6 +292,20 @@ class CudaBackend:
              part.num_constraints, u64_ptr(inputs), inputs.shape[0], u64_ptr(aux), aux.shape[0],
              u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle))
         return CudaPending(handle=handle, keep_alive=(a, b, c, inputs, aux, *dens))
+
+    def _prove_start_witness(self, srs: CudaSrs, part: WitnessPartition) -> CudaPending:
+        """a, b, c evaluated on the device from the resident circuit, straight into H."""
+        circuit = part.circuit
+        if not isinstance(circuit, CudaCircuit) or circuit.released:
+            raise ValueError(f"prove_start: {circuit!r} is not a live CUDA circuit handle")
+        if circuit.device != srs.device:
+            raise ValueError(f"prove_start: the circuit is on GPU {circuit.device}, the key on GPU {srs.device}")
+        inputs = canonical_scalars(part.input_assignment)
+        aux = canonical_scalars(part.aux_assignment)
+        handle = ctypes.c_void_p()
+        call("cz_prove_start_witness", self.context(srs.device), srs.handle, circuit.handle, u64_ptr(inputs),
+             inputs.shape[0], u64_ptr(aux), aux.shape[0], ctypes.byref(handle))
+        return CudaPending(handle=handle, keep_alive=(inputs, aux, circuit))
 
     def prove_finish(self, pending: CudaPending) -> ProofSums:
         out = np.zeros(72, dtype=np.uint64)

@@ -100,14 +100,14 @@ class CudaBench:
         """Wall milliseconds to prove ``parts`` synthetic 2^log_n partitions from host memory
         (device-made key; witnesses made on the device, then copied to pageable host memory so
         uploads are timed), started all at once (``overlap``) or one at a time, and each
-        partition's stage split (the keys of the cz_prove_finish timings, PROVE_TIMINGS[:6])."""
-        k = 6  # h, g1_msm, g2_wait, total, upload, queue
+        partition's stage split (keys as :attr:`CudaPending.timings_ms`)."""
+        k = len(PROVE_TIMINGS)
         total = ctypes.c_double(0)
         per_part = (ctypes.c_double * (k * max(parts, 1)))()
         self._call("cz_bench_pipeline", self.context(), log_n, parts, frac_bits, int(overlap), ctypes.byref(total),
                    per_part)
         vals = list(per_part)
-        return total.value, [dict(zip(PROVE_TIMINGS[:k], vals[i * k:(i + 1) * k])) for i in range(parts)]
+        return total.value, [dict(zip(PROVE_TIMINGS, vals[i * k:(i + 1) * k])) for i in range(parts)]
 
     def host_mul_generator(self, k: np.ndarray, *, g2: bool) -> np.ndarray:
         """k * G (G1 or G2) with the kernels' field and curve code run on the host (no GPU):

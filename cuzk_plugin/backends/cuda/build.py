@@ -13,9 +13,10 @@ storage providers run that this nvcc supports (sm_80 A100, sm_86 RTX 30xx, sm_89
 sm_90 H100/H200, sm_100 B200, sm_120 RTX 50xx) plus PTX of the newest one, which the driver
 compiles for a later GPU; the CUDA runtime picks the machine code matching the device at load,
 and a GPU none fits is refused naming its capability. Each architecture adds about the time
-of a whole single-architecture build (minutes on two cores), so the default, ``auto``, builds
-for this machine's GPUs (nvidia-smi) and, where there is none (CI), sm_90 alone to check that
-everything compiles; a comma list (``90,89``) builds those. Rebuilds only what changed
+of a whole single-architecture build (minutes on two cores), so ``auto`` (the default for a new
+build directory; later builds keep the last one's targets) builds for this machine's GPUs
+(nvidia-smi) and, where there is none (CI), sm_90 alone to check that everything compiles; a
+comma list (``90,89``) builds those. Rebuilds only what changed
 (sources newer than their objects, or other flags than the last build).
 """
 
@@ -148,9 +149,11 @@ def _link(nvcc: str, flags: list[str], objects: list[Path], lib: Path, relinked:
         tmp.replace(lib)
 
 
-def build(*, out_dir: Path | None = None, arch: str = "auto", jobs: int | None = None,
+def build(*, out_dir: Path | None = None, arch: str | None = None, jobs: int | None = None,
           extra_flags: list[str] | None = None, verbose: bool = False, force: bool = False) -> Path:
-    """Compile and link both libraries; returns the production library's path.
+    """Compile and link both libraries; returns the production library's path. ``arch`` None
+    keeps the targets of the last build in ``out_dir`` (``auto`` for a new one), so an
+    incremental rebuild (the tests') never turns a fat build into a single-architecture one.
 
     Raises RuntimeError on a compiler error, ValueError on an ``arch`` this nvcc cannot build."""
     nvcc = find_nvcc()
@@ -158,6 +161,10 @@ def build(*, out_dir: Path | None = None, arch: str = "auto", jobs: int | None =
         raise RuntimeError("nvcc not found: install the CUDA toolkit or set CUDA_HOME")
     out = out_dir or build_dir()
     out.mkdir(parents=True, exist_ok=True)
+    arch_file = out / "arch.txt"
+    if arch is None:
+        arch = arch_file.read_text().strip() if arch_file.exists() else "auto"
+    arch_file.write_text(arch + "\n")
     flags = NVCC_FLAGS + gencode_flags(resolve_arches(arch, nvcc_arches(nvcc))) + (extra_flags or [])
     # Objects of another flag set (another --arch) are rebuilt, not linked together.
     stamp = out / "flags.sha256"
@@ -185,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="build directory (default: cuzk_plugin/backends/cuda/build)",
                         default=None)
-    parser.add_argument("--arch", default="auto",
-                        help="GPU targets: auto (default: this machine's GPUs, else sm_90 to check the build), "
+    parser.add_argument("--arch", default=None,
+                        help="GPU targets: auto (this machine's GPUs, else sm_90 to check the build; the default "
+                             "for a new build directory, else the last build's targets), "
                              "all (fat binary: sm_80, 86, 89, 90, 100, 120 as this nvcc supports, plus PTX), "
                              "native, or a list such as 90,89")
     parser.add_argument("-j", "--jobs", type=int, default=None, help="parallel nvcc processes (default: CPU count)")

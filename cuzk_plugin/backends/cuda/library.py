@@ -14,6 +14,7 @@ from ctypes import (
     c_int,
     c_size_t,
     c_uint8,
+    c_uint32,
     c_uint64,
     c_void_p,
 )
@@ -64,6 +65,7 @@ def check(status: CzStatus, what: str) -> None:
 
 
 _U64P = POINTER(c_uint64)
+_U32P = POINTER(c_uint32)
 _U8P = POINTER(c_uint8)
 _VPP = POINTER(c_void_p)
 
@@ -71,6 +73,7 @@ _VPP = POINTER(c_void_p)
 _SIGNATURES = {
     "cz_device_count": [POINTER(c_int)],
     "cz_device_info": [c_int, c_char_p, c_int, _U64P, POINTER(c_int)],
+    "cz_device_check": [c_int],
     "cz_context_create": [c_int, _VPP],
     "cz_context_destroy": [c_void_p],
     "cz_ntt": [c_void_p, _U64P, c_int, c_int, c_int],
@@ -83,6 +86,12 @@ _SIGNATURES = {
     "cz_prove_start": [c_void_p, c_void_p, _U64P, _U64P, _U64P, c_size_t, _U64P, c_size_t, _U64P, c_size_t,
                        _U8P, _U8P, _U8P, _VPP],
     "cz_prove_finish": [c_void_p, _U64P, POINTER(c_double)],
+    "cz_circuit_load": [c_void_p, c_size_t, c_size_t, c_size_t, _U64P, c_size_t,
+                        _U64P, _U32P, _U32P, c_size_t, _U64P, _U32P, _U32P, c_size_t, _U64P, _U32P, _U32P, c_size_t,
+                        _U8P, _U8P, _U8P, _VPP, _U64P],
+    "cz_circuit_free": [c_void_p],
+    "cz_evaluate_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, _U64P, _U64P, _U64P],
+    "cz_prove_start_witness": [c_void_p, c_void_p, c_void_p, _U64P, c_size_t, _U64P, c_size_t, _VPP],
 }
 
 # The bench library's entry points besides the production ones.
@@ -154,6 +163,10 @@ def call(name: str, *args, lib: ctypes.CDLL | None = None) -> None:
 
 def u64_ptr(arr):
     return arr.ctypes.data_as(_U64P)
+
+
+def u32_ptr(arr):
+    return arr.ctypes.data_as(_U32P)
 
 
 def u8_ptr(arr):

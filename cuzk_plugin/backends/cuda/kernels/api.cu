@@ -2,6 +2,7 @@
 // Host arrays use the package's boundary layout (canonical little-endian limbs, which are
 // byte-identical to our 32-bit limb structs). Results are affine canonical limbs; the
 // identity is all zeros. Benchmark entry points live in the bench library (kernels/bench/).
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -12,7 +13,35 @@
 #include "ntt.cuh"
 #include "upload.cuh"
 
+#ifndef CZ_BUILT_ARCHES  // set by build.py: the architectures of this build
+#define CZ_BUILT_ARCHES "unknown architectures"
+#endif
+
 namespace {
+
+// Loaded only to ask the runtime whether this build has code the device can run.
+__global__ void arch_probe_kernel() {}
+
+// CZ_NO_DEVICE naming the card and its compute capability when no kernel image of this
+// library fits it (the CUDA runtime picks the matching sm_XX code of the fat binary at load,
+// or JIT-compiles the PTX for a later GPU).
+void require_kernel_image(int device) {
+    CZ_CHECK(cudaSetDevice(device));
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, arch_probe_kernel);
+    if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction ||
+        err == cudaErrorUnsupportedPtxVersion || err == cudaErrorInvalidPtx) {
+        cudaGetLastError();  // clear it: the context stays usable for the message below
+        cudaDeviceProp prop;
+        CZ_CHECK(cudaGetDeviceProperties(&prop, device));
+        throw cz_error(CZ_NO_DEVICE, "no kernel image for GPU " + std::to_string(device) + " (" + prop.name +
+                                         ", compute capability " + std::to_string(prop.major) + "." +
+                                         std::to_string(prop.minor) + "): this library holds " CZ_BUILT_ARCHES
+                                         "; rebuild with python -m cuzk_plugin.backends.cuda.build --arch " +
+                                         std::to_string(prop.major * 10 + prop.minor) + " (or --arch all)");
+    }
+    CZ_CHECK(err);
+}
 
 template <class F>
 void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
@@ -59,8 +88,14 @@ cz_status cz_device_info(int device, char* name, int name_len, uint64_t* memory_
     });
 }
 
+// CZ_NO_DEVICE, naming the card's compute capability, when this build has no code for it.
+cz_status cz_device_check(int device) {
+    return cz_guard([&] { require_kernel_image(device); });
+}
+
 cz_status cz_context_create(int device, cz_context** out) {
     return cz_guard([&] {
+        require_kernel_image(device);
         auto ctx = std::make_unique<cz_context>();
         ctx->device = device;
         CZ_CHECK(cudaSetDevice(device));
@@ -182,9 +217,74 @@ cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, 
     });
 }
 
-// out: h, l, a, b_g1 as (2, 6) each, then b_g2 (2, 2, 6): 72 uint64. timings_ms: h, g1 msm,
-// g2 wait, total (device work), upload, queue (waiting for partitions ahead). Frees the
-// pending proof.
+// A pre-compiled circuit to the device (r1cs.cuh): m rows, coeffs (n_coeffs, 4) canonical,
+// for each of A, B, C its row_ptr (m + 1), cols and coefficient indices (nnz each), the
+// densities as in cz_prove_start. The caller has checked the CSR arrays' bounds.
+cz_status cz_circuit_load(cz_context* ctx, size_t m, size_t num_inputs, size_t num_aux, const uint64_t* coeffs,
+                          size_t n_coeffs, const uint64_t* a_row_ptr, const uint32_t* a_cols,
+                          const uint32_t* a_coeff, size_t a_nnz, const uint64_t* b_row_ptr, const uint32_t* b_cols,
+                          const uint32_t* b_coeff, size_t b_nnz, const uint64_t* c_row_ptr, const uint32_t* c_cols,
+                          const uint32_t* c_coeff, size_t c_nnz, const uint8_t* a_aux_density,
+                          const uint8_t* b_input_density, const uint8_t* b_aux_density, cz_circuit** out,
+                          uint64_t* nbytes) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        const csr_host mats[3] = {{a_row_ptr, a_cols, a_coeff, a_nnz}, {b_row_ptr, b_cols, b_coeff, b_nnz},
+                                  {c_row_ptr, c_cols, c_coeff, c_nnz}};
+        auto circuit = circuit_load(*ctx, m, num_inputs, num_aux, coeffs, n_coeffs, mats, a_aux_density,
+                                    b_input_density, b_aux_density);
+        *nbytes = circuit->nbytes;
+        *out = circuit.release();
+    });
+}
+
+cz_status cz_circuit_free(cz_circuit* circuit) {
+    return cz_guard([&] { delete circuit; });
+}
+
+// a, b, c (m rows each, canonical) = A z, B z, C z for z (n_z = inputs + aux values, canonical).
+cz_status cz_evaluate_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, uint64_t* a,
+                           uint64_t* b, uint64_t* c) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
+        CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
+        cudaStream_t s = ctx->stream;
+        const size_t m = circuit->m;
+        dev_buf<fr_t> dz(std::max<size_t>(n_z, 1), s), da(m, s), db(m, s), dc(m, s);
+        CZ_CHECK(cudaMemcpyAsync(dz.get(), z, n_z * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+        r1cs_evaluate(s, *circuit, dz.get(), da.get(), db.get(), dc.get(), m);
+        uint64_t* dst[3] = {a, b, c};
+        const fr_t* src[3] = {da.get(), db.get(), dc.get()};
+        for (int i = 0; i < 3; i++) CZ_CHECK(cudaMemcpyAsync(dst[i], src[i], m * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
+        CZ_CHECK(cudaStreamSynchronize(s));
+    });
+}
+
+// cz_prove_start for a witness partition: a, b, c evaluated on the device from the resident
+// circuit (straight into H), the densities the circuit's. inputs and aux stay alive until
+// cz_prove_finish.
+cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_circuit* circuit, const uint64_t* inputs,
+                                 size_t n_inputs, const uint64_t* aux, size_t n_aux, cz_pending** out) {
+    return cz_guard([&] {
+        CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
+        CZ_REQUIRE(n_inputs == circuit->num_inputs && n_aux == circuit->num_aux,
+                   "the assignment does not match the circuit's inputs and aux counts");
+        partition_host host;
+        host.m = circuit->m;
+        host.inputs = inputs, host.n_inputs = n_inputs, host.aux = aux, host.n_aux = n_aux;
+        host.circuit = circuit;
+        auto pending = std::make_unique<cz_pending>();
+        pending->result = start_proof(ctx, srs, host, &pending->timings);
+        *out = pending.release();
+    });
+}
+
+// out: h, l, a, b_g1 as (2, 6) each, then b_g2 (2, 2, 6): 72 uint64. timings_ms (7): h, g1
+// msm, g2 wait, total (device work), upload, queue (waiting for partitions ahead), r1cs (a
+// witness partition's evaluation). Frees the pending proof.
 cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms) {
     return cz_guard([&] {
         std::unique_ptr<cz_pending> own(pending);

@@ -28,7 +28,7 @@ struct partition_device {
     size_t n_inputs = 0;
     fr_t* aux = nullptr;
     size_t n_aux = 0;
-    uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
+    const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
 };
 
 // A partition's device buffers and the view of them prove_device reads (uploaded from the host,
@@ -45,15 +45,17 @@ struct proof_sums {
 };
 
 // Milliseconds per stage of the last proof (for benchmarks and logs). total_ms is the device
-// work (prove_device); upload_ms and queue_ms are set by the host-array path (api.cu): the
-// upload until the data was on the device, and the wait behind partitions ahead of it.
+// work of prove_device; upload_ms, queue_ms and r1cs_ms are set by the host-array path
+// (upload.cu): the upload until the data was on the device, the wait behind partitions ahead
+// of it, and the R1CS evaluation of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 6;
+    static constexpr int kCount = 7;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
-    // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue).
+    double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
+    // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs).
     void write(double* out) const {
-        const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms};
+        const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms, r1cs_ms};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };

@@ -82,25 +82,36 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
     const size_t n = 1ull << log_n;
     for (const uint64_t* v : {host.a, host.b, host.c}) {
         out.fr_bufs.emplace_back(n, s);
+        if (host.circuit) continue;  // evaluated on the device
         fr_t* d = out.fr_bufs.back().get();
         if (n > host.m) CZ_CHECK(cudaMemsetAsync(d + host.m, 0, (n - host.m) * sizeof(fr_t), s));
         upload_async(ctx, d, v, host.m * sizeof(fr_t));
     }
-    // count elements into a new buffer of `bufs`; empty vectors still get a one-element
-    // buffer: prove_device reads the pointers.
-    auto upload = [&](auto& bufs, const void* src, size_t count) {
-        bufs.emplace_back(std::max<size_t>(count, 1), s);
-        upload_async(ctx, bufs.back().get(), src, count * sizeof(*bufs.back().get()));
-        return bufs.back().get();
-    };
+    // z = inputs then aux, as the circuit's columns number them (one element at least:
+    // prove_device reads the pointers).
+    out.fr_bufs.emplace_back(std::max<size_t>(host.n_inputs + host.n_aux, 1), s);
+    fr_t* z = out.fr_bufs.back().get();
+    upload_async(ctx, z, host.inputs, host.n_inputs * sizeof(fr_t));
+    upload_async(ctx, z + host.n_inputs, host.aux, host.n_aux * sizeof(fr_t));
     partition_device& part = out.part;
     part.log_n = log_n;
     part.a = out.fr_bufs[0].get(), part.b = out.fr_bufs[1].get(), part.c = out.fr_bufs[2].get();
-    part.inputs = upload(out.fr_bufs, host.inputs, host.n_inputs), part.n_inputs = host.n_inputs;
-    part.aux = upload(out.fr_bufs, host.aux, host.n_aux), part.n_aux = host.n_aux;
-    part.a_aux_density = upload(out.flag_bufs, host.a_aux_density, host.n_aux);
-    part.b_input_density = upload(out.flag_bufs, host.b_input_density, host.n_inputs);
-    part.b_aux_density = upload(out.flag_bufs, host.b_aux_density, host.n_aux);
+    part.inputs = z, part.n_inputs = host.n_inputs;
+    part.aux = z + host.n_inputs, part.n_aux = host.n_aux;
+    if (host.circuit) {
+        part.a_aux_density = host.circuit->a_aux_density;
+        part.b_input_density = host.circuit->b_input_density;
+        part.b_aux_density = host.circuit->b_aux_density;
+        return;
+    }
+    auto upload_flags = [&](const uint8_t* src, size_t count) {
+        out.flag_bufs.emplace_back(std::max<size_t>(count, 1), s);
+        upload_async(ctx, out.flag_bufs.back().get(), src, count);
+        return out.flag_bufs.back().get();
+    };
+    part.a_aux_density = upload_flags(host.a_aux_density, host.n_aux);
+    part.b_input_density = upload_flags(host.b_input_density, host.n_inputs);
+    part.b_aux_density = upload_flags(host.b_aux_density, host.n_aux);
 }
 
 namespace {
@@ -139,6 +150,13 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
     try {
+        if (host.circuit) {  // a, b, c straight into H's buffers
+            auto tr = std::chrono::steady_clock::now();
+            r1cs_evaluate(ctx.stream, *host.circuit, up.part.inputs, up.part.a, up.part.b, up.part.c,
+                          1ull << up.part.log_n);
+            CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+            t.r1cs_ms = ms_since(tr);
+        }
         sums = prove_device(ctx, srs, up.part, &t);
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.

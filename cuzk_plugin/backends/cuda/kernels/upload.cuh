@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "prove.cuh"
+#include "r1cs.cuh"
 
 // Copies `bytes` of pageable host memory to device memory on ctx.upload_stream, a chunk at a
 // time through the staging buffers. Returns once `src` has been read; the device copies may
@@ -17,7 +18,10 @@ void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes);
 // Frees the staging buffers (context teardown; nothing may be uploading).
 void staging_free(cz_context& ctx);
 
-// One partition's host arrays (canonical Fr limbs, density flags), alive until it is proved.
+// One partition's host arrays (canonical Fr limbs, density flags), alive until it is proved:
+// either a, b, c and the densities (a synthesized partition), or `circuit`, a circuit resident
+// on the device that gives a, b, c from the assignment and holds the densities (a witness
+// partition; a, b, c and the density pointers are then null).
 struct partition_host {
     const uint64_t *a = nullptr, *b = nullptr, *c = nullptr;
     size_t m = 0;  // rows of a, b, c
@@ -26,10 +30,12 @@ struct partition_host {
     const uint64_t* aux = nullptr;
     size_t n_aux = 0;
     const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
+    const cz_circuit* circuit = nullptr;
 };
 
 // Allocates the partition's buffers (freed in upload_stream order too) and queues its upload on
-// ctx.upload_stream (a, b, c zero padded to the next power of two).
+// ctx.upload_stream: a, b, c zero padded to the next power of two (only allocated for a witness
+// partition: r1cs_evaluate fills them), inputs and aux into one z buffer.
 void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out);
 
 // Proves a partition from host arrays on a library thread (cz_prove_start): uploads it through

@@ -169,7 +169,7 @@ cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bit
 // starts them all, then finishes them in order (partition k+1 uploads while k computes);
 // overlap = 0 starts and finishes one at a time. One untimed partition first warms the
 // twiddle cache, the memory pool and the staging buffers. total_ms: wall time of the parts;
-// per_part_ms: 6 per partition, as cz_prove_finish's timings_ms.
+// per_part_ms: 7 per partition, as cz_prove_finish's timings_ms.
 cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_bits, int overlap, double* total_ms,
                             double* per_part_ms) {
     return cz_guard([&] {
