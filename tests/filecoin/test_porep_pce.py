@@ -101,3 +101,58 @@ def test_corrupted_pce_in_the_param_cache_is_extracted_again(tmp_path, caplog):
         again = ensure_porep_pce("porep-2k", tmp_path)
     assert again == path and load_pce(path).digest == digest
     assert any("digest" in r.getMessage() and "extracting it again" in r.getMessage() for r in caplog.records)
+
+
+def test_lane_loads_the_circuit_once_beside_its_srs(tmp_path):
+    """A lane's key handle loads a WitnessPartition's circuit on first use only, counts it in
+    its nbytes (the SRS budget) and releases it with the key; the proofs verify."""
+    import threading
+
+    from cuzk_plugin.backends.cpu.backend import CpuBackend
+    from cuzk_plugin.engine.lanes import Lane, prove_step
+
+    ref_cs = FastConstraintSystem()
+    small_filecoin_circuit(ref_cs)
+    r1cs, inputs, aux = ref_cs.finish()
+    path = tmp_path / "pce-small.pce"
+    record_circuit(small_filecoin_circuit, path, "small")
+    key = setup(r1cs)
+    backend = CpuBackend()
+    loads = []
+    real_load = backend.load_circuit
+    backend.load_circuit = lambda pce, device=0: loads.append(pce.digest) or real_load(pce, device)
+    lane = Lane("cpu:0", backend, backend.devices()[0])
+    handle = lane.load_srs(key)
+    srs_bytes = handle.nbytes
+    part = WitnessPartition(MappedCircuit.open(path), inputs, aux)
+    public = [int.from_bytes(inputs[i].tobytes(), "little") for i in range(1, inputs.shape[0])]
+    for _ in range(2):
+        proof, times = prove_step(lane, handle, part, key.vk, threading.Event())
+        assert verify(key.vk, proof, public) and times.evaluate_s == 0.0
+    assert len(loads) == 1 and handle.nbytes > srs_bytes
+    handle.release()
+    assert handle.nbytes == srs_bytes  # the circuit went with the key
+
+
+def test_backend_without_load_circuit_gets_a_b_c_from_the_host(tmp_path):
+    import threading
+
+    from cuzk_plugin.backends.cpu.backend import CpuBackend
+    from cuzk_plugin.engine.lanes import Lane, prove_step
+
+    ref_cs = FastConstraintSystem()
+    small_filecoin_circuit(ref_cs)
+    r1cs, inputs, aux = ref_cs.finish()
+    path = tmp_path / "pce-small.pce"
+    record_circuit(small_filecoin_circuit, path, "small")
+    key = setup(r1cs)
+
+    class OldBackend(CpuBackend):
+        load_circuit = None  # a backend that cannot evaluate matrices
+
+    backend = OldBackend()
+    lane = Lane("old:0", backend, backend.devices()[0])
+    part = WitnessPartition(MappedCircuit.open(path), inputs, aux)
+    proof, times = prove_step(lane, lane.load_srs(key), part, key.vk, threading.Event())
+    public = [int.from_bytes(inputs[i].tobytes(), "little") for i in range(1, inputs.shape[0])]
+    assert verify(key.vk, proof, public) and times.evaluate_s > 0

@@ -1,15 +1,17 @@
 """a = A z, b = B z, c = C z over Fr for a pre-compiled circuit, in numpy (no per-element Python).
 
-A term is coefficient x value. Filecoin witnesses are mostly bits, so terms are classified:
-a value of 0 contributes nothing, a value of 1 contributes its coefficient (a table look-up),
-a coefficient of 1 or -1 contributes the value or r - value; only the rest (large x large, e.g.
-Poseidon's MDS entries times hash state) goes through a vectorised Montgomery product (CIOS on
-32-bit limbs held in uint64 arrays, so every partial product and carry fits). Terms are summed
-per row as eight 32-bit limb columns (a row of up to 2^32 terms cannot overflow a limb sum),
-by a cumulative sum differenced at the row boundaries (empty rows cost nothing); each row sum
-is then reduced mod r with a quotient estimated in floating point and corrected exactly.
-Rows are processed in chunks of about ``chunk_terms`` terms, A, B and C on a thread each
-(numpy releases the GIL), so memory stays bounded whatever the circuit's size.
+A term is coefficient x value. Filecoin witnesses are mostly bits and its coefficients mostly
++-2^k, so a term's contribution is written as a few *signed 32-bit limbs*: a value of 0 adds
+nothing; a value of 1 adds its coefficient's limbs, taken from whichever of c and -(r - c) has
+fewer non-zero limbs (+-2^k and -1 have one: a single (limb index, +-2^j) entry); a coefficient
+of +-1 adds +-the value's eight limbs; only the rest (large x large, e.g. Poseidon's constants
+times hash state) goes through a vectorised Montgomery product (CIOS on 32-bit limbs held in
+uint64 arrays, so every partial product and carry fits). All entries of a chunk of rows are
+summed per (row, limb) by one ``np.bincount`` in float64, exact while a row has at most
+MAX_ROW_TERMS terms (|sum| < 2^53); a row's signed limb sums are then carried and reduced mod r
+with a quotient estimated in floating point and corrected exactly (most rows are already
+canonical and skip that). Rows with a single term (most of B, half of A) are looked up directly.
+A, B and C run on a thread each (numpy releases the GIL); memory stays at one chunk of terms.
 """
 
 from __future__ import annotations
