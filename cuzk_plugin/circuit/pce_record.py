@@ -102,12 +102,6 @@ class _Spill:
         self.fh.flush()
         return np.fromfile(self.path, dtype=self.dtype, count=stop - start, offset=start * self.dtype.itemsize)
 
-    def map(self) -> np.ndarray:
-        self.fh.flush()
-        if self.count == 0:
-            return np.zeros(0, self.dtype)
-        return np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.count,))
-
     def close(self) -> None:
         if not self.fh.closed:
             self.fh.close()
@@ -376,22 +370,19 @@ class RecordingConstraintSystem:
             for mname, (s_cols, s_cidx, s_rp) in zip("abc", self._spills):
                 if s_rp.count != m + 1:
                     raise CircuitError(f"recording: {mname} has {s_rp.count - 1} rows, expected {m}")
-                rp = s_rp.map()
-                for lo in range(0, rp.shape[0], chunk_terms):
-                    writer.write(f"{mname}.row_ptr", rp[lo:lo + chunk_terms])
+                # chunked reads, not a mapping: resident memory stays at one chunk
+                for lo in range(0, s_rp.count, chunk_terms):
+                    writer.write(f"{mname}.row_ptr", s_rp.read(lo, min(lo + chunk_terms, s_rp.count)))
                 seen = np.zeros(n_in + self.num_aux, dtype=bool)
-                cols = s_cols.map()
-                for lo in range(0, cols.shape[0], chunk_terms):
-                    raw = np.asarray(cols[lo:lo + chunk_terms])
+                for lo in range(0, s_cols.count, chunk_terms):
+                    raw = s_cols.read(lo, min(lo + chunk_terms, s_cols.count))
                     flagged = (raw & AUX_FLAG).astype(bool)
                     out = np.where(flagged, (raw & _CODE_MASK) + np.uint32(n_in), raw).astype(np.uint32)
                     seen[out] = True
                     writer.write(f"{mname}.cols", out)
-                cidx = s_cidx.map()
-                for lo in range(0, cidx.shape[0], chunk_terms):
-                    writer.write(f"{mname}.coeff_idx", cidx[lo:lo + chunk_terms])
+                for lo in range(0, s_cidx.count, chunk_terms):
+                    writer.write(f"{mname}.coeff_idx", s_cidx.read(lo, min(lo + chunk_terms, s_cidx.count)))
                 dens[mname] = seen
-                del rp, cols, cidx
             writer.write("a_aux_density", dens["a"][n_in:])
             writer.write("b_input_density", dens["b"][:n_in])
             writer.write("b_aux_density", dens["b"][n_in:])
