@@ -270,8 +270,8 @@ def test_lazy_fq2_product_matches_integers() -> None:
 
 
 def test_model_rejects_a_carry_used_as_a_borrow() -> None:
-    """An add's carry feeding subc is wrong in SASS (the flag's senses differ; the H200 gave
-    wrong G2 sums, run 22): the model must refuse it, not compute it the PTX way."""
+    """An add's carry feeding subc is wrong in SASS (the flag's senses differ, which gives wrong
+    G2 sums on the GPU): the model must refuse it, not compute it the PTX way."""
     lines, _ = FUNCS["sub_chain12_borrow_in"]
     saved = list(lines)
     lines[0] = lines[0].replace("sub.cc.u32 %0, 0, %37", "add.cc.u32 %0, %37, 1")

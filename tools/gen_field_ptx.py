@@ -199,7 +199,7 @@ def sub_chain_borrow_in(n: int) -> str:
     """d = a - b - borrow_in (the mask sub_chainN returns); returns the borrow mask."""
     # The borrow flag is set by a subtraction (0 - mask borrows when the mask is set): in SASS
     # an add's carry and a subtraction's borrow are opposite senses of one flag, so a chain
-    # must not mix them (an add.cc before subc gave wrong G2 sums on the H200, run 22).
+    # must not mix them (an add.cc before subc gives wrong G2 sums on the GPU).
     lines = [f"sub.cc.u32 %0, 0, %{3 * n + 1}"]
     lines += [f"subc.cc.u32 %{j + 1}, %{n + 1 + j}, %{2 * n + 1 + j}" for j in range(n)]
     lines.append("subc.u32 %0, 0, 0")
