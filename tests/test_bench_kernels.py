@@ -129,3 +129,29 @@ def test_prove_report_verifies_every_proof_on_the_cpu():
     assert "proofs verified on the CPU: 2/2" in note
     times, note = measure(CpuBenchCircuit(corrupt=True), "prove", 4, 2, 0.95)
     assert "FAILED" in note and "0/2" in note
+
+
+def test_r1cs_on_the_cpu_backend_checks_rows(capsys):
+    assert main(["kernels", "--backend", "cpu", "--op", "r1cs", "--log2", "8", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cpu r1cs 2^8: median") and "rows ok" in out
+
+
+def test_synthetic_circuit_is_filecoin_shaped_and_checkable():
+    import numpy as np
+
+    from cuzk_plugin.backends.cpu import CpuBackend
+    from cuzk_plugin.cli.bench_kernels import r1cs_rows_by_integers, synthetic_circuit
+
+    pce, z = synthetic_circuit(9, np.random.default_rng(3))
+    assert pce.num_constraints == 512 and z.shape == (pce.num_vars, 4)
+    ones = (pce.a.coeff_idx <= 1).mean()
+    assert 0.6 < ones < 0.8  # coefficients 1 and -1 dominate
+    cpu = CpuBackend()
+    handle = cpu.load_circuit(pce)
+    a, b, c = cpu.evaluate_r1cs(handle, z)
+    rows = np.arange(0, 512, 37)
+    np.testing.assert_array_equal(np.stack([a[rows], b[rows], c[rows]], axis=1), r1cs_rows_by_integers(pce, z, rows))
+    wrong = z.copy()
+    wrong[pce.a.cols[0]] = (2, 0, 0, 0) if wrong[pce.a.cols[0], 0] != 2 else (3, 0, 0, 0)
+    assert not np.array_equal(r1cs_rows_by_integers(pce, wrong, np.array([0])), r1cs_rows_by_integers(pce, z, np.array([0])))

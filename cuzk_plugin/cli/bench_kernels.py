@@ -21,9 +21,10 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from cuzk_plugin.backends.anchors import anchor_ms
 from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.backends.registry import backend_names, get_backend, probe
-from cuzk_plugin.bls12_381.fields import R, limbs_to_ints, random_fr
+from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_ints, random_fr
 from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
 from cuzk_plugin.errors import BackendUnavailable
+from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 from cuzk_plugin.groth16 import bench_circuit
 from cuzk_plugin.groth16.bench_circuit import BenchSecrets, check_proof, verifying_key
 
@@ -36,14 +37,15 @@ TARGETS_MS: dict[tuple[str, int], float] = {
     ("prove", 27): 1500.0,
 }
 
-OPS = ("msm-g1", "msm-g2", "ntt", "ntt-inverse", "ntt-coset", "prove", "pipeline")
+OPS = ("msm-g1", "msm-g2", "ntt", "ntt-inverse", "ntt-coset", "prove", "pipeline", "r1cs")
 
 
 def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("kernels", help="time a backend primitive on checkable inputs")
     p.add_argument("--backend", default="cuda", choices=backend_names(),
                    help="backend to time (default: cuda; opencl and cpu time their protocol calls on host arrays)")
-    p.add_argument("--op", choices=OPS, required=True, help="what to time (pipeline: cuda only)")
+    p.add_argument("--op", choices=OPS, required=True,
+                   help="what to time (pipeline: cuda only; r1cs: a, b, c of a synthetic Filecoin-shaped circuit)")
     p.add_argument("--log2", type=int, required=True, help="size 2^K (points, elements or constraints)")
     p.add_argument("--repeat", type=int, default=5, help="timed repetitions after one warm-up")
     p.add_argument("--window", type=int, default=0, help="cuda MSM window bits (0: chosen by size)")
@@ -94,6 +96,15 @@ class HostBench:
         back = self.backend.ntt(y, inverse=not inverse, coset=coset)
         return times, bool(np.array_equal(back, x))
 
+    def bench_r1cs(self, pce: PrecompiledCircuit, z: np.ndarray, repeat: int,
+                   rows: np.ndarray) -> tuple[list[float], np.ndarray]:
+        handle = self.backend.load_circuit(pce)
+        try:
+            times, (a, b, c) = self._timed(lambda: self.backend.evaluate_r1cs(handle, z), repeat)
+        finally:
+            handle.release()
+        return times, np.stack([a[rows], b[rows], c[rows]], axis=1)
+
     def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
                     frac_bits: float = 0.95) -> tuple[list[Any], dict[str, float]]:
         """Partitions of the benchmark circuit (bench_circuit: key built on the CPU, so keep
@@ -131,6 +142,58 @@ def _tiled_dot(scalars: np.ndarray, dlogs: list[int]) -> int:
     return total % R
 
 
+#: Terms a row and how often (Filecoin: mostly one to three terms, a few long packings).
+ROW_TERMS = (np.array([1, 2, 3, 8, 64]), np.array([0.5, 0.3, 0.15, 0.045, 0.005]))
+#: Coefficients: 1 and -1 most of the time, powers of two, a few arbitrary (Poseidon constants).
+COEFF_TABLE_SIZE = 64
+
+
+def synthetic_circuit(log2: int, rng: np.random.Generator) -> tuple[PrecompiledCircuit, np.ndarray]:
+    """A pre-compiled circuit of 2^log2 rows shaped like Filecoin's (as many variables as rows,
+    :data:`ROW_TERMS`, a table of :data:`COEFF_TABLE_SIZE` coefficients, index 0 = 1 and 1 = -1
+    chosen for 70% of the terms) and an assignment of 45% zeros, 45% ones, 10% arbitrary: made
+    with numpy, no Python loop over rows."""
+    m = 1 << log2
+    n_in, n_vars = 16, m
+    table = [1, R - 1] + [1 << int(k) for k in rng.integers(1, 254, COEFF_TABLE_SIZE // 2)]
+    table += [int.from_bytes(rng.bytes(32), "little") % R for _ in range(COEFF_TABLE_SIZE - len(table))]
+    mats = []
+    for _ in range(3):
+        lens = rng.choice(ROW_TERMS[0], size=m, p=ROW_TERMS[1]).astype(np.uint64)
+        row_ptr = np.zeros(m + 1, np.uint64)
+        np.cumsum(lens, out=row_ptr[1:])
+        nnz = int(row_ptr[-1])
+        cols = rng.integers(0, n_vars, nnz, dtype=np.uint32)
+        kind = rng.random(nnz)
+        coeff = np.where(kind < 0.5, 0, np.where(kind < 0.7, 1, rng.integers(2, COEFF_TABLE_SIZE, nnz))).astype(np.uint32)
+        mats.append(CsrMatrix(row_ptr, cols, coeff))
+    kind = rng.random(n_vars)
+    z = np.zeros((n_vars, 4), np.uint64)
+    z[(kind >= 0.45) & (kind < 0.9), 0] = 1
+    big = np.flatnonzero(kind >= 0.9)
+    z[big] = random_fr(rng, big.size)
+    z[0] = (1, 0, 0, 0)
+    pce = PrecompiledCircuit(
+        name=f"synthetic-2^{log2}", num_inputs=n_in, num_aux=n_vars - n_in, num_constraints=m,
+        coeffs=ints_to_limbs(table), a=mats[0], b=mats[1], c=mats[2],
+        a_aux_density=np.ones(n_vars - n_in, bool), b_input_density=np.zeros(n_in, bool),
+        b_aux_density=np.ones(n_vars - n_in, bool), digest="synthetic")
+    return pce, z
+
+
+def r1cs_rows_by_integers(pce: PrecompiledCircuit, z: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """a, b, c of the given rows from Python integers (the check of a benchmark run)."""
+    coeffs = limbs_to_ints(np.asarray(pce.coeffs))
+    out = np.zeros((rows.size, 3, 4), np.uint64)
+    for i, row in enumerate(rows.tolist()):
+        for k, mat in enumerate((pce.a, pce.b, pce.c)):
+            lo, hi = int(mat.row_ptr[row]), int(mat.row_ptr[row + 1])
+            vals = limbs_to_ints(z[mat.cols[lo:hi]])
+            total = sum(coeffs[c] * v for c, v in zip(mat.coeff_idx[lo:hi].tolist(), vals)) % R
+            out[i, k] = ints_to_limbs([total])[0]
+    return out
+
+
 def make_bench(name: str, window: int = 0, profile: bool = False) -> Any:
     """The benchmark driver of backend ``name``; SystemExit naming the reason where it cannot run."""
     why = probe(name)
@@ -158,7 +221,21 @@ def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int
     if op.startswith("ntt"):
         times, ok = bench.bench_ntt(log2, repeat, inverse=op == "ntt-inverse", coset=op == "ntt-coset")
         return times, f"round trip {'ok' if ok else 'FAILED'}"
+    if op == "r1cs":
+        return measure_r1cs(bench, log2, repeat)
     return measure_prove(bench, log2, repeat, frac_bits)
+
+
+def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
+    """a, b, c of a synthetic Filecoin-shaped circuit (:func:`synthetic_circuit`); 64 random rows
+    checked against Python integers."""
+    rng = np.random.default_rng()
+    pce, z = synthetic_circuit(log2, rng)
+    rows = np.unique(np.concatenate([[0, pce.num_constraints - 1], rng.integers(0, pce.num_constraints, 62)]))
+    times, got = bench.bench_r1cs(pce, z, repeat, rows)
+    ok = np.array_equal(got, r1cs_rows_by_integers(pce, z, rows))
+    nnz = pce.a.nnz + pce.b.nnz + pce.c.nnz
+    return times, f"{nnz} terms in A, B, C; check of {rows.size} rows {'ok' if ok else 'FAILED'}"
 
 
 def measure_prove(bench, log2: int, repeat: int, frac_bits: float) -> tuple[list[float], str]:

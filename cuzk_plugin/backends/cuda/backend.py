@@ -126,6 +126,29 @@ def checked_csr(mat: CsrMatrix, what: str, rows: int, num_vars: int, num_coeffs:
     return row_ptr, cols, coeff
 
 
+def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit,
+                      lib: ctypes.CDLL | None = None) -> tuple[ctypes.c_void_p, int]:
+    """cz_circuit_load of ``pce`` on ``context`` (of ``lib``, by default the production library)
+    after checking its arrays; the handle and its device bytes."""
+    m = pce.num_constraints
+    coeffs = np.ascontiguousarray(pce.coeffs, dtype=np.uint64)
+    if coeffs.ndim != 2 or coeffs.shape[1] != FR_LIMBS or (coeffs.size and not less_than_modulus(coeffs, R).all()):
+        raise ValueError(f"circuit {pce.name}: coefficients must be (k, 4) uint64 canonical (< r)")
+    mats = [checked_csr(mat, f"{what} of {pce.name}", m, pce.num_vars, coeffs.shape[0])
+            for what, mat in (("A", pce.a), ("B", pce.b), ("C", pce.c))]
+    dens = [np.ascontiguousarray(d, dtype=np.uint8) for d in (pce.a_aux_density, pce.b_input_density,
+                                                                pce.b_aux_density)]
+    if (dens[0].shape, dens[1].shape, dens[2].shape) != ((pce.num_aux,), (pce.num_inputs,), (pce.num_aux,)):
+        raise ValueError(f"circuit {pce.name}: densities must have one entry per aux / input variable")
+    args = []
+    for row_ptr, cols, coeff in mats:
+        args += [u64_ptr(row_ptr), u32_ptr(cols), u32_ptr(coeff), cols.shape[0]]
+    handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+    call("cz_circuit_load", context, m, pce.num_inputs, pce.num_aux, u64_ptr(coeffs), coeffs.shape[0], *args,
+         u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle), ctypes.byref(nbytes), lib=lib)
+    return handle, nbytes.value
+
+
 #: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, the upload, the
 #: wait behind partitions started earlier, and a witness partition's R1CS evaluation.
 PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs")
@@ -246,23 +269,8 @@ class CudaBackend:
     def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None) -> CudaCircuit:
         """Copy the circuit to ``device`` (resident until ``release``; ``nbytes`` of GPU memory)."""
         dev = self.device if device is None else device
-        m = pce.num_constraints
-        coeffs = np.ascontiguousarray(pce.coeffs, dtype=np.uint64)
-        if coeffs.ndim != 2 or coeffs.shape[1] != FR_LIMBS or (coeffs.size and not less_than_modulus(coeffs, R).all()):
-            raise ValueError(f"circuit {pce.name}: coefficients must be (k, 4) uint64 canonical (< r)")
-        mats = [checked_csr(mat, f"{what} of {pce.name}", m, pce.num_vars, coeffs.shape[0])
-                for what, mat in (("A", pce.a), ("B", pce.b), ("C", pce.c))]
-        dens = [np.ascontiguousarray(d, dtype=np.uint8) for d in (pce.a_aux_density, pce.b_input_density,
-                                                                    pce.b_aux_density)]
-        if (dens[0].shape, dens[1].shape, dens[2].shape) != ((pce.num_aux,), (pce.num_inputs,), (pce.num_aux,)):
-            raise ValueError(f"circuit {pce.name}: densities must have one entry per aux / input variable")
-        args = []
-        for row_ptr, cols, coeff in mats:
-            args += [u64_ptr(row_ptr), u32_ptr(cols), u32_ptr(coeff), cols.shape[0]]
-        handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
-        call("cz_circuit_load", self.context(dev), m, pce.num_inputs, pce.num_aux, u64_ptr(coeffs), coeffs.shape[0],
-             *args, u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle), ctypes.byref(nbytes))
-        return CudaCircuit(handle=handle, nbytes=nbytes.value, device=dev, circuit=pce)
+        handle, nbytes = load_circuit_into(self.context(dev), pce)
+        return CudaCircuit(handle=handle, nbytes=nbytes, device=dev, circuit=pce)
 
     def evaluate_r1cs(self, circuit: CudaCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if circuit.released:

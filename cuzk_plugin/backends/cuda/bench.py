@@ -12,10 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk_plugin.backends.cuda.backend import PROVE_TIMINGS, sums_from_limbs
+from cuzk_plugin.backends.cuda.backend import (
+    PROVE_TIMINGS,
+    load_circuit_into,
+    sums_from_limbs,
+)
 from cuzk_plugin.backends.cuda.library import call, load_bench_library, u64_ptr
 from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_ints
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 
 @dataclass
@@ -108,6 +113,23 @@ class CudaBench:
                    per_part)
         vals = list(per_part)
         return total.value, [dict(zip(PROVE_TIMINGS, vals[i * k:(i + 1) * k])) for i in range(parts)]
+
+    def bench_r1cs(self, pce: PrecompiledCircuit, z: np.ndarray, repeat: int,
+                   rows: np.ndarray) -> tuple[list[float], np.ndarray]:
+        """Event-timed milliseconds of ``repeat`` evaluations a, b, c = A z, B z, C z of ``pce``
+        resident on the device (z uploaded once), and rows ``rows`` of the last one:
+        ``(len(rows), 3, 4) uint64`` (a, b, c of each row) for the caller to check."""
+        handle, _ = load_circuit_into(self.context(), pce, lib=self._lib)
+        try:
+            zz = np.ascontiguousarray(z, dtype=np.uint64)
+            idx = np.ascontiguousarray(rows, dtype=np.uint64)
+            out = np.zeros((idx.shape[0], 3, FR_LIMBS), dtype=np.uint64)
+            times = (ctypes.c_double * max(repeat, 1))()
+            self._call("cz_bench_r1cs", self.context(), handle, u64_ptr(zz), zz.shape[0], repeat, times, u64_ptr(idx),
+                       idx.shape[0], u64_ptr(out))
+        finally:
+            self._call("cz_circuit_free", handle)
+        return list(times)[:repeat], out
 
     def host_mul_generator(self, k: np.ndarray, *, g2: bool) -> np.ndarray:
         """k * G (G1 or G2) with the kernels' field and curve code run on the host (no GPU):

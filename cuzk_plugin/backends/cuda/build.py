@@ -170,21 +170,19 @@ def build(*, out_dir: Path | None = None, arch: str | None = None, jobs: int | N
     stamp = out / "flags.sha256"
     digest = hashlib.sha256("\0".join([nvcc, *flags]).encode()).hexdigest()
     force = force or not stamp.exists() or stamp.read_text().strip() != digest
-    prod_objects, bench_objects, todo = [], [], []
-    for group, srcs in ((prod_objects, sources()), (bench_objects, bench_sources())):
-        for src in srcs:
-            obj = out / (src.stem + ".o")
-            group.append(obj)
-            if force or _stale(obj, src):
-                todo.append([nvcc, *flags, "-c", str(src), "-o", str(obj)])
+    prod_objects = [out / (src.stem + ".o") for src in sources()]
+    bench_objects = [out / (src.stem + ".o") for src in bench_sources()]
+    stale = [(src, obj) for src, obj in zip(sources() + bench_sources(), prod_objects + bench_objects)
+             if force or _stale(obj, src)]
     if force:
         stamp.unlink(missing_ok=True)
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        list(pool.map(lambda cmd: _run(cmd, verbose), todo))
+        list(pool.map(lambda so: _run([nvcc, *flags, "-c", str(so[0]), "-o", str(so[1])], verbose), stale))
     stamp.write_text(digest + "\n")
+    rebuilt = {obj for _, obj in stale}
     lib = out / LIBRARY_NAME
-    _link(nvcc, flags, prod_objects, lib, bool(todo), verbose)
-    _link(nvcc, flags, prod_objects + bench_objects, out / BENCH_LIBRARY_NAME, bool(todo), verbose)
+    _link(nvcc, flags, prod_objects, lib, bool(rebuilt & set(prod_objects)), verbose)
+    _link(nvcc, flags, prod_objects + bench_objects, out / BENCH_LIBRARY_NAME, bool(rebuilt), verbose)
     return lib
 
 

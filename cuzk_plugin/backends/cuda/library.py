@@ -101,6 +101,7 @@ _BENCH_SIGNATURES = {
     "cz_bench_prove": [c_void_p, c_int, c_int, c_double, c_int, _U64P, POINTER(c_double), POINTER(c_double), _U64P,
                        _U64P, _U64P],
     "cz_bench_pipeline": [c_void_p, c_int, c_int, c_double, c_int, POINTER(c_double), POINTER(c_double)],
+    "cz_bench_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, c_int, POINTER(c_double), _U64P, c_size_t, _U64P],
     "cz_host_mul_generator": [c_int, _U64P, _U64P],
     "cz_host_curve_selftest": [_U64P],
 }

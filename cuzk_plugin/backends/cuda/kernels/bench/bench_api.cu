@@ -1,6 +1,7 @@
 // The bench library's C ABI (libcuzk_cuda_bench.so: the production objects plus this
 // directory): benchmarks on inputs made on the device, and host-only checks of the field and
 // curve code. Nothing here is linked into libcuzk_cuda.so.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -13,6 +14,7 @@
 #include "gen.cuh"
 #include "instance.cuh"
 #include "ntt.cuh"
+#include "r1cs.cuh"
 #include "upload.cuh"
 
 namespace {
@@ -216,6 +218,37 @@ cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_b
         }
         *total_ms = ms_since(t0);
         for (int p = 0; p < parts; p++) t[p].write(per_part_ms + prove_timings::kCount * p);
+    });
+}
+
+// R1CS evaluation of a resident circuit (cz_circuit_load of this library) on z uploaded once:
+// times_ms gets `repeat` event times of r1cs_evaluate alone (after one warm-up), a, b, c left
+// on the device; rows_out (n_rows indices) gets those rows of a, b, c (canonical, 12 uint64 a
+// row: a, b, c) for the caller to check.
+cz_status cz_bench_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, int repeat,
+                        double* times_ms, const uint64_t* rows, size_t n_rows, uint64_t* rows_out) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
+        cudaStream_t s = ctx->stream;
+        const size_t m = circuit->m;
+        dev_buf<fr_t> dz(std::max<size_t>(n_z, 1), s), out(3 * m, s);
+        CZ_CHECK(cudaMemcpyAsync(dz.get(), z, n_z * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+        event_pair ev;
+        for (int r = -1; r < repeat; r++) {  // r = -1: warm-up
+            CZ_CHECK(cudaEventRecord(ev.start, s));
+            r1cs_evaluate(s, *circuit, dz.get(), out.get(), out.get() + m, out.get() + 2 * m, m);
+            CZ_CHECK(cudaEventRecord(ev.stop, s));
+            CZ_CHECK(cudaEventSynchronize(ev.stop));
+            if (r >= 0) times_ms[r] = event_ms(ev.start, ev.stop);
+        }
+        for (size_t i = 0; i < n_rows; i++) {
+            CZ_REQUIRE(rows[i] < m, "bench_r1cs: row index outside the circuit");
+            for (int k = 0; k < 3; k++)
+                CZ_CHECK(cudaMemcpy(rows_out + 12 * i + 4 * k, out.get() + k * m + rows[i], sizeof(fr_t),
+                                    cudaMemcpyDeviceToHost));
+        }
     });
 }
 
