@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk_plugin.circuit.constraint_system import Variable
-
 __all__ = ["Tape", "Traced", "TraceCS", "Program", "compile_program"]
 
 _MASK64 = (1 << 64) - 1
@@ -141,18 +139,20 @@ class Traced:
 
 
 class TraceCS:
-    """A constraint system that only records, per aux variable, the node of its value."""
+    """A constraint system that only records, per aux variable, the node of its value.
+    Variables are plain ints (aux k is k; give traced inputs negative ones): the gadgets only
+    hash and compare them, and Variable's dataclass hash would dominate a trace."""
 
     def __init__(self, tape: Tape):
         self.tape = tape
         self.aux_nodes: list[int] = []
         self._num_constraints = 0
 
-    def alloc(self, value=None) -> Variable:
+    def alloc(self, value=None) -> int:
         if value is None:
             raise ValueError("tracing needs values: a gadget allocated None")
         self.aux_nodes.append(self.tape.node_of(value))
-        return Variable(False, len(self.aux_nodes) - 1)
+        return len(self.aux_nodes) - 1
 
     def alloc_input(self, value=None):
         raise ValueError("a traced gadget must not allocate public inputs")

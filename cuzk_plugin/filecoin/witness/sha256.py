@@ -16,7 +16,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from cuzk_plugin.circuit.constraint_system import Variable
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean
 from cuzk_plugin.filecoin.gadgets.sha256 import IV, sha256_compression
 from cuzk_plugin.filecoin.gadgets.uint32 import UInt32
@@ -58,7 +57,7 @@ def compression_template(signature: str) -> CompressionTemplate:
     ins = []
     for k, s in enumerate(signature):
         if s == "I":
-            ins.append(Boolean(Variable(False, -1 - k), False, Traced(tape, k)))
+            ins.append(Boolean(-1 - k, False, Traced(tape, k)))
         elif s in "TF":
             ins.append(Boolean.constant(s == "T"))
         else:
