@@ -20,6 +20,7 @@ checks them and raises :class:`WitnessMismatch` naming the challenge, the part o
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -334,6 +335,9 @@ class _PathValues:
     indices: np.ndarray  # (levels, challenges, paths) int64
     siblings: list[np.ndarray]  # per level: (arity - 1, challenges, paths) object
 
+    def select(self, paths: slice) -> _PathValues:
+        return _PathValues(self.indices[:, :, paths], [s[:, :, paths] for s in self.siblings])
+
 
 def _path_values(paths: list[list], levels: int) -> _PathValues:
     """``paths[c][p]``: the PathLevel list of path p of challenge c."""
@@ -390,16 +394,69 @@ def _poseidon_paths(aux: _Aux, layouts: list[_Path], leaves: np.ndarray, pv: _Pa
     return cur, packed
 
 
-class _Phases:
-    def __init__(self, out: dict | None):
-        self.out = out
-        self.t = time.perf_counter()
+def _timed(timings: dict | None, name: str, fn, *args):
+    t = time.perf_counter()
+    out = fn(*args)
+    if timings is not None:
+        timings[name] = time.perf_counter() - t
+    return out
 
-    def done(self, phase: str) -> None:
-        if self.out is not None:
-            now = time.perf_counter()
-            self.out[phase] = self.out.get(phase, 0.0) + now - self.t
-            self.t = now
+
+def _comm_d_paths(lay: PorepLayout, aux: _Aux, chs: list, data_leaf: np.ndarray):
+    """The binary SHA-256 paths of the data leaves, level by level: (packed index inputs, roots)."""
+    cpp = len(chs)
+    d_paths = _path_values([[c.comm_d_path] for c in chs], len(lay.comm_d.levels))
+    cur = data_leaf
+    d_index_bits = []
+    for lv, level in enumerate(lay.comm_d.levels):
+        b0 = d_paths.indices[lv, :, 0] & 1
+        d_index_bits.append(b0)
+        sib = d_paths.siblings[lv][0, :, 0]
+        ins, children = _insert_2(cur, [sib], b0)
+        aux.bits(level.bits, b0[:, None])
+        aux.fields(level.siblings, sib[:, None])
+        aux.fields(level.insert, np.stack(ins, axis=1))
+        leaf_bits = [_bits_le(ch) for ch in children]  # (cpp, 255) each
+        for off, lb in zip(level.sha[0], leaf_bits):
+            aux.bits(off, lb)
+        msg = np.concatenate([_rbn(lb) for lb in leaf_bits], axis=1).T.astype(np.uint64)
+        res = sha256_many([_node_hash_sig()], np.zeros(cpp, dtype=np.int64), msg)
+        for off, block in zip(level.blocks, res.blocks):
+            (_, _, bits), = block
+            aux.bits(off, bits.T)
+        cur = _pack(_rbn(res.digest.T)[:, :_PACK_BITS])
+        aux.fields(level.pack, cur[:, None])
+    packed = sum((b.astype(object) << k for k, b in enumerate(d_index_bits)), np.zeros(cpp, dtype=object))
+    return packed, cur
+
+
+def _labels(lay: PorepLayout, aux: _Aux, rows: np.ndarray, rid_bits: np.ndarray, ch_bits: np.ndarray):
+    """Every layer's label of every challenge at once (instances layer-major): (layers, cpp)."""
+    cpp, _, layers = rows.shape
+    row_bits = _bits_le(rows)  # (cpp, parents, layers, 255)
+    for layer, lab in enumerate(lay.labels, start=1):
+        for j, off in enumerate(lab.parent_bits):
+            aux.bits(off, row_bits[:, j, layer - 1 if j < BASE_DEGREE else layer - 2])
+    msg = np.zeros((512 + 256 * TOTAL_PARENTS, layers * cpp), dtype=np.uint64)
+    rid_msg = _rbn(rid_bits)
+    node_be = ch_bits[:, ::-1].T  # (64, cpp)
+    for layer in range(1, layers + 1):
+        cols = slice((layer - 1) * cpp, layer * cpp)
+        msg[:256, cols] = rid_msg[:, None]
+        msg[288:352, cols] = node_be
+        for slot, j in enumerate(_label_parents(layer)):
+            src_layer = layer - 1 if j < BASE_DEGREE else layer - 2
+            msg[512 + 256 * slot:512 + 256 * (slot + 1), cols] = _rbn(row_bits[:, j, src_layer]).T
+    group = np.repeat(np.arange(layers), cpp)
+    res = sha256_many([_label_sig(layer) for layer in range(1, layers + 1)], group, msg)
+    for k, block in enumerate(res.blocks):
+        for _, cols, bits in block:
+            for layer in np.unique(group[cols]):
+                aux.bits(lay.labels[layer].blocks[k], bits[:, group[cols] == layer].T)
+    label_vals = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(layers, cpp)
+    for layer, lab in enumerate(lay.labels):
+        aux.fields(lab.pack, label_vals[layer][:, None])
+    return label_vals
 
 
 def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition: int | None = None,
@@ -407,14 +464,16 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
     """(inputs (num_inputs, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr
     limbs, equal to the reference synthesis of ``w``. With ``check`` a witness that violates a
     root equality raises :class:`WitnessMismatch` (``partition`` only names it). ``timings``,
-    if given, receives each phase's wall seconds."""
-    clock = _Phases(timings)
+    if given, receives each phase's wall seconds.
+
+    The SHA-256 work (comm_d paths, labels; numpy, which releases the GIL) runs in two threads
+    beside the Poseidon work (Python ints) of the calling thread; each writes its own aux."""
     cpp = params.challenges_per_partition
     if len(w.challenges) != cpp:
         raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has {cpp}")
     lay = porep_layout(params)
-    aux = _Aux(lay)
-    clock.done("allocate")
+    aux = _timed(timings, "allocate", _Aux, lay)
+    t0 = time.perf_counter()
     layers = params.layers
     chs = w.challenges
 
@@ -432,38 +491,9 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
     if int(p_out[0]) != comm_r:
         failures.append((lay.header_constraints - 1, None, "comm_r = Poseidon(comm_c, comm_r_last)"))
 
-    clock.done("header")
-    # per challenge: the data leaf and the comm_d path (binary SHA-256 tree)
+    # per challenge: data leaf, parent columns, the challenge's 64 bits
     data_leaf = _obj([c.data_leaf for c in chs])
     aux.fields(lay.data_leaf, data_leaf[:, None])
-    d_levels = params.data_levels
-    d_paths = _path_values([[c.comm_d_path] for c in chs], d_levels)
-    cur = data_leaf
-    d_index_bits = []
-    for lv, level in enumerate(lay.comm_d.levels):
-        b0 = d_paths.indices[lv, :, 0] & 1
-        d_index_bits.append(b0)
-        sib = d_paths.siblings[lv][0, :, 0]
-        ins, children = _insert_2(cur, [sib], b0)
-        aux.bits(level.bits, b0[:, None])
-        aux.fields(level.siblings, sib[:, None])
-        aux.fields(level.insert, np.stack(ins, axis=1))
-        leaf_bits = [_bits_le(ch) for ch in children]  # (cpp, 255) each
-        for off, lb in zip(level.sha[0], leaf_bits):
-            aux.bits(off, lb)
-        msg = np.concatenate([_rbn(lb) for lb in leaf_bits], axis=1).T.astype(np.uint64)
-        res = sha256_many([_node_hash_sig()], np.zeros(cpp, dtype=np.int64), msg)
-        for off, block in zip(level.blocks, res.blocks):
-            (_, cols, bits), = block
-            aux.bits(off, bits.T)
-        cur = _pack(_rbn(res.digest.T)[:, :_PACK_BITS])
-        aux.fields(level.pack, cur[:, None])
-    d_packed = sum((b.astype(object) << k for k, b in enumerate(d_index_bits)), np.zeros(cpp, dtype=object))
-    for c in np.flatnonzero(cur != comm_d):
-        failures.append((lay.comm_d.equal_constraint, int(c), lay.comm_d.region))
-
-    clock.done("comm_d paths")
-    # parent columns and their hashes
     rows = np.empty((cpp, _PARENTS, layers), dtype=object)
     for c, ch in enumerate(chs):
         cols = list(ch.drg_parents) + list(ch.exp_parents)
@@ -473,68 +503,55 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
             if len(col.rows) != layers:
                 raise ValueError(f"a parent column has {len(col.rows)} rows, the sector has {layers} layers")
             rows[c, j] = [int(v) % R for v in col.rows]
-    col_aux, col_hash = poseidon_many(rows.reshape(cpp * _PARENTS, layers).T)
-    col_aux = col_aux.reshape(-1, cpp, _PARENTS)
-    for j, off in enumerate(lay.columns):
-        aux.fields(off, rows[:, j, :])
-        aux.fields(off + layers, col_aux[:, :, j].T)
-
-    clock.done("parent column hashes")
-    # the challenge as 64 bits
     challenge = np.array([int(c.challenge) & ((1 << 64) - 1) for c in chs], dtype=np.uint64)
     ch_bits = ((challenge[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
     aux.bits(lay.challenge_bits, ch_bits)
-
-    # labels: every layer of every challenge at once (instances layer-major)
-    row_bits = _bits_le(rows)  # (cpp, parents, layers, 255)
-    for layer, lab in enumerate(lay.labels, start=1):
-        n_par = len(lab.parent_bits)
-        for j, off in enumerate(lab.parent_bits):
-            src_layer = layer - 1 if j < BASE_DEGREE else layer - 2
-            aux.bits(off, row_bits[:, j, src_layer])
-    n_inst = layers * cpp
-    msg = np.zeros((512 + 256 * TOTAL_PARENTS, n_inst), dtype=np.uint64)
-    rid_msg = _rbn(rid_bits)
-    node_be = ch_bits[:, ::-1].T  # (64, cpp)
-    for layer in range(1, layers + 1):
-        cols = slice((layer - 1) * cpp, layer * cpp)
-        msg[:256, cols] = rid_msg[:, None]
-        msg[288:352, cols] = node_be
-        for slot, j in enumerate(_label_parents(layer)):
-            src_layer = layer - 1 if j < BASE_DEGREE else layer - 2
-            msg[512 + 256 * slot:512 + 256 * (slot + 1), cols] = _rbn(row_bits[:, j, src_layer]).T
-    group = np.repeat(np.arange(layers), cpp)
-    res = sha256_many([_label_sig(layer) for layer in range(1, layers + 1)], group, msg)
-    for k, block in enumerate(res.blocks):
-        for _, cols, bits in block:
-            for layer in np.unique(group[cols]):
-                sel = group[cols] == layer
-                aux.bits(lay.labels[layer].blocks[k], bits[:, sel].T)
-    label_vals = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(layers, cpp)
-    for layer, lab in enumerate(lay.labels):
-        aux.fields(lab.pack, label_vals[layer][:, None])
-
-    clock.done("labels")
-    # encoding, the challenged column's hash
-    encoded = (label_vals[-1] + data_leaf) % R
-    aux.fields(lay.encoded, encoded[:, None])
-    own_aux, own_hash = poseidon_many(label_vals)
-    aux.fields(lay.own_column_hash, own_aux.T)
-
-    # every Poseidon path (14 parent columns, comm_r_last, comm_c) level by level
-    paths = [list(c.drg_parents[j].path for j in range(BASE_DEGREE)) +
-             list(c.exp_parents[j].path for j in range(EXP_DEGREE)) + [c.comm_r_last_path, c.comm_c_path]
+    paths = [[c.drg_parents[j].path for j in range(BASE_DEGREE)] +
+             [c.exp_parents[j].path for j in range(EXP_DEGREE)] + [c.comm_r_last_path, c.comm_c_path]
              for c in chs]
     pv = _path_values(paths, len(params.tree_arities))
-    leaves = np.concatenate([col_hash.reshape(cpp, _PARENTS), encoded[:, None], own_hash[:, None]], axis=1)
-    layouts = lay.parent_paths + [lay.comm_r_last, lay.comm_c]
-    roots, packed = _poseidon_paths(aux, layouts, leaves, pv)
+    if timings is not None:
+        timings["header and values"] = time.perf_counter() - t0
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        comm_d_job = pool.submit(_timed, timings, "comm_d paths (thread)", _comm_d_paths, lay, aux, chs, data_leaf)
+        labels_job = pool.submit(_timed, timings, "labels (thread)", _labels, lay, aux, rows, rid_bits, ch_bits)
+        t1 = time.perf_counter()
+        # parent column hashes and their comm_c paths
+        col_aux, col_hash = poseidon_many(rows.reshape(cpp * _PARENTS, layers).T)
+        col_aux = col_aux.reshape(-1, cpp, _PARENTS)
+        for j, off in enumerate(lay.columns):
+            aux.fields(off, rows[:, j, :])
+            aux.fields(off + layers, col_aux[:, :, j].T)
+        parent_roots, parent_packed = _poseidon_paths(
+            aux, lay.parent_paths, col_hash.reshape(cpp, _PARENTS), pv.select(slice(0, _PARENTS)))
+        t2 = time.perf_counter()
+        # the encoded node and the challenged column: their paths need the labels
+        label_vals = labels_job.result()
+        t3 = time.perf_counter()
+        encoded = (label_vals[-1] + data_leaf) % R
+        aux.fields(lay.encoded, encoded[:, None])
+        own_aux, own_hash = poseidon_many(label_vals)
+        aux.fields(lay.own_column_hash, own_aux.T)
+        own_roots, own_packed = _poseidon_paths(
+            aux, [lay.comm_r_last, lay.comm_c], np.stack([encoded, own_hash], axis=1),
+            pv.select(slice(_PARENTS, _PARENTS + 2)))
+        t4 = time.perf_counter()
+        d_packed, d_roots = comm_d_job.result()
+    if timings is not None:
+        t5 = time.perf_counter()
+        timings["poseidon (main thread)"] = (t2 - t1) + (t4 - t3)
+        timings["waiting for threads"] = (t3 - t2) + (t5 - t4)
+
+    for c in np.flatnonzero(d_roots != comm_d):
+        failures.append((lay.comm_d.equal_constraint, int(c), lay.comm_d.region))
+    roots = np.concatenate([parent_roots, own_roots], axis=1)
+    packed = np.concatenate([parent_packed, own_packed], axis=1)
     expected = [comm_c] * _PARENTS + [comm_r_last, comm_c]
-    for p, (path, want) in enumerate(zip(layouts, expected)):
+    for p, (path, want) in enumerate(zip(lay.parent_paths + [lay.comm_r_last, lay.comm_c], expected)):
         for c in np.flatnonzero(roots[:, p] != want):
             failures.append((path.equal_constraint, int(c), path.region))
 
-    clock.done("poseidon paths")
     # public inputs: ONE, replica_id, comm_d, comm_r, then per challenge 18 packed indices
     inputs = [1, rid, comm_d, comm_r]
     for c in range(cpp):
