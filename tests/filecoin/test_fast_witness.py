@@ -80,12 +80,19 @@ def test_traced_value_refuses_branching():
         int(x & 1)
 
 
-def test_layout_counts_equal_the_shape_pass():
+def test_layout_counts_and_regions_equal_the_shape_pass():
     params = porep_params("2KiB")
     cs = ShapeConstraintSystem()
-    synthesize_partition(cs, params, blank_partition(params))
+    regions: list = []
+    synthesize_partition(cs, params, blank_partition(params), regions=regions)
     lay = porep_layout(params)
     assert (lay.num_aux, lay.num_inputs, lay.num_constraints) == (cs.num_aux, cs.num_inputs, cs.num_constraints)
+    assert lay.regions() == regions
+    start, name = regions[7]
+    assert lay.locate(start) == lay.locate(regions[8][0] - 1) == (0, name.split(": ", 1)[1])
+    assert lay.locate(0) == (None, "partition header")
+    with pytest.raises(ValueError, match="outside"):
+        lay.locate(lay.num_constraints)
 
 
 def _check_against_reference(c1: bytes) -> None:

@@ -121,6 +121,8 @@ class PorepLayout:
     comm_c: _Path
     node_hash_templates: list[CompressionTemplate]
     label_templates: list[list[CompressionTemplate]]  #: per layer
+    header_region: tuple[int, str]  #: (first constraint, name) of comm_r's check
+    challenge_regions: list[tuple[int, str]]  #: (first constraint relative to the challenge, name)
 
     @property
     def num_aux(self) -> int:
@@ -133,6 +135,27 @@ class PorepLayout:
     @property
     def num_constraints(self) -> int:
         return self.header_constraints + self.params.challenges_per_partition * self.challenge_constraints
+
+    def regions(self, nodes: list | None = None) -> list[tuple[int, str]]:
+        """``synthesize_partition``'s regions list (first constraint, name); ``nodes`` are the
+        challenges' node indices (None: as for a blank partition)."""
+        cpp = self.params.challenges_per_partition
+        nodes = [None] * cpp if nodes is None else nodes
+        out = [self.header_region]
+        for i in range(cpp):
+            base = self.header_constraints + i * self.challenge_constraints
+            out += [(base + start, f"challenge {i} (node {nodes[i]}): {what}") for start, what in self.challenge_regions]
+        return out
+
+    def locate(self, constraint: int) -> tuple[int | None, str]:
+        """(challenge, region name) of a constraint index of the partition (challenge None in
+        the header; the region "partition header" before comm_r's check)."""
+        if not 0 <= constraint < self.num_constraints:
+            raise ValueError(f"constraint {constraint} is outside the partition's {self.num_constraints}")
+        if constraint < self.header_constraints:
+            return None, self.header_region[1] if constraint >= self.header_region[0] else "partition header"
+        c, rel = divmod(constraint - self.header_constraints, self.challenge_constraints)
+        return c, next(what for start, what in reversed(self.challenge_regions) if start <= rel)
 
 
 def _rbn_sig(n_bits: int) -> str:
@@ -191,6 +214,7 @@ def porep_layout(params: PorepParams) -> PorepLayout:
     h.take(1, 0)  # comm_r
     h.take(0, 1)
     h.take(2)  # comm_r_last, comm_c
+    header_region = (h.cons, "comm_r = Poseidon(comm_c, comm_r_last)")
     comm_r_poseidon = h.take(poseidon_num_aux(2), poseidon_num_aux(2))
     h.take(0, 1)  # equal
 
@@ -198,6 +222,7 @@ def porep_layout(params: PorepParams) -> PorepLayout:
     label_tpls = [sha256_templates(_label_sig(layer)) for layer in range(1, params.layers + 1)]
     c = _Counter()
     data_leaf = c.take(1)
+    regions = [(c.cons, "comm_d inclusion of the data leaf")]
     levels = []
     for _ in range(params.data_levels):
         bits = c.take(1, 1)
@@ -214,6 +239,7 @@ def porep_layout(params: PorepParams) -> PorepLayout:
     columns, parent_paths = [], []
     for j in range(_PARENTS):
         kind = f"DRG parent {j}" if j < BASE_DEGREE else f"expander parent {j - BASE_DEGREE}"
+        regions.append((c.cons, f"{kind}: column hash and comm_c inclusion"))
         columns.append(c.take(params.layers))
         c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
         parent_paths.append(_poseidon_path(c, tree, f"{kind}: column hash and comm_c inclusion", 0))
@@ -221,12 +247,15 @@ def porep_layout(params: PorepParams) -> PorepLayout:
     c.take(0, 1)  # pack_into_inputs
     labels = []
     for layer in range(1, params.layers + 1):
+        regions.append((c.cons, f"labeling of layer {layer}"))
         n_par = BASE_DEGREE if layer == 1 else _PARENTS
         pbits = [c.take(_FR_BITS, _FR_BITS + 1) for _ in range(n_par)]
         blocks = [c.take(t.program.num_aux, t.program.num_constraints) for t in label_tpls[layer - 1]]
         labels.append(_Label(pbits, blocks, c.take(1, 1)))
+    regions.append((c.cons, "encoding and comm_r_last inclusion"))
     encoded = c.take(1, 1)
     comm_r_last = _poseidon_path(c, tree, "encoding and comm_r_last inclusion", 0)
+    regions.append((c.cons, "challenged column hash and comm_c inclusion"))
     own = c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
     comm_c = _poseidon_path(c, tree, "challenged column hash and comm_c inclusion", 0)
     return PorepLayout(
@@ -235,6 +264,7 @@ def porep_layout(params: PorepParams) -> PorepLayout:
         columns=columns, parent_paths=parent_paths, challenge_bits=challenge_bits, labels=labels,
         encoded=encoded, comm_r_last=comm_r_last, own_column_hash=own, comm_c=comm_c,
         node_hash_templates=node_tpls, label_templates=label_tpls,
+        header_region=header_region, challenge_regions=regions,
     )
 
 
