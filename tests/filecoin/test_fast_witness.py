@@ -95,9 +95,8 @@ def test_layout_counts_and_regions_equal_the_shape_pass():
         lay.locate(lay.num_constraints)
 
 
-def _check_against_reference(c1: bytes) -> None:
-    job = porep_partitions(c1)
-    r1cs, want_inputs, want_aux = job.circuit(0)
+def _check_against_reference(job, reference) -> None:
+    r1cs, want_inputs, want_aux = reference
     inputs, aux = partition_assignment(job.params, job.witness(0), partition=0)
     assert inputs.dtype == aux.dtype == np.uint64
     assert inputs.shape == want_inputs.shape and aux.shape == want_aux.shape
@@ -107,14 +106,21 @@ def _check_against_reference(c1: bytes) -> None:
     assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
 
 
+@pytest.fixture(scope="module")
+def reference_2kib(c1_bytes):
+    """The reference synthesis of the sealed 2 KiB C1: (R1CS, inputs, aux)."""
+    return porep_partitions(c1_bytes).circuit(0)
+
+
 @pytest.mark.slow
-def test_sealed_2kib_equals_reference_synthesis(c1_bytes):
-    _check_against_reference(c1_bytes)
+def test_sealed_2kib_equals_reference_synthesis(c1_bytes, reference_2kib):
+    _check_against_reference(porep_partitions(c1_bytes), reference_2kib)
 
 
 @pytest.mark.slow
 def test_sparse_8mib_equals_reference_synthesis():
-    _check_against_reference(c1_json(sparse_seal(seal_proof_for_size(8 << 20).name, sector_id=3)))
+    job = porep_partitions(c1_json(sparse_seal(seal_proof_for_size(8 << 20).name, sector_id=3)))
+    _check_against_reference(job, job.circuit(0))
 
 
 def test_sparse_2kib_witness_equals_sealed(c1_bytes):
@@ -128,35 +134,52 @@ def test_sparse_2kib_witness_equals_sealed(c1_bytes):
         np.testing.assert_array_equal(g, w)
 
 
-_LATE = pytest.mark.slow  # the reference synthesizes everything before the failing constraint
-
-
-@pytest.mark.parametrize("challenge,tree,where", [
-    (0, "comm_d_proofs", "comm_d inclusion of the data leaf"),
-    (0, "drg0", "DRG parent 0: column hash and comm_c inclusion"),
-    pytest.param(1, "exp3", "expander parent 3: column hash and comm_c inclusion", marks=_LATE),
-    pytest.param(1, "comm_r_last_proof", "encoding and comm_r_last inclusion", marks=_LATE),
-    pytest.param(0, "c_x", "challenged column hash and comm_c inclusion", marks=_LATE),
-])
-def test_flipped_path_byte_names_the_reference_constraint(c1_dict, challenge, tree, where):
+def _flip_path_byte(c1_dict: dict, challenge: int, tree: str) -> None:
     proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][challenge]
     cols = proof["replica_column_proofs"]
     merkle = {"drg0": lambda: cols["drg_parents"][0]["inclusion_proof"],
               "exp3": lambda: cols["exp_parents"][3]["inclusion_proof"],
               "c_x": lambda: cols["c_x"]["inclusion_proof"]}.get(tree, lambda: proof[tree])()
     merkle["data"]["Single"]["path"]["path"][0]["hashes"][0][4] ^= 0x10
+
+
+@pytest.mark.parametrize("tree,where", [
+    ("comm_d_proofs", "comm_d inclusion of the data leaf"),
+    ("drg0", "DRG parent 0: column hash and comm_c inclusion"),
+])
+def test_flipped_path_byte_names_the_constraint_the_reference_stops_at(c1_dict, tree, where):
+    # challenge 0, early in the circuit: the reference synthesis stops there after a few seconds
+    _flip_path_byte(c1_dict, 0, tree)
     job = porep_partitions(json.dumps(c1_dict).encode())
     with pytest.raises(WitnessMismatch) as fast:
         partition_assignment(job.params, job.witness(0), partition=0)
     err = fast.value
-    assert (err.partition, err.challenge, err.region) == (0, challenge, where)
-    assert f"partition 0: the witness violates constraint {err.constraint} (challenge {challenge} (node " in str(err)
-    with pytest.raises(WitnessError) as ref:  # the reference stops at its first violated constraint
+    assert (err.partition, err.challenge, err.region) == (0, 0, where)
+    assert f"partition 0: the witness violates constraint {err.constraint} (challenge 0 (node " in str(err)
+    with pytest.raises(WitnessError) as ref:
         job.circuit(0)
-    assert f"violate constraint {err.constraint} (challenge {challenge} (node {err.node}): {where})" in str(ref.value)
-    # without the check the values are still the circuit's: only the root equality fails
+    assert f"violate constraint {err.constraint} (challenge 0 (node {err.node}): {where})" in str(ref.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("challenge,tree,where", [
+    (1, "comm_d_proofs", "comm_d inclusion of the data leaf"),
+    (1, "exp3", "expander parent 3: column hash and comm_c inclusion"),
+    (1, "comm_r_last_proof", "encoding and comm_r_last inclusion"),
+    (0, "c_x", "challenged column hash and comm_c inclusion"),
+])
+def test_flipped_path_byte_fails_the_named_constraint_of_the_matrices(c1_dict, reference_2kib, challenge, tree, where):
+    _flip_path_byte(c1_dict, challenge, tree)
+    job = porep_partitions(json.dumps(c1_dict).encode())
+    with pytest.raises(WitnessMismatch) as fast:
+        partition_assignment(job.params, job.witness(0), partition=0)
+    err = fast.value
+    assert (err.challenge, err.region) == (challenge, where)
+    assert porep_layout(job.params).locate(err.constraint) == (challenge, where)
+    # unchecked, the values are still the circuit's: the root equality is the first (only) failure
     inputs, aux = partition_assignment(job.params, job.witness(0), check=False)
-    assert aux.shape[0] == porep_layout(job.params).num_aux
+    r1cs = reference_2kib[0]
+    assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) == err.constraint
 
 
 def test_header_mismatch_names_comm_r(c1_bytes):
