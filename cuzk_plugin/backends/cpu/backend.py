@@ -143,6 +143,8 @@ class CpuBackend:
         return CpuCircuit(pce, CoefficientTable(pce.coeffs), split, sum(m.nbytes for m in split) + pce.coeffs.nbytes)
 
     def evaluate_r1cs(self, circuit: CpuCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not isinstance(circuit, CpuCircuit):  # another holder of a circuit (a host mapping): prepare it now
+            circuit = self.load_circuit(circuit.circuit)
         return evaluate_r1cs(circuit.circuit, z, circuit.table, circuit.split)
 
     def prove_start(self, srs: CpuSrs, part: SynthesizedPartition | WitnessPartition) -> ProofSums:
