@@ -26,6 +26,7 @@ from cuzk_plugin.filecoin.post_challenges import check_randomness, slot_challeng
 from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs, synthesize_post
 from cuzk_plugin.filecoin.post_proofs import PostKind, RegisteredPoStProof, post_circuit_id, post_proof_by_number
 from cuzk_plugin.filecoin.post_vanilla import FallbackPoStSectorProof
+from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, post_assignment
 
 __all__ = ["PostJob", "PostRequestError", "PostWitnessError"]
 
@@ -170,7 +171,24 @@ class PostJob:
             raise PostWitnessError("synthesized public inputs differ from the verifier's")
         return r1cs, inputs, aux
 
+    def assignment(self):
+        """(inputs, aux) as (n, 4) uint64 canonical, ONE first, in the circuit's variable order,
+        computed without synthesis (:mod:`cuzk_plugin.filecoin.witness.post`); vanilla proofs
+        whose values violate the circuit raise :class:`PostWitnessError` naming the field."""
+        try:
+            inputs, aux = post_assignment(self.shape, list(self.slots))
+        except PostWitnessMismatch as exc:
+            i, _ = self.origins[exc.slot]
+            field = f"vanilla_proofs[{i}].comm_r" if exc.challenge is None else self._slot_field(exc.slot, exc.challenge)
+            raise PostWitnessError(f"{field}: violates constraint {exc.constraint} of the {self.circuit_id} circuit "
+                                   f"({exc}); the vanilla proof is corrupted, nothing was proved") from None
+        got = [int(x) for x in limbs_to_objects(inputs[1:])]
+        if got != list(self.public_inputs):
+            raise PostWitnessError("the witness's public inputs differ from the verifier's")
+        return inputs, aux
+
     def synthesize(self):
-        """(SynthesizedPartition, public inputs without ONE), witness checked."""
+        """(SynthesizedPartition, public inputs without ONE), witness checked (the reference
+        synthesis: every constraint built in Python)."""
         r1cs, inputs, aux = self.circuit()
         return synthesize_r1cs(r1cs, inputs, aux, check=False), list(self.public_inputs)

@@ -1,26 +1,39 @@
 """The WindowPoSt and WinningPoSt circuit provider for the engine.
 
 A request (Curio's WINDOW_POST_PARTITION / WINNING_POST, post-facts.md section 7) is decoded
-and checked once in :meth:`PostCircuitProvider.plan`; its one partition is decoded again and
-synthesized in a worker process from the same fields. Both kinds keep their default
+and checked once in :meth:`PostCircuitProvider.plan`; its one partition is decoded again in a
+worker process from the same fields and its witness computed without synthesis
+(:mod:`cuzk_plugin.filecoin.witness.post`): the backend evaluates a, b, c from the circuit's
+pre-compiled file (``pce-<id>`` in the param cache, recorded from the blank circuit on first
+use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis. Both kinds keep their default
 priorities (WinningPoSt CRITICAL, WindowPoSt HIGH; engine/types.py) unless the request sets
 one, and the engine self-verifies the proof before it is returned.
 """
 
 from __future__ import annotations
 
+import fcntl
+import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.post import PostDecodeError
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
+from cuzk_plugin.adapters.curio.provider import pce_enabled
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
-from cuzk_plugin.filecoin.post_proofs import PostKind
+from cuzk_plugin.filecoin.post_proofs import WINDOW_SECTORS, PostKind, post_circuit_id, post_shape
 
-__all__ = ["PostCircuitProvider", "PostPartitionTask", "PostKeyGenerator", "post_test_key", "TEST_KEY_CIRCUITS"]
+__all__ = ["PostCircuitProvider", "PostPartitionTask", "PostKeyGenerator", "post_test_key", "TEST_KEY_CIRCUITS",
+           "POST_CIRCUITS", "ensure_post_pce", "extract_post_pce"]
+
+log = logging.getLogger(__name__)
+
+#: Every PoSt circuit id: (kind, sector size).
+POST_CIRCUITS = {post_circuit_id(k, size): (k, size) for k in PostKind for size in WINDOW_SECTORS}
 
 #: Test keys ([srs] allow_test_keys) can be made here for these circuits; others need Filecoin's files.
 TEST_KEY_CIRCUITS = {"winning-2k": (PostKind.WINNING, 2 << 10), "wpost-2k": (PostKind.WINDOW, 2 << 10)}
@@ -28,19 +41,62 @@ TEST_KEY_CIRCUITS = {"winning-2k": (PostKind.WINNING, 2 << 10), "wpost-2k": (Pos
 _KINDS = {ProofKind.WINNING_POST: PostKind.WINNING, ProofKind.WINDOW_POST_PARTITION: PostKind.WINDOW}
 
 
+def extract_post_pce(circuit_id: str, path) -> str:
+    """Record the PoSt circuit ``circuit_id`` (e.g. ``winning-32g``) into ``path``; the digest."""
+    from cuzk_plugin.circuit.pce_record import record_circuit
+    from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
+
+    kind, size = POST_CIRCUITS[circuit_id]
+    shape = post_shape(kind, size)
+    return record_circuit(lambda cs: synthesize_post(cs, shape, blank_slots(shape)), path, circuit_id)
+
+
+def ensure_post_pce(circuit_id: str, param_cache) -> str:
+    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache``, recorded first when
+    missing or damaged; concurrent workers wait for one recording (a lock file beside it)."""
+    from cuzk_plugin.formats.pce import PceError, load_pce, pce_path
+
+    path = pce_path(param_cache, circuit_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            try:
+                load_pce(path, expect_name=circuit_id)
+                return str(path)
+            except PceError as exc:
+                log.warning("pce %s: %s; recording it again", circuit_id, exc)
+                path.unlink()
+        t0 = time.perf_counter()
+        log.info("pce %s: no pre-compiled circuit in the param cache, recording %s (once)", circuit_id, path)
+        digest = extract_post_pce(circuit_id, path)
+        log.info("pce %s: recorded in %.1fs, digest %s", circuit_id, time.perf_counter() - t0, digest[:16])
+        return str(path)
+
+
 @dataclass(frozen=True)
 class PostPartitionTask:
-    """Synthesize the PoSt partition of these request fields (picklable, bytes only)."""
+    """The PoSt partition of these request fields (picklable, bytes only); ``pce_cache`` is the
+    param cache holding (or to hold) the pre-compiled circuit, None for the reference path."""
 
     registered_proof: int
     randomness: bytes
     vanilla_proofs: tuple[bytes, ...]
     partition_index: int
+    pce_cache: str | None = None
 
     def synthesize(self):
-        """(SynthesizedPartition, public inputs without ONE); PostWitnessError if corrupt."""
+        """(WitnessPartition on the mapped pre-compiled circuit, or SynthesizedPartition on the
+        reference path; public inputs without ONE); PostWitnessError if the proofs are corrupt."""
+        from cuzk_plugin.formats.partition import WitnessPartition
+        from cuzk_plugin.formats.pce import MappedCircuit
+
         job = PostJob.from_fields(self.registered_proof, self.randomness, self.vanilla_proofs, self.partition_index)
-        return job.synthesize()
+        if self.pce_cache is None or not pce_enabled():
+            return job.synthesize()
+        inputs, aux = job.assignment()
+        circuit = MappedCircuit.open(ensure_post_pce(job.circuit_id, self.pce_cache))
+        return WitnessPartition(circuit, inputs, aux), list(job.public_inputs)
 
 
 @dataclass(frozen=True)
@@ -106,7 +162,8 @@ class PostCircuitProvider:
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
                                        make_test_key=post_test_key)
         task = PostPartitionTask(request.registered_proof, bytes(request.randomness),
-                                 tuple(bytes(v) for v in request.vanilla_proofs), request.partition_index)
+                                 tuple(bytes(v) for v in request.vanilla_proofs), request.partition_index,
+                                 str(param_cache) if param_cache is not None else None)
         return JobPlan(circuit_id, (task,))
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:

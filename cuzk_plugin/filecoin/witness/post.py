@@ -38,7 +38,7 @@ class PostWitnessMismatch(CircuitError):
     def __init__(self, slot: int, challenge: int | None, constraint: int):
         what = "comm_r = Poseidon(comm_c, comm_r_last)" if challenge is None else \
             f"challenge {challenge}: inclusion in tree_r_last"
-        super().__init__(f"slot {slot} {what}: the witness violates constraint {constraint}")
+        super().__init__(f"slot {slot} {what}")
         self.slot, self.challenge, self.constraint = slot, challenge, constraint
 
 
