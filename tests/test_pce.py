@@ -178,3 +178,29 @@ def test_porep_8mib_counts_match_the_shape_pass(tmp_path):
     shape = count_partition("8MiB")
     assert (hdr.num_inputs, hdr.num_aux) == (shape.num_inputs, shape.num_aux)
     assert hdr.num_constraints == shape.num_constraints + shape.num_inputs  # + the input rows
+
+
+def test_circuit_with_an_empty_matrix_round_trips(tmp_path):
+    """C without a single term (an empty section in the file) is written and read back."""
+    from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix
+
+    a = SparseMatrix.from_terms([0, 1], [1, 2], [3, 5])
+    empty = SparseMatrix.from_terms([], [], [])
+    pce = precompile_r1cs(R1CS(2, 1, 2, a, a, empty), "empty-c")
+    path = tmp_path / "pce-empty-c.pce"
+    save_pce(path, pce)
+    got = load_pce(path)
+    assert got.c.nnz == 0 and got.digest == pce.digest and (got.a.cols == pce.a.cols).all()
+
+
+def test_recorded_circuit_with_an_empty_matrix(tmp_path):
+    """The recorder writes no chunk at all for a matrix without terms (booleanity only)."""
+    def synth(cs):
+        for _ in range(3):
+            alloc_bit(cs, None)  # (1 - b) * b = 0: C is empty
+
+    path = tmp_path / "pce-bits.pce"
+    record_circuit(synth, path, "bits")
+    got = load_pce(path)
+    assert got.c.nnz == 0 and got.num_constraints == 4
+    assert_same_rows(got, reference_rows(synth))

@@ -254,13 +254,14 @@ class PceWriter:
 
     def write(self, section: str, chunk: np.ndarray) -> None:
         """Append ``chunk`` (any shape; its dtype converted to the section's) to ``section``,
-        which must be the current section or the next one."""
-        name, _, nbytes, _, dtype = self._sections[self._index]
-        if section != name:
+        which must be the current section or a later one (those between must be complete:
+        empty sections need no write)."""
+        names = [s[0] for s in self._sections]
+        if section not in names[self._index:]:
+            raise PceError(f"{self.path}: section {section} written out of order (at {names[self._index]})")
+        while names[self._index] != section:
             self._close_section()
-            name, _, nbytes, _, dtype = self._sections[self._index]
-            if section != name:
-                raise PceError(f"{self.path}: section {section} written out of order (expected {name})")
+        name, _, nbytes, _, dtype = self._sections[self._index]
         data = np.ascontiguousarray(chunk, dtype=dtype)
         if self._written + data.nbytes > nbytes:
             raise PceError(f"{self.path}: section {section} gets more than its {nbytes} bytes")
