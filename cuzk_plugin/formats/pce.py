@@ -261,7 +261,7 @@ class PceWriter:
             raise PceError(f"{self.path}: section {section} written out of order (at {names[self._index]})")
         while names[self._index] != section:
             self._close_section()
-        name, _, nbytes, _, dtype = self._sections[self._index]
+        _, _, nbytes, _, dtype = self._sections[self._index]
         data = np.ascontiguousarray(chunk, dtype=dtype)
         if self._written + data.nbytes > nbytes:
             raise PceError(f"{self.path}: section {section} gets more than its {nbytes} bytes")
