@@ -19,9 +19,15 @@ export CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
     nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.max.sm,memory.total --format=csv
     ls -l .device-carry/cuda/
     python3 -c 'from cuzk_plugin.backends.cuda import CudaBackend as B; print("probe:", B.probe() or "ok"); print(B().devices())'
+    # A library whose kernels were built for no architecture this card runs (optional: the
+    # production objects with api.cu built for sm_100 only) must be refused by name.
+    if [ -e .device-carry/noimg/libcuzk_cuda.so ]; then
+        CUZK_CUDA_LIBRARY=$PWD/.device-carry/noimg/libcuzk_cuda.so python3 -c \
+            'from cuzk_plugin.backends.cuda import CudaBackend as B; print("sm_100-only api.cu here:", B.probe())'
+    fi
 } 2>&1 | tee "$OUT/device.txt"
 timeout ${TEST_TIMEOUT:-330} python3 -m pytest tests/gpu tests/conformance tests/test_field_ptx.py --backend cuda \
-    -q -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
+    -v -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
 echo "tests rc=$?"; tail -15 "$OUT/tests.txt"
 for spec in msm-g1:24:5 msm-g1:27:3 msm-g2:27:1 ntt:27:10 prove:27:7 r1cs:26:5; do
     IFS=: read -r op log2 repeat <<<"$spec"
