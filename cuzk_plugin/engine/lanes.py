@@ -54,16 +54,28 @@ class LaneKey:
     def nbytes(self) -> int:
         return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) for c in self._circuits.values())
 
+    @property
+    def evaluates_on_device(self) -> bool:
+        """The backend evaluates a, b, c itself (else the host does, on a prepared copy)."""
+        return callable(getattr(self.lane.backend, "load_circuit", None))
+
     def circuit(self, mapped) -> object:
-        """The lane's handle of ``mapped``'s circuit (loaded on first use)."""
+        """The lane's handle of ``mapped``'s circuit, loaded on first use: on the backend, or
+        prepared for host evaluation where the backend cannot evaluate matrices."""
         pce = mapped.circuit
         with self._lock:
             handle = self._circuits.get(pce.digest)
             if handle is None:
                 t0 = time.perf_counter()
-                handle = self.lane.backend.load_circuit(pce, self.lane.device.index)
+                if self.evaluates_on_device:
+                    handle = self.lane.backend.load_circuit(pce, self.lane.device.index)
+                else:
+                    from cuzk_plugin.backends.cpu.backend import CpuBackend
+
+                    handle = CpuBackend().load_circuit(pce)
                 self._circuits[pce.digest] = handle
-                log.info("pce %s: loaded on %s (%.1f MB) in %.3fs", pce.name, self.lane.name,
+                log.info("pce %s: loaded for %s%s (%.1f MB) in %.3fs", pce.name, self.lane.name,
+                         "" if self.evaluates_on_device else " (a, b, c on the host)",
                          getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
             return handle
 
@@ -128,12 +140,12 @@ def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPar
     its circuit, or evaluated on the host where the backend cannot evaluate matrices."""
     if not isinstance(part, WitnessPartition):
         return part
-    if callable(getattr(lane.backend, "load_circuit", None)):
-        return part.on(handle.circuit(part.circuit))
-    from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
-    from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs
+    circuit = handle.circuit(part.circuit)
+    if handle.evaluates_on_device:
+        return part.on(circuit)
+    from cuzk_plugin.backends.cpu.backend import CpuBackend, witness_to_synthesized
 
-    return witness_to_synthesized(part, *evaluate_r1cs(part.pce, part.z()))
+    return witness_to_synthesized(part, *CpuBackend().evaluate_r1cs(circuit, part.z()))
 
 
 def prove_step(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition, vk: VerifyingKey,
