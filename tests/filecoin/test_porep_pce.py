@@ -160,3 +160,28 @@ def test_backend_without_load_circuit_gets_a_b_c_from_the_host(tmp_path):
         proof, times = prove_step(lane, handle, part, key.vk, threading.Event())
         assert verify(key.vk, proof, public) and times.evaluate_s > 0
     assert handle.nbytes > srs_bytes  # the host copy, prepared once, counts with the key
+
+
+def test_witness_partition_crosses_shared_memory(tmp_path):
+    """A worker's WitnessPartition travels as its assignment alone; the engine side maps the
+    circuit from the file the ref names (digest checked) and unlinks the block on release."""
+    from multiprocessing import shared_memory
+
+    from cuzk_plugin.engine.synthesis import SharedPartition, export_partition
+
+    ref_cs = FastConstraintSystem()
+    small_filecoin_circuit(ref_cs)
+    _, inputs, aux = ref_cs.finish()
+    path = tmp_path / "pce-small.pce"
+    digest = record_circuit(small_filecoin_circuit, path, "small")
+    ref = export_partition(WitnessPartition(MappedCircuit.open(path), inputs, aux), [7], 0.5)
+    assert ref.pce_path == str(path) and ref.pce_digest == digest
+    assert [name for name, *_ in ref.layout] == ["input_assignment", "aux_assignment"]
+    shared = SharedPartition(ref)
+    part = shared.partition
+    assert isinstance(part, WitnessPartition) and part.pce.digest == digest
+    assert np.array_equal(part.input_assignment, inputs) and np.array_equal(part.aux_assignment, aux)
+    del part
+    shared.release()
+    with pytest.raises(FileNotFoundError):
+        shared_memory.SharedMemory(name=ref.shm_name)
