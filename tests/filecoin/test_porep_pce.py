@@ -5,6 +5,7 @@ verifies, and a corrupted pre-compiled file in the param cache is extracted agai
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from cuzk_plugin.backends.registry import available_backends, get_backend
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.pce_record import record_circuit
 from cuzk_plugin.circuit.r1cs import synthesize
+from cuzk_plugin.engine.circuits import JobPlan, KeySource, ProviderRegistry
+from cuzk_plugin.engine.types import ProofKind
 from cuzk_plugin.filecoin.gadgets.boolean import alloc_bit, xor
 from cuzk_plugin.filecoin.gadgets.num import alloc_num, inputize, pack_bits
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
@@ -185,3 +188,74 @@ def test_witness_partition_crosses_shared_memory(tmp_path):
     shared.release()
     with pytest.raises(FileNotFoundError):
         shared_memory.SharedMemory(name=ref.shm_name)
+
+
+# -- through the engine: worker processes, shared memory, a lane ---------------------------------
+@dataclasses.dataclass(frozen=True)
+class PceTask:
+    """A partition of the small circuit as a witness on its pre-compiled file (runs in a worker)."""
+
+    pce_path: str
+    seed: int
+
+    def synthesize(self):
+        from cuzk_plugin.bls12_381.fields import limbs_to_ints
+
+        cs = FastConstraintSystem()
+        small_filecoin_circuit(cs, self.seed)
+        _, inputs, aux = cs.finish()
+        return WitnessPartition(MappedCircuit.open(self.pce_path), inputs, aux), limbs_to_ints(inputs)[1:]
+
+
+class PceProvider:
+    kinds = (ProofKind.SYNTHETIC,)
+
+    def __init__(self, pce_path: Path, key_path: Path):
+        self.pce_path, self.key_path = pce_path, key_path
+
+    def plan(self, request, param_cache):
+        return JobPlan("pce-small", tuple(PceTask(str(self.pce_path), s) for s in (11, 12, 13)))
+
+    def key_source(self, circuit_id, param_cache):
+        return KeySource("pce-small", self.key_path) if circuit_id == "pce-small" else None
+
+
+@pytest.mark.parametrize("backend_name", available_backends())
+async def test_engine_proves_witness_partitions(tmp_path, backend_name, caplog):
+    """Three partitions computed in worker processes as WitnessPartitions reach the lane through
+    shared memory; the lane loads the circuit once and the engine's self-verified proofs verify."""
+    from cuzk_plugin.bls12_381.fields import limbs_to_ints
+    from cuzk_plugin.config import load_config
+    from cuzk_plugin.engine.engine import Engine
+    from cuzk_plugin.engine.types import JobStatus, ProofRequest
+    from cuzk_plugin.formats.proof import decode_proofs
+    from cuzk_plugin.groth16.verifier import batch_verify
+
+    ref_cs = FastConstraintSystem()
+    small_filecoin_circuit(ref_cs)
+    r1cs, _, _ = ref_cs.finish()
+    pce_file = tmp_path / "pce-small.pce"
+    record_circuit(small_filecoin_circuit, pce_file, "small")
+    key_path = tmp_path / "pce-small.params"
+    key = setup(r1cs)
+    key.save(key_path)
+    config = load_config(None, {"srs": {"param_cache": str(tmp_path)}, "daemon": {"status_listen": ""},
+                                "synthesis": {"threads": 2}, "gpus": {"backend": backend_name},
+                                "memory": {"total_budget": "4GiB", "safety_margin": 0}})
+    engine = Engine(config, backends=[get_backend(backend_name)],
+                    providers=ProviderRegistry([PceProvider(pce_file, key_path)], load_plugins=False))
+    await engine.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="cuzk_plugin.engine.lanes"):
+            res = await engine.prove(ProofRequest("pce-engine-1", ProofKind.SYNTHETIC))
+    finally:
+        await engine.stop()
+    assert res.status == JobStatus.COMPLETED, res.error_message
+    loads = [r.getMessage() for r in caplog.records if r.getMessage().startswith("pce small: loaded for")]
+    assert len(loads) == 1, loads  # once for the three partitions
+    publics = []
+    for seed in (11, 12, 13):
+        cs = FastConstraintSystem()
+        small_filecoin_circuit(cs, seed)
+        publics.append(limbs_to_ints(cs.finish()[1])[1:])
+    assert batch_verify(key.vk, decode_proofs(res.proof), publics)
