@@ -4,6 +4,8 @@ where nvcc exists), skipped only where it cannot be built or no GPU is present."
 from __future__ import annotations
 
 import ctypes
+import secrets
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from tests.cuda_support import built_library_or_skip
 
 
 @pytest.fixture(scope="session")
-def cuda() -> CudaBackend:
+def cuda() -> Iterator[CudaBackend]:
     lib = built_library_or_skip()
     # Skip only when the driver reports no device (CZ_NO_DEVICE, or a count of zero); any other
     # failure of the freshly built library is an error of ours and fails the tests.
@@ -37,7 +39,7 @@ def cpu() -> CpuBackend:
 @pytest.fixture()
 def rng(request) -> np.random.Generator:
     # A fresh seed per test (printed on failure through the test id), never a fixed dataset.
-    seed = np.random.SeedSequence().entropy % (1 << 32)
+    seed = secrets.randbits(32)
     request.node.user_properties.append(("seed", seed))
     return np.random.default_rng(seed)
 
