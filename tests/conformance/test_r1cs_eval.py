@@ -136,3 +136,18 @@ def test_recorded_porep_2k_circuit_matches_reference(backend, rng, porep_2k_pce)
     for name, g, w in zip("abc", got, want):
         bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
         assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
+
+
+def test_unsatisfied_rows_finds_exactly_the_broken_rows(rng):
+    """The host check used on evaluated a, b, c (bits compared, the rest multiplied)."""
+    from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
+
+    n = 5000
+    vals = [_value(rng) for _ in range(3 * n)]
+    a, b = vals[:n], vals[n:2 * n]
+    c = [x * y % R for x, y in zip(a, b)]
+    broken = sorted({int(j) for j in rng.choice(n, 40, replace=False)})
+    for j in broken:
+        c[j] = (c[j] + 1 + j) % R
+    got = unsatisfied_rows(ints_to_limbs(a), ints_to_limbs(b), ints_to_limbs(c), chunk=1000)
+    assert got.tolist() == broken

@@ -77,7 +77,10 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, tmp_pa
     assert public == ref_public
     from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs
 
+    from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
+
     got = witness_to_synthesized(part, *evaluate_r1cs(part.pce, part.z()))
+    assert unsatisfied_rows(got.a, got.b, got.c).size == 0  # every recorded constraint holds
     for name in ("a", "b", "c", "input_assignment", "aux_assignment", "a_aux_density", "b_input_density",
                  "b_aux_density"):
         assert np.array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(ref, name))), name

@@ -25,7 +25,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, limbs_to_ints
 from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
-__all__ = ["CoefficientTable", "evaluate_matrix", "evaluate_r1cs", "mont_mul", "to_limbs32"]
+__all__ = ["CoefficientTable", "evaluate_matrix", "evaluate_r1cs", "mont_mul", "to_limbs32", "unsatisfied_rows"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
@@ -322,3 +322,28 @@ def evaluate_r1cs(pce: PrecompiledCircuit, z: np.ndarray, table: CoefficientTabl
         return tuple(evaluate_split(m, z, zkind, table) for m in split)  # type: ignore[return-value]
     with ThreadPoolExecutor(threads) as ex:
         return tuple(ex.map(lambda m: evaluate_split(m, z, zkind, table), split))  # type: ignore[return-value]
+
+
+#: 2^512 mod r as four uint64 limbs: mont_mul(mont_mul(a, b), R2) = a * b.
+_R2_LIMBS = np.array([[((1 << 512) % R >> (64 * i)) & (2**64 - 1) for i in range(4)]], dtype=np.uint64)
+
+
+def unsatisfied_rows(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, chunk: int = 1 << 22) -> np.ndarray:
+    """Rows j where a_j * b_j != c_j, (n,) int64 ascending; a, b, c (rows, 4) canonical.
+    A b of 0 or 1 (most rows: booleanity, bit products) is a comparison; the rest Montgomery."""
+    bad = []
+    for lo in range(0, a.shape[0], chunk):
+        aa, bb, cc = a[lo:lo + chunk], b[lo:lo + chunk], c[lo:lo + chunk]
+        small = (bb[:, 1] | bb[:, 2] | bb[:, 3]) == 0
+        zero = small & (bb[:, 0] == 0)
+        unit = small & (bb[:, 0] == 1)
+        ok = np.zeros(aa.shape[0], bool)
+        ok[zero] = (cc[zero] == 0).all(axis=1)
+        ok[unit] = (cc[unit] == aa[unit]).all(axis=1)
+        g = np.flatnonzero(~(zero | unit))
+        if g.size:
+            r2 = to_limbs32(np.repeat(_R2_LIMBS, g.size, axis=0))
+            ab = _from_limbs32(mont_mul(mont_mul(to_limbs32(aa[g]), to_limbs32(bb[g])), r2))
+            ok[g] = (ab == cc[g]).all(axis=1)
+        bad.append(lo + np.flatnonzero(~ok))
+    return np.concatenate(bad) if bad else np.zeros(0, np.int64)
