@@ -507,7 +507,8 @@ class Engine:
                 raise PartitionCancelled()
             loop = asyncio.get_running_loop()
             shared.hold()
-            fut = loop.run_in_executor(self._gpu_threads, prove_step, lane, handle, shared.partition, key.vk, job.cancel_flag)
+            fut = loop.run_in_executor(self._gpu_threads, _prove_unless_cancelled, lane, handle, shared.partition, key.vk,
+                                       job.cancel_flag)
             proof, times = await asyncio.shield(fut)
         except PartitionCancelled:
             raise asyncio.CancelledError() from None
@@ -633,6 +634,13 @@ class Engine:
         m.uptime.set(st.uptime_s)
         m.gpu_workers.set(len(self.slots.slots))
         return m.text()
+
+
+def _prove_unless_cancelled(lane: Lane, handle, partition, vk, cancelled) -> tuple[Proof, object]:
+    """prove_step, unless the job was cancelled while the call waited for a thread."""
+    if cancelled.is_set():
+        raise PartitionCancelled()
+    return prove_step(lane, handle, partition, vk, cancelled)
 
 
 def _consume(task: asyncio.Task) -> None:

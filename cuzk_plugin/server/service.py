@@ -17,8 +17,16 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from cuzk_plugin.engine.engine import Engine
-from cuzk_plugin.engine.errors import (CircuitUnavailable, InvalidRequest, JobIdInUse, JobNotFound, QueueFull,
-                                       SrsBudgetExceeded, SrsInUse)
+from cuzk_plugin.engine.errors import (
+    CircuitUnavailable,
+    InvalidRequest,
+    JobIdInUse,
+    JobNotFound,
+    QueueFull,
+    SrsBudgetExceeded,
+    SrsInUse,
+)
+from cuzk_plugin.engine.types import loggable
 from cuzk_plugin.server import convert
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
@@ -40,13 +48,18 @@ PARSE_OFF_LOOP_BYTES = 1 << 20
 SERVICE = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
 
 
+#: The longest error text sent back or logged (a message may quote a client's input).
+MAX_DETAILS = 1000
+
+
 async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception) -> None:
     code = next((c for t, c in ERROR_CODES if isinstance(exc, t)), grpc.StatusCode.INTERNAL)
+    details = loggable(str(exc), MAX_DETAILS)
     if code == grpc.StatusCode.INTERNAL:
-        log.exception("%s: internal error", rpc)
+        log.error("%s: internal error: %s", rpc, details, exc_info=exc)
     else:
-        log.info("%s: %s: %s", rpc, code.name, exc)
-    await context.abort(code, str(exc))
+        log.info("%s: %s: %s", rpc, code.name, details)
+    await context.abort(code, details)
 
 
 class ProvingEngineService:
