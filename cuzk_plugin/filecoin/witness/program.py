@@ -8,8 +8,9 @@ keeps the nodes the aux variables and outputs need, orders them by depth and gro
 of one depth and one operation, so that :meth:`Program.run` evaluates N instances with one numpy
 call per group: a compression costs a few thousand numpy calls whatever N is.
 
-Values are ``uint64``: bits are 0/1, 32-bit words and their sums (< 2^36) fit. ``~x`` is the
-64-bit complement; the gadgets only use it masked to 32 bits, where it equals Python's.
+Bits (inputs, xor/and of bits, a word masked with 1) are ``uint8``; words and their sums
+(< 2^36) ``uint64``. ``~x`` is the 64-bit complement; the gadgets only use it masked to 32
+bits, where it equals Python's.
 """
 
 from __future__ import annotations
@@ -167,59 +168,81 @@ class TraceCS:
 
 @dataclass(frozen=True)
 class Program:
-    """A compiled trace: ``run(inputs)`` gives the value matrix V (nodes x instances); aux
-    variable j of an instance is ``V[aux[j]]``, output k is ``V[outputs[k]]``."""
+    """A compiled trace. Nodes whose values are bits (0/1) live in a uint8 matrix, the others
+    (words, sums) in a uint64 one: ``run(inputs)`` gives both, (bits, words), each
+    (nodes, instances); :meth:`take` reads nodes out of them. Aux variable j of an instance is
+    node ``aux[j]``, output k node ``outputs[k]``; a node is (is_bit, row)."""
 
     num_inputs: int
-    num_nodes: int
-    const_rows: np.ndarray  # (c,) int64
-    const_values: np.ndarray  # (c,) uint64
-    steps: tuple  # (kind, out rows, operand arrays...) in dependency order
-    aux: np.ndarray  # (num_aux,) int64 rows of V
-    outputs: np.ndarray  # (num_outputs,) int64 rows of V
+    num_bit_nodes: int
+    num_word_nodes: int
+    consts: tuple  # ((is_bit, rows, values), ...)
+    steps: tuple  # (kind, out_is_bit, out rows, ((is_bit, rows), ...) operands, extra) in order
+    aux: tuple  # (is_bit (num_aux,) bool, rows (num_aux,) int64)
+    outputs: tuple  # the same for the outputs
     num_constraints: int
 
     @property
     def num_aux(self) -> int:
-        return int(self.aux.shape[0])
+        return int(self.aux[1].shape[0])
 
-    def run(self, inputs: np.ndarray) -> np.ndarray:
-        """``inputs`` (num_inputs, N) uint64 -> V (num_nodes, N) uint64."""
+    def run(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``inputs`` (num_inputs, N) 0/1 -> (bit values (bit nodes, N) uint8, word values
+        (word nodes, N) uint64)."""
         if inputs.shape[0] != self.num_inputs:
             raise ValueError(f"{inputs.shape[0]} input rows, the program takes {self.num_inputs}")
         n = inputs.shape[1]
-        v = np.empty((self.num_nodes, n), dtype=np.uint64)
-        v[:self.num_inputs] = inputs
-        v[self.const_rows] = self.const_values[:, None]
-        for step in self.steps:
-            kind, out = step[0], step[1]
+        bits = np.empty((self.num_bit_nodes, n), dtype=np.uint8)
+        words = np.empty((self.num_word_nodes, n), dtype=np.uint64)
+        store = (words, bits)
+        bits[:self.num_inputs] = inputs
+        for is_bit, rows, values in self.consts:
+            store[is_bit][rows] = values[:, None]
+        for kind, out_bit, out, ops, extra in self.steps:
+            if out_bit:
+                vals = [store[b][r] for b, r in ops]
+            else:  # words: widen bit operands before shifts, sums and complements
+                vals = [store[b][r].astype(np.uint64) if b else store[b][r] for b, r in ops]
             if kind == _XOR:
-                v[out] = v[step[2]] ^ v[step[3]]
+                res = vals[0] ^ vals[1]
             elif kind == _AND:
-                v[out] = v[step[2]] & v[step[3]]
+                res = vals[0] & vals[1]
             elif kind == _NOT:
-                v[out] = ~v[step[2]]
+                res = ~vals[0]
             elif kind == _PACK:
-                _, _, const, nodes, lsh, rsh = step
-                acc = (v[nodes[:, 0]] << lsh[:, 0, None]) >> rsh[:, 0, None]
-                for t in range(1, nodes.shape[1]):
-                    acc |= (v[nodes[:, t]] << lsh[:, t, None]) >> rsh[:, t, None]
+                const, lsh, rsh = extra
+                res = (vals[0] << lsh[:, 0, None]) >> rsh[:, 0, None]
+                for t in range(1, len(vals)):
+                    res |= (vals[t] << lsh[:, t, None]) >> rsh[:, t, None]
                 if const is not None:
-                    acc |= const[:, None]
-                v[out] = acc
+                    res |= const[:, None]
             else:  # _SUM
-                _, _, const, nodes = step
-                acc = v[nodes].sum(axis=1, dtype=np.uint64)
-                if const is not None:
-                    acc += const[:, None]
-                v[out] = acc
-        return v
+                res = vals[0].copy()
+                for v in vals[1:]:
+                    res += v
+                if extra is not None:
+                    res += extra[:, None]
+            store[out_bit][out] = res
+        return bits, words
+
+    def take(self, values: tuple[np.ndarray, np.ndarray], which: tuple) -> np.ndarray:
+        """The values of nodes ``which`` (self.aux or self.outputs): (len, N), uint8 when all
+        are bits, else uint64."""
+        is_bit, rows = which
+        bits, words = values
+        if is_bit.all():
+            return bits[rows]
+        out = np.empty((rows.shape[0], bits.shape[1]), dtype=np.uint64)
+        out[is_bit] = bits[rows[is_bit]]
+        out[~is_bit] = words[rows[~is_bit]]
+        return out
 
 
 def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_nodes: list[int],
                     num_constraints: int) -> Program:
-    """Keep what the aux variables and outputs need; group nodes by (depth, kind, arity).
-    Input node k must be the tape's k-th input (created first, in order)."""
+    """Keep what the aux variables and outputs need; type each node (bit or word) and group the
+    nodes by (depth, kind, arity, types). Input node k must be the tape's k-th input (created
+    first, in order); inputs are bits."""
     kinds, args = tape.kinds, tape.args
     for k in range(num_inputs):
         if kinds[k] != _INPUT or args[k] != k:
@@ -246,57 +269,73 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
             stack.extend(operands(i))
     live[:num_inputs] = True
 
+    is_bit = np.zeros(len(kinds), dtype=bool)
     depth = np.zeros(len(kinds), dtype=np.int64)
     groups: dict[tuple, list[int]] = {}
     consts = []
+
+    def const_bit(i: int) -> bool:
+        return kinds[i] == _CONST and args[i] in (0, 1)
+
     for i in np.flatnonzero(live):
         i = int(i)
         kind = kinds[i]
         if kind == _INPUT:
+            is_bit[i] = True
             continue
         if kind == _CONST:
+            is_bit[i] = args[i] in (0, 1)
             consts.append(i)
             continue
         ops = operands(i)
+        if kind == _XOR:
+            is_bit[i] = is_bit[ops[0]] and is_bit[ops[1]]
+        elif kind == _AND:
+            is_bit[i] = (is_bit[ops[0]] and is_bit[ops[1]]) or const_bit(ops[0]) or const_bit(ops[1])
         depth[i] = 1 + max(int(depth[o]) for o in ops)
-        arity = len(ops) if kind in (_PACK, _SUM) else 0
-        groups.setdefault((int(depth[i]), kind, arity), []).append(i)
+        key = (int(depth[i]), kind, len(ops), bool(is_bit[i]), tuple(bool(is_bit[o]) for o in ops))
+        groups.setdefault(key, []).append(i)
 
     row = np.full(len(kinds), -1, dtype=np.int64)
-    row[:num_inputs] = np.arange(num_inputs)
-    nxt = num_inputs
-    row[consts] = np.arange(nxt, nxt + len(consts))
-    nxt += len(consts)
+    nxt = [0, 0]  # next free row: words, bits
+    def place(nodes: list[int], bit: bool) -> None:
+        row[nodes] = np.arange(nxt[bit], nxt[bit] + len(nodes))
+        nxt[bit] += len(nodes)
+
+    place(list(range(num_inputs)), True)
+    const_groups = []
+    for bit in (False, True):
+        members = [i for i in consts if bool(is_bit[i]) == bit]
+        if members:
+            place(members, bit)
+            const_groups.append((bit, row[members], np.array([args[i] for i in members], dtype=np.uint64)))
     ordered = sorted(groups)
     for key in ordered:
-        members = groups[key]
-        row[members] = np.arange(nxt, nxt + len(members))
-        nxt += len(members)
+        place(groups[key], key[3])
 
     steps = []
     for key in ordered:
-        _, kind, arity = key
+        _, kind, arity, out_bit, op_bits = key
         members = groups[key]
-        out = row[members]
-        if kind in (_XOR, _AND):
-            a = row[[args[i][0] for i in members]]
-            b = row[[args[i][1] for i in members]]
-            steps.append((kind, out, a, b))
-        elif kind == _NOT:
-            steps.append((kind, out, row[[args[i] for i in members]]))
-        elif kind == _PACK:
-            nodes = row[[[n for n, _ in args[i][1]] for i in members]]
+        opnodes = [operands(i) for i in members]
+        ops = tuple((op_bits[t], row[[o[t] for o in opnodes]]) for t in range(arity))
+        extra = None
+        if kind == _PACK:
             shifts = np.array([[s for _, s in args[i][1]] for i in members], dtype=np.int64)
             c = np.array([args[i][0] for i in members], dtype=np.uint64)
-            steps.append((kind, out, c if c.any() else None, nodes,
-                          np.maximum(shifts, 0).astype(np.uint64), np.maximum(-shifts, 0).astype(np.uint64)))
-        else:
-            nodes = row[[list(args[i][1]) for i in members]]
+            extra = (c if c.any() else None, np.maximum(shifts, 0).astype(np.uint64),
+                     np.maximum(-shifts, 0).astype(np.uint64))
+        elif kind == _SUM:
             c = np.array([args[i][0] for i in members], dtype=np.uint64)
-            steps.append((kind, out, c if c.any() else None, nodes))
+            extra = c if c.any() else None
+        steps.append((kind, out_bit, row[members], ops, extra))
+
+    def nodes(which: list[int]) -> tuple:
+        which = np.asarray(which, dtype=np.int64)
+        return is_bit[which].copy(), row[which]
+
     return Program(
-        num_inputs=num_inputs, num_nodes=nxt,
-        const_rows=row[consts], const_values=np.array([args[i] for i in consts], dtype=np.uint64),
-        steps=tuple(steps), aux=row[np.asarray(aux_nodes, dtype=np.int64)],
-        outputs=row[np.asarray(output_nodes, dtype=np.int64)], num_constraints=num_constraints,
+        num_inputs=num_inputs, num_bit_nodes=nxt[True], num_word_nodes=nxt[False],
+        consts=tuple(const_groups), steps=tuple(steps), aux=nodes(aux_nodes), outputs=nodes(output_nodes),
+        num_constraints=num_constraints,
     )

@@ -97,8 +97,8 @@ def sha256_templates(message_sig: str) -> list[CompressionTemplate]:
 
 @dataclass
 class Sha256Result:
-    """``blocks[k]``: for compression k, one (template, instance columns, aux (num_aux, n) uint64
-    0/1) per distinct template; ``digest`` (256, N): the digest bits, big-endian within each
+    """``blocks[k]``: for compression k, one (template, instance columns, aux (num_aux, n) 0/1,
+    uint8) per distinct template; ``digest`` (256, N): the digest bits, big-endian within each
     word as the gadget returns them."""
 
     blocks: list[list[tuple[CompressionTemplate, np.ndarray, np.ndarray]]]
@@ -107,16 +107,16 @@ class Sha256Result:
 
 def sha256_many(message_sigs: list[str], group: np.ndarray, bits: np.ndarray) -> Sha256Result:
     """SHA-256 of N messages of one length; instance i has signature ``message_sigs[group[i]]``.
-    ``bits`` (message bits, N) uint64 0/1; rows at constant positions are not read."""
+    ``bits`` (message bits, N) 0/1 (any unsigned dtype); rows at constant positions are not read."""
     chains = [sha256_templates(s) for s in message_sigs]
     if len({len(c) for c in chains}) != 1 or len({len(s) for s in message_sigs}) != 1:
         raise ValueError("sha256_many hashes messages of one length")
     n = bits.shape[1]
     nblocks = len(chains[0])
-    padded = np.zeros((512 * nblocks, n), dtype=np.uint64)
+    padded = np.zeros((512 * nblocks, n), dtype=np.uint8)
     padded[:bits.shape[0]] = bits
-    state = np.zeros((256, n), dtype=np.uint64)
-    iv = np.array([(w >> i) & 1 for w in IV for i in range(32)], dtype=np.uint64)
+    state = np.zeros((256, n), dtype=np.uint8)
+    iv = np.array([(w >> i) & 1 for w in IV for i in range(32)], dtype=np.uint8)
     state[:] = iv[:, None]
     blocks = []
     for k in range(nblocks):
@@ -131,8 +131,8 @@ def sha256_many(message_sigs: list[str], group: np.ndarray, bits: np.ndarray) ->
             if cols.size == 0:
                 continue
             v = tpl.program.run(np.concatenate([padded[512 * k:512 * (k + 1), cols], state[:, cols]]))
-            done.append((tpl, cols, v[tpl.program.aux]))
-            new_state[:, cols] = v[tpl.program.outputs]
+            done.append((tpl, cols, tpl.program.take(v, tpl.program.aux)))
+            new_state[:, cols] = tpl.program.take(v, tpl.program.outputs)
         blocks.append(done)
         state = new_state
     digest = state.reshape(8, 32, n)[:, ::-1, :].reshape(256, n)
