@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cuzk_plugin.filecoin.witness import partition_assignment, porep_layout  # noqa: E402
+from cuzk_plugin.filecoin.witness import partition_assignment, porep_layout
 
 
 def _load(args) -> tuple:

@@ -34,7 +34,10 @@ def poseidon_num_constraints(arity: int) -> int:
 @lru_cache(maxsize=None)
 def _matrices(arity: int):
     c = constants(arity)
-    as_obj = lambda m: np.array([[int(x) for x in row] for row in m], dtype=object)  # noqa: E731
+
+    def as_obj(m) -> np.ndarray:
+        return np.array([[int(x) for x in row] for row in m], dtype=object)
+
     mds_t = as_obj(c.mds).T  # new[j] = sum_i m[i][j] s[i]
     pre_t = as_obj(c.pre_sparse_matrix).T
     sparse = [(np.array(sm.w_hat, dtype=object), np.array(sm.v_rest, dtype=object)[:, None])
