@@ -183,7 +183,7 @@ def _label_parents(layer: int) -> list[int]:
     return ps + ps + ps[:9]
 
 
-def _poseidon_path(cnt: _Counter, arities: list[int], region: str, base_cons: int) -> _Path:
+def _poseidon_path(cnt: _Counter, arities: list[int], region: str) -> _Path:
     levels = []
     for a in arities:
         nb = a.bit_length() - 1
@@ -199,7 +199,7 @@ def _poseidon_path(cnt: _Counter, arities: list[int], region: str, base_cons: in
         levels.append(_Level(a, bits, sibs, ins, h))
     cnt.take(0, 1)  # pack_into_inputs
     cnt.take(0, 1)  # equal
-    return _Path(levels, cnt.cons - 1 - base_cons, region)
+    return _Path(levels, cnt.cons - 1, region)
 
 
 @lru_cache(maxsize=16)
@@ -242,7 +242,7 @@ def porep_layout(params: PorepParams) -> PorepLayout:
         regions.append((c.cons, f"{kind}: column hash and comm_c inclusion"))
         columns.append(c.take(params.layers))
         c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
-        parent_paths.append(_poseidon_path(c, tree, f"{kind}: column hash and comm_c inclusion", 0))
+        parent_paths.append(_poseidon_path(c, tree, f"{kind}: column hash and comm_c inclusion"))
     challenge_bits = c.take(64, 64)
     c.take(0, 1)  # pack_into_inputs
     labels = []
@@ -254,10 +254,10 @@ def porep_layout(params: PorepParams) -> PorepLayout:
         labels.append(_Label(pbits, blocks, c.take(1, 1)))
     regions.append((c.cons, "encoding and comm_r_last inclusion"))
     encoded = c.take(1, 1)
-    comm_r_last = _poseidon_path(c, tree, "encoding and comm_r_last inclusion", 0)
+    comm_r_last = _poseidon_path(c, tree, "encoding and comm_r_last inclusion")
     regions.append((c.cons, "challenged column hash and comm_c inclusion"))
     own = c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
-    comm_c = _poseidon_path(c, tree, "challenged column hash and comm_c inclusion", 0)
+    comm_c = _poseidon_path(c, tree, "challenged column hash and comm_c inclusion")
     return PorepLayout(
         params=params, header_aux=h.aux, header_constraints=h.cons, comm_r_poseidon=comm_r_poseidon,
         challenge_aux=c.aux, challenge_constraints=c.cons, data_leaf=data_leaf, comm_d=comm_d,
