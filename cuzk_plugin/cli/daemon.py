@@ -102,7 +102,9 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
         await stop.wait()
         log.info("stopping: no new requests; cancelling unfinished jobs")
     finally:
-        await server.stop()
+        # Jobs first: their Prove callers get CANCELLED at once instead of waiting out the grace.
+        engine.cancel_all("daemon stopping")
+        await server.stop(grace=2.0)
         await engine.stop()
         log.info("stopped")
 

@@ -154,9 +154,7 @@ class Engine:
     async def stop(self) -> None:
         """Cancel every unfinished job (killing key generations), then stop the workers; each
         wait is bounded (STOP_WAIT_S), so a stop takes seconds whatever is running."""
-        for job in list(self._jobs.values()):
-            if not job.status.finished:
-                self.cancel(job.id, reason="daemon stopping")
+        self.cancel_all("daemon stopping")
         tasks = [j.task for j in self._jobs.values() if j.task is not None and not j.task.done()]
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_WAIT_S)
@@ -363,6 +361,13 @@ class Engine:
         else:
             self._finish(job, JobStatus.CANCELLED, error=f"cancelled: {reason}")
         return True
+
+    def cancel_all(self, reason: str) -> int:
+        """Cancel every unfinished job; how many."""
+        jobs = [job for job in self._jobs.values() if not job.status.finished]
+        for job in jobs:
+            self.cancel(job.id, reason=reason)
+        return len(jobs)
 
     def _finish(self, job: Job, status: JobStatus, proof: bytes = b"", error: str = "") -> None:
         result = job.finish(status, proof, error)

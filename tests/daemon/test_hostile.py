@@ -363,3 +363,33 @@ async def test_stage_times_are_wall_clock_spans_with_sums_apart(make_daemon, cap
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.startswith("CUZK_TIMING: job=t-1")]
     assert len(lines) == 5 and "gpu_total_ms=" in lines[0] and "total_ms=" in lines[-1]
+
+
+@pytest.mark.slow
+async def test_sigterm_during_key_generation_stops_in_seconds(tmp_path, param_cache):
+    """The finding: a 30-byte request made the daemon generate a 2^20 key; SIGTERM then took
+    5 min 43 s. Now: the generation is bounded, and a stop kills it and leaves no process."""
+    from test_daemon_cli import _daemon, _wait_serving
+
+    sock = tmp_path / "d.sock"
+    config = tmp_path / "c.toml"
+    config.write_text(f'[daemon]\nlisten = "unix://{sock}"\nstatus_listen = ""\n[srs]\nparam_cache = "{tmp_path}"\n'
+                      'max_generated_log2 = 20\n[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n')
+    proc = _daemon(config)
+    try:
+        await _wait_serving(f"unix://{sock}", proc)
+        async with aio_channel(f"unix://{sock}") as ch:
+            await cuzk_pb2_grpc.ProvingEngineStub(ch).SubmitProof(synthetic_request("gen-1", log2=18))
+        await asyncio.sleep(2.0)  # the key generation process runs
+        children = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert took < 10, f"stop took {took:.1f}s"
+    assert children and all(_gone(p) for p in children)
+    assert not (tmp_path / "synthetic-k18.params").exists()
