@@ -393,3 +393,14 @@ async def test_sigterm_during_key_generation_stops_in_seconds(tmp_path, param_ca
     assert took < 10, f"stop took {took:.1f}s"
     assert children and all(_gone(p) for p in children)
     assert not (tmp_path / "synthetic-k18.params").exists()
+
+
+def test_daemon_log_records_stay_one_line():
+    import json
+
+    from cuzk_plugin.cli.daemon import JsonFormatter, LineFormatter
+
+    record = logging.LogRecord("cuzk", logging.INFO, __file__, 1, "job %s: queued", ("x\n2026 ERROR forged\r",), None)
+    line = LineFormatter("%(levelname)s %(message)s").format(record)
+    assert "\n" not in line and "\r" not in line and "x\\n2026 ERROR forged\\r" in line
+    assert json.loads(JsonFormatter().format(record))["msg"] == "job x\n2026 ERROR forged\r: queued"
