@@ -4,6 +4,7 @@ answering, and every refusal names the field (or the message) it refuses."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 
@@ -139,7 +140,8 @@ def _cases(rng: random.Random, method) -> list[bytes]:
     return out
 
 
-async def test_fuzz_every_rpc(make_daemon):
+async def test_fuzz_every_rpc(make_daemon, caplog):
+    caplog.set_level(logging.WARNING)
     d = await make_daemon(srs={"max_generated_log2": 6}, scheduler={"max_pending": 6})
     ch = d.channel()
     rng = random.Random(SEED)
@@ -169,4 +171,6 @@ async def test_fuzz_every_rpc(make_daemon):
     await stub.GetStatus(pb.GetStatusRequest(), timeout=5)
     await stub.GetMetrics(pb.GetMetricsRequest(), timeout=5)
     assert d.engine.health() is None, seen
+    crashes = [r.getMessage() for r in caplog.records if r.exc_info]  # e.g. "planning failed" with a traceback
+    assert not crashes, crashes[:3]
     print("fuzz:", sent, "messages", seen)
