@@ -36,6 +36,8 @@ class EngineMetrics:
         self.memory_used = Gauge("cuzk_memory_used_bytes", "Bytes held by loaded keys", registry=r)
         self.memory_budget = Gauge("cuzk_memory_budget_bytes", "The key memory budget", registry=r)
         self.uptime = Gauge("cuzk_uptime_seconds", "Seconds since the engine started", registry=r)  # the reference's name too
+        self.refused = Counter("cuzk_requests_refused", "Requests refused, by RPC and gRPC status code", ["rpc", "code"],
+                               registry=r)
         self.gpu_workers = Gauge("cuzk_gpu_workers", "Number of GPU workers (worker slots)", registry=r)  # the reference's name
 
     def text(self) -> str:

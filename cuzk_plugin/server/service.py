@@ -52,8 +52,10 @@ SERVICE = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
 MAX_DETAILS = 1000
 
 
-async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception) -> None:
+async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception, engine: Engine | None = None) -> None:
     code = next((c for t, c in ERROR_CODES if isinstance(exc, t)), grpc.StatusCode.INTERNAL)
+    if engine is not None:
+        engine.metrics.refused.labels(rpc, code.name).inc()
     details = loggable(str(exc), MAX_DETAILS)
     if code == grpc.StatusCode.INTERNAL:
         log.error("%s: internal error: %s", rpc, details, exc_info=exc)
@@ -77,16 +79,16 @@ class ProvingEngineService:
                     self._parsers, lambda: translate(cls.FromString(raw)))
             return translate(cls.FromString(raw))
         except DecodeError as exc:
-            await _abort(context, cls.__name__, InvalidRequest(f"{cls.__name__}: not a valid message ({exc})"))
+            await _abort(context, cls.__name__, InvalidRequest(f"{cls.__name__}: not a valid message ({exc})"), self.engine)
         except InvalidRequest as exc:
-            await _abort(context, cls.__name__, exc)
+            await _abort(context, cls.__name__, exc, self.engine)
         raise AssertionError("unreachable")
 
     async def _call(self, rpc: str, context, work: Awaitable):
         try:
             return await work
         except Exception as exc:
-            await _abort(context, rpc, exc)
+            await _abort(context, rpc, exc, self.engine)
             raise AssertionError("unreachable") from None
 
     async def SubmitProof(self, raw: bytes, context) -> pb.SubmitProofResponse:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 
 import grpc
@@ -169,7 +170,8 @@ async def test_fuzz_every_rpc(make_daemon, caplog):
     # Still serving, and healthy.
     stub = d.stub()
     await stub.GetStatus(pb.GetStatusRequest(), timeout=5)
-    await stub.GetMetrics(pb.GetMetricsRequest(), timeout=5)
+    text = (await stub.GetMetrics(pb.GetMetricsRequest(), timeout=5)).prometheus_text
+    assert re.search(r'cuzk_requests_refused_total\{[^}]*INVALID_ARGUMENT[^}]*\} [1-9]', text)
     assert d.engine.health() is None, seen
     crashes = [r.getMessage() for r in caplog.records if r.exc_info]  # e.g. "planning failed" with a traceback
     assert not crashes, crashes[:3]

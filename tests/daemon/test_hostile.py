@@ -404,3 +404,26 @@ def test_daemon_log_records_stay_one_line():
     line = LineFormatter("%(levelname)s %(message)s").format(record)
     assert "\n" not in line and "\r" not in line and "x\\n2026 ERROR forged\\r" in line
     assert json.loads(JsonFormatter().format(record))["msg"] == "job x\n2026 ERROR forged\r: queued"
+
+
+async def test_tls_listener_serves_tls_clients_only(make_daemon, tmp_path):
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    d = await make_daemon()
+    server = await start_server(d.engine, "127.0.0.1:0", security=Security(str(cert), str(key)))
+    port = server.address.rpartition(":")[2]
+    try:
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        async with grpc.aio.secure_channel(f"localhost:{port}", creds) as ch:
+            await cuzk_pb2_grpc.ProvingEngineStub(ch).GetStatus(pb.GetStatusRequest(), timeout=10)
+        async with aio_channel(f"127.0.0.1:{port}") as ch:  # plain text is not served
+            await _refused(cuzk_pb2_grpc.ProvingEngineStub(ch).GetStatus(pb.GetStatusRequest(), timeout=3),
+                           grpc.StatusCode.UNAVAILABLE)
+    finally:
+        await server.stop(0)
