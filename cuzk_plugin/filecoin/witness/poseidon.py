@@ -76,7 +76,7 @@ def poseidon_many(preimage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             w_hat, v_rest = sparse[rnd - sparse_offset - 1]
             out = np.empty_like(state)
             out[0] = w_hat.dot(state) % R
-            out[1:] = (state[1:] + v_rest * state[0]) % R
+            out[1:] = state[1:] + v_rest * state[0]  # reduced after the partial rounds
         else:
             out = mds_t.dot(state) % R
         rnd += 1
@@ -97,6 +97,7 @@ def poseidon_many(preimage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         key, offset = keys[offset], offset + 1
         s[0] = sbox(s[0], key)
         s = mix(s)
+    s[1:] %= R
     for r in range(half):
         last = r == half - 1
         post = None if last else keys[offset:offset + t]
