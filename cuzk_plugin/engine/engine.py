@@ -199,7 +199,11 @@ class Engine:
     async def _generate_key(self, generate) -> None:
         """Run a key generation (CPU-heavy setup) in a process of its own, bounded by
         [srs] max_generated_log2 and killed when the waiting caller is cancelled."""
-        log2 = getattr(generate, "log2_constraints", None)
+        # The declared size may take a shape pass to compute: off the event loop.
+        log2 = await self._blocking(getattr, generate, "log2_constraints", None)
+        if log2 is None:
+            log.warning("key generation by %s: size not declared (log2_constraints); not bounded by "
+                        "[srs] max_generated_log2", type(generate).__name__)
         limit = self.config.srs.max_generated_log2
         if log2 is not None and log2 > limit:
             raise CircuitUnavailable(f"generating a key of 2^{log2} constraints is refused: [srs] max_generated_log2 = {limit}")
