@@ -77,6 +77,18 @@ class _Reader:
                                             f"(each element takes at least {min_size})")
         return n
 
+    def frs(self, n: int, path: str) -> tuple[int, ...]:
+        """``n`` field elements ``path[0..n-1]``: one slice when all are there and canonical,
+        else element by element, so the refusal names the element."""
+        at = self.pos
+        if self.left >= 32 * n:
+            blob = self.raw[at:at + 32 * n]
+            out = tuple(int.from_bytes(blob[k:k + 32], "little") for k in range(0, 32 * n, 32))
+            if all(x < R for x in out):
+                self.pos += 32 * n
+                return out
+        return tuple(self.fr(f"{path}[{j}]") for j in range(n))
+
     def fr(self, path: str) -> int:
         at = self.pos
         x = int.from_bytes(self.take(32, path), "little")
@@ -91,7 +103,7 @@ def _path(r: _Reader, path: str, arities: list[int] | None) -> tuple[PathElement
         el = f"{path}[{i}]"
         arity = None if arities is None else arities[i]
         n = r.count(f"{el}.hashes", 32, None if arity is None else arity - 1)
-        hashes = tuple(r.fr(f"{el}.hashes[{j}]") for j in range(n))
+        hashes = r.frs(n, f"{el}.hashes")
         at = r.pos
         index = r.u64(f"{el}.index")
         if arity is not None and index >= arity:

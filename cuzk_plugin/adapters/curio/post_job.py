@@ -108,16 +108,19 @@ class PostJob:
         for i, s in enumerate(sectors):
             cls._check_sector(proof, s, i, challenges)
         slots, origins, comm_rs = [], [], []
+        built: dict[tuple[int, int], SlotWitness] = {}  # padded slots share their sector's witness
         for k, leaves in enumerate(challenges):
             if proof.kind is PostKind.WINNING:
                 i, first = 0, k
             else:
                 i, first = min(k, len(sectors) - 1), 0
             s = sectors[i]
-            sp = s.sectors[0]
-            inclusions = sp.inclusion_proofs[first:first + shape.challenges_per_slot]
-            slots.append(SlotWitness(s.comm_r, sp.comm_c, sp.comm_r_last, tuple(m.leaf for m in inclusions),
-                                     tuple(tuple(m.path_levels()) for m in inclusions)))
+            if (i, first) not in built:
+                sp = s.sectors[0]
+                inclusions = sp.inclusion_proofs[first:first + shape.challenges_per_slot]
+                built[i, first] = SlotWitness(s.comm_r, sp.comm_c, sp.comm_r_last, tuple(m.leaf for m in inclusions),
+                                              tuple(tuple(m.path_levels()) for m in inclusions))
+            slots.append(built[i, first])
             origins.append((i, first))
             comm_rs.append(s.comm_r)
         inputs = post_public_inputs(comm_rs, challenges)
