@@ -115,7 +115,7 @@ async def test_cuzk_example_starts_the_daemon(tmp_path, param_cache):
     proc = subprocess.Popen([sys.executable, "-m", "cuzk_plugin.cli.daemon", "-c", str(config), "-l", f"127.0.0.1:{port}"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        await _wait_serving(f"127.0.0.1:{port}", proc)
+        await _wait_serving(f"127.0.0.1:{port}", proc, timeout=90)
     finally:
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(30)

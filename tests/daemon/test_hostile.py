@@ -377,7 +377,7 @@ async def test_sigterm_during_key_generation_stops_in_seconds(tmp_path, param_ca
                       'max_generated_log2 = 20\n[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n')
     proc = _daemon(config)
     try:
-        await _wait_serving(f"unix://{sock}", proc)
+        await _wait_serving(f"unix://{sock}", proc, timeout=90)  # start-up is slow on a loaded 2-core machine
         async with aio_channel(f"unix://{sock}") as ch:
             await cuzk_pb2_grpc.ProvingEngineStub(ch).SubmitProof(synthetic_request("gen-1", log2=18))
         await asyncio.sleep(2.0)  # the key generation process runs
