@@ -253,3 +253,13 @@ def test_pre_compiled_circuit_has_the_reference_shape(window_circuit, tmp_path):
     for m in ("a", "b", "c"):
         csr, ref = getattr(pce, m), getattr(full, m)
         assert csr.nnz == ref.rows.size and (csr.cols.astype(np.int64) == ref.cols).all()
+
+
+def test_fast_witness_of_a_padded_partition_equals_the_reference(post_sectors):
+    """One sector in a 2-slot partition: the padded slot is computed once and copied."""
+    rand = random_randomness(13)
+    job = PostJob.from_fields(10, rand, post_vanilla_proofs(post_proof_by_number(10), post_sectors[:1], rand))
+    assert job.slots[0] is job.slots[1]
+    _, ref_inputs, ref_aux = job.circuit()
+    inputs, aux = job.assignment()
+    assert (inputs == ref_inputs).all() and (aux == ref_aux).all()

@@ -84,16 +84,38 @@ def _obj(rows) -> np.ndarray:
 
 
 def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs, aux) as (n, 4) uint64 canonical limbs, ONE first, in synthesize_post's order."""
+    """(inputs, aux) as (n, 4) uint64 canonical limbs, ONE first, in synthesize_post's order.
+
+    Slots given as the same :class:`SlotWitness` object (a partition padded with its last
+    sector, Winning's 66 slots of one sector) are computed once and copied."""
     lay = post_layout(shape)
     n_slots, n_ch = shape.sector_slots, shape.challenges_per_slot
     if len(slots) != n_slots:
         raise ValueError(f"{len(slots)} sector slots, the circuit has {n_slots}")
     arities = shape.tree_arities
-    for s, slot in enumerate(slots):
-        if len(slot.paths) != n_ch or any([lv.arity for lv in path] != arities for path in slot.paths):
-            raise ValueError(f"slot {s}: paths do not have the circuit's shape ({n_ch} paths of arities {arities})")
+    first: dict[int, int] = {}  # id of a distinct slot -> its index among the distinct ones
+    order = np.array([first.setdefault(id(slot), len(first)) for slot in slots], dtype=np.int64)
+    distinct = list({id(slot): slot for slot in slots}.values())
+    where = [int(np.flatnonzero(order == u)[0]) for u in range(len(distinct))]  # first slot of each
+    for u, slot in enumerate(distinct):
+        if len(slot.paths) != n_ch or len(slot.leaves) != n_ch or any([lv.arity for lv in path] != arities
+                                                                     for path in slot.paths):
+            raise ValueError(f"slot {where[u]}: paths do not have the circuit's shape ({n_ch} paths of arities {arities})")
+    try:
+        aux_u, inputs_u = _distinct_assignment(lay, distinct)
+    except PostWitnessMismatch as exc:
+        s = where[exc.slot]
+        shift = (s - exc.slot) * lay.slot_constraints
+        raise PostWitnessMismatch(s, exc.challenge, exc.constraint + shift) from None
+    aux = aux_u[order] if len(distinct) < n_slots else aux_u
+    inputs = np.concatenate([np.array([1], dtype=object), inputs_u[order].reshape(-1)])
+    return _limbs(inputs), aux.reshape(-1, FR_LIMBS)
 
+
+def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
+    """(aux (slots, slot_aux, 4) uint64, inputs (slots, 1 + challenges) object) of these slots,
+    numbered as if they were the partition's first slots (constraint indices likewise)."""
+    n_slots, n_ch = len(slots), lay.shape.challenges_per_slot
     crl = _obj([s.comm_r_last for s in slots])
     cc = _obj([s.comm_c for s in slots])
     cr = _obj([s.comm_r for s in slots])
@@ -151,5 +173,4 @@ def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndar
     inputs = np.empty((n_slots, 1 + n_ch), dtype=object)
     inputs[:, 0] = cr
     inputs[:, 1:] = packed
-    inputs = np.concatenate([np.array([1], dtype=object), inputs.reshape(-1)])
-    return _limbs(inputs), aux.reshape(-1, FR_LIMBS)
+    return aux, inputs
