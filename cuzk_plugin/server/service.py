@@ -27,6 +27,7 @@ from cuzk_plugin.engine.errors import (
     SrsInUse,
 )
 from cuzk_plugin.engine.types import loggable
+from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.server import convert
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
@@ -41,6 +42,7 @@ ERROR_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (CircuitUnavailable, grpc.StatusCode.NOT_FOUND),
     (SrsInUse, grpc.StatusCode.FAILED_PRECONDITION),
     (SrsBudgetExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (ParamsError, grpc.StatusCode.FAILED_PRECONDITION),  # a key file refused (digest, pin, sizes)
     (FileNotFoundError, grpc.StatusCode.NOT_FOUND),
 )
 #: Bodies larger than this are parsed on a thread, not on the event loop.

@@ -113,10 +113,14 @@ async def test_oversized_message_is_refused(make_daemon):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.Prove(pb.ProveRequest(submit=huge))
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-    # Just under the limit is accepted (and refused on content, not size).
+    # Under gRPC's limit but over any C1's size: refused by its size before JSON expands it.
     stub = d.stub()
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.SubmitProof(_porep(b"\xff" * (250 << 20)))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "more than a C1 of any sector size" in err.value.details()
+    # Under the C1 bound: refused on content.
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.SubmitProof(_porep(b"\xff" * (64 << 20)))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "not a JSON C1 envelope" in err.value.details()
     await _still_serving(stub, d.param_cache, "big")
 

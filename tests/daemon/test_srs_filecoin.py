@@ -159,6 +159,7 @@ async def test_a_replaced_key_file_is_refused_by_the_daemon(make_daemon, param_c
         _key(5, seed=2).save(params)
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=cid))
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert f"{cid}.params" in err.value.details() and f"{cid}.vk-pin" in err.value.details()
     finally:
         params.unlink(missing_ok=True)

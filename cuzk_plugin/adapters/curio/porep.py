@@ -300,11 +300,18 @@ class PorepJob:
         return synthesize_r1cs(r1cs, inputs, aux, check=False), self.public_inputs(k)
 
 
+#: The largest C1 envelope accepted: a 64 GiB sector's C1 is about 50 MB of JSON, its envelope
+#: (base64) about 67 MB; twice that leaves room for formatting.
+MAX_C1_BYTES = 128 << 20
+
+
 def porep_partitions(raw: bytes | str) -> PorepJob:
     """A PoRep job from Curio's C1 envelope (``{"SectorNum", "Phase1Out", "SectorSize"}``) or
     from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path."""
     if not raw:
         raise C1Error("$", "empty (PoRep needs Curio's C1 envelope {SectorNum, Phase1Out, SectorSize} or C1 JSON)")
+    if len(raw) > MAX_C1_BYTES:  # bounded before JSON expands it (a parsed C1 takes ~20x its bytes)
+        raise C1Error("$", f"{len(raw):,} bytes, more than a C1 of any sector size can be ({MAX_C1_BYTES:,})")
     try:
         top = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
