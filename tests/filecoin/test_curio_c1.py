@@ -154,3 +154,15 @@ def test_engine_provider_plans_partitions(c1_bytes, tmp_path, monkeypatch):
     src = provider.key_source("porep-2k-test-key", tmp_path)
     assert isinstance(src.generate, PorepKeyGenerator) and src.test_key
     assert provider.key_source("synthetic-k4", tmp_path) is None
+
+
+def test_test_key_generators_declare_their_size():
+    """The engine bounds key generation by [srs] max_generated_log2 before it starts: the 2 KiB PoRep
+    test key (2,687,921 constraints + 40 input rows) and the 2 KiB update key declare their domains."""
+    from pathlib import Path
+
+    from cuzk_plugin.adapters.curio.provider import PorepKeyGenerator
+    from cuzk_plugin.adapters.curio.snap import SnapKeyGenerator
+
+    assert PorepKeyGenerator("2KiB", Path("unused")).log2_constraints == 22
+    assert SnapKeyGenerator(2 << 10, Path("unused")).log2_constraints == 21

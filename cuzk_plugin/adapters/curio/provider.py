@@ -65,6 +65,15 @@ class PorepKeyGenerator:
     sector_size: str
     path: Path
 
+    @property
+    def log2_constraints(self) -> int:
+        """The key's domain (constraints + input rows, from the shape pass), checked by the engine
+        against [srs] max_generated_log2 before anything is generated."""
+        from cuzk_plugin.filecoin.count import count_partition
+
+        cs = count_partition(self.sector_size)
+        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
+
     def __call__(self) -> None:
         from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
         from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition

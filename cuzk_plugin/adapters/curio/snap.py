@@ -302,6 +302,15 @@ class SnapKeyGenerator:
     sector_size: int
     path: Path
 
+    @property
+    def log2_constraints(self) -> int:
+        """The key's domain (constraints + input rows, from the shape pass), checked by the engine
+        against [srs] max_generated_log2 before anything is generated."""
+        from cuzk_plugin.filecoin.snap.count import count_update_partition
+
+        cs = count_update_partition(self.sector_size)
+        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
+
     def __call__(self) -> None:
         from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
         from cuzk_plugin.filecoin.snap.circuit import (
