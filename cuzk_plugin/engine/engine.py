@@ -64,6 +64,8 @@ STOP_WAIT_S = 3.0
 
 @dataclass(frozen=True)
 class GpuState:
+    """One lane (a device of a backend): its work, its memory, the keys resident on it."""
+
     ordinal: int
     name: str
     lane: str
@@ -71,6 +73,17 @@ class GpuState:
     vram_free_bytes: int
     current_job_id: str
     current_proof_kind: str
+    workers: int = 0
+    busy_workers: int = 0
+    #: The job of each busy worker (a lane proves partitions of several jobs at once).
+    current_job_ids: tuple[str, ...] = ()
+    #: Bytes of the key copies resident on this lane (each counted in the memory budget).
+    resident_bytes: int = 0
+    #: The keys HOT on this lane (size: this lane's copy; ref_count: partitions proving with it).
+    resident: tuple[SrsSnapshot, ...] = ()
+    partitions_proved: int = 0
+    #: Partitions this lane gave up on (moved to another lane or failed).
+    partitions_failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,9 @@ class Engine:
         self.providers = providers if providers is not None else ProviderRegistry()
         self.lanes, self.backend_summary = build_lanes(config, backends)
         self._lane_by_name = {lane.name: lane for lane in self.lanes}
+        #: Lanes of the first backend: a fallback backend's lanes take a partition only after
+        #: it failed on every one of these.
+        self._primary_lanes = frozenset(lane.name for lane in self.lanes if lane.backend is self.lanes[0].backend)
         workers = config.gpus.gpu_workers_per_device
         self.slots = SlotPool([WorkerSlot(lane.name, w) for lane in self.lanes for w in range(workers)],
                               sort_by_type=config.scheduler.sort_by_type, max_batch=config.scheduler.max_batch_size)
@@ -117,6 +133,9 @@ class Engine:
         n_slots = len(self.slots.slots)
         window = n_slots + (config.pipeline.synthesis_lookahead if config.pipeline.enabled else 0)
         self._window = PrioritySemaphore(window)
+        #: CRITICAL (WinningPoSt) partitions that find the window full take one of these instead, so
+        #: they never wait for a long partition to leave it; bounded, so memory stays bounded too.
+        self._critical_reserve = PrioritySemaphore(n_slots)
         self._synth_slots = PrioritySemaphore(config.parallel_synthesis())
         self._own_pool = synthesis_pool is None
         self.pool = synthesis_pool or SynthesisPool(config.synthesis_workers())
@@ -430,7 +449,10 @@ class Engine:
 
     async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int]]:
         okey = order_key(job.priority, job.seq, p)
-        await self._window.acquire(okey)  # every priority inside the window: CRITICAL only goes first
+        window = self._window
+        if job.priority >= Priority.CRITICAL and not window.free:
+            window = self._critical_reserve
+        await window.acquire(okey)  # every priority inside a bounded window; CRITICAL goes first
         try:
             shared = await self._synthesize(job, p, task, okey)
             try:
@@ -444,7 +466,7 @@ class Engine:
             finally:
                 shared.release()
         finally:
-            self._window.release()
+            window.release()
 
     async def _synthesize(self, job: Job, p: int, task, okey: tuple) -> SharedPartition:
         await self._synth_slots.acquire(okey)
@@ -466,6 +488,7 @@ class Engine:
         failures: list[str] = []
         while True:
             allowed = frozenset(name for name in self.slots.lanes() if name not in excluded)
+            allowed = (allowed & self._primary_lanes) or allowed
             if not allowed:
                 raise BackendError(f"partition {p} failed on every lane: " + "; ".join(failures))
             pinned: list[str] = []  # the lane of the first attempt; retries stay on it
@@ -490,6 +513,7 @@ class Engine:
                 lane = pinned[0] if pinned else "?"
                 excluded.append(lane)
                 failures.append(f"{lane}: {type(exc).__name__}: {exc}")
+                self.metrics.lane_failures.labels(lane).inc()
                 if len(excluded) < len(self.slots.lanes()):
                     self.metrics.failovers.labels(lane).inc()
                     log.warning("job %s partition %d: giving up on lane %s (%s); moving to another lane",
@@ -503,7 +527,7 @@ class Engine:
             pinned.append(slot.lane)
         lane = self._lane_by_name[slot.lane]
         slot.busy_job, slot.busy_kind = job.id, job.kind.label
-        self.srs.add_ref(job.circuit_id)
+        self.srs.add_ref(job.circuit_id, slot.lane)
         fut: asyncio.Future | None = None
         try:
             t0 = time.perf_counter()
@@ -546,7 +570,7 @@ class Engine:
     def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None) -> None:
         if shared is not None:
             shared.release()
-        self.srs.drop_ref(circuit_id)
+        self.srs.drop_ref(circuit_id, slot.lane)
         self.slots.release(slot)
 
     async def _self_verify(self, job: Job, key: ProvingKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
@@ -592,12 +616,20 @@ class Engine:
     # -- status ------------------------------------------------------------------------------
     def status(self) -> EngineStatus:
         gpus = []
+        proved, failed = self.metrics.by_lane(self.metrics.partitions), self.metrics.by_lane(self.metrics.lane_failures)
         for i, lane in enumerate(self.lanes):
-            busy = next((s for s in self.slots.slots if s.lane == lane.name and s.busy_job), None)
+            slots = [s for s in self.slots.slots if s.lane == lane.name]
+            busy = [s for s in slots if s.busy_job]
             total = int(lane.device.memory_bytes)
-            gpus.append(GpuState(i, f"{lane.name} {lane.device.name}", lane.name, total,
-                                 max(0, total - self.srs.hot_bytes_on(lane.name)),
-                                 busy.busy_job if busy else "", busy.busy_kind if busy else ""))
+            resident = tuple(self.srs.resident_on(lane.name))
+            held = sum(r.size_bytes for r in resident)
+            gpus.append(GpuState(i, f"{lane.name} {lane.device.name}", lane.name, total, max(0, total - held),
+                                 busy[0].busy_job if busy else "", busy[0].busy_kind if busy else "",
+                                 workers=len(slots), busy_workers=len(busy),
+                                 current_job_ids=tuple(dict.fromkeys(s.busy_job for s in busy)),
+                                 resident_bytes=held, resident=resident,
+                                 partitions_proved=int(proved.get(lane.name, 0)),
+                                 partitions_failed=int(failed.get(lane.name, 0))))
         queues: dict[str, list[int]] = {}
         for job in self._jobs.values():
             if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
@@ -638,6 +670,7 @@ class Engine:
         m.srs_bytes.clear()
         for s in st.srs:
             m.srs_bytes.labels(s.circuit_id, TIER_NAMES[s.tier]).set(s.size_bytes)
+        m.set_lanes(st.gpus)
         m.memory_used.set(st.memory_used_bytes)
         m.memory_budget.set(st.memory_limit_bytes)
         m.uptime.set(st.uptime_s)

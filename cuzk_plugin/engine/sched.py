@@ -38,9 +38,14 @@ class PrioritySemaphore:
     def waiting(self) -> int:
         return sum(1 for w in self._waiters if not w.future.done())
 
+    @property
+    def free(self) -> bool:
+        """A slot can be taken now without waiting."""
+        return self._value > 0 and not self.waiting
+
     async def acquire(self, key: tuple, *, bypass: bool = False) -> None:
-        """Take a slot; ``bypass`` takes one even when none is free (CRITICAL past the lookahead window)."""
-        if bypass or (self._value > 0 and not self.waiting):
+        """Take a slot; ``bypass`` takes one even when none is free."""
+        if bypass or self.free:
             self._value -= 1
             return
         fut = asyncio.get_running_loop().create_future()
@@ -81,7 +86,8 @@ class WorkerSlot:
 class SlotPool:
     """The GPU workers of every lane. A freed worker goes to the best waiter allowed on its lane:
     highest priority first; among equals (``sort_by_type``) one of the circuit it just proved,
-    up to ``max_batch`` in a row."""
+    up to ``max_batch`` in a row. A waiter given the choice takes a worker of the least busy lane,
+    so the partitions of a job spread over every device before a device runs two at once."""
 
     def __init__(self, slots: list[WorkerSlot], *, sort_by_type: bool = True, max_batch: int = 4):
         self.slots = slots
@@ -119,12 +125,22 @@ class SlotPool:
         candidates = [s for s in self._free if allowed is None or s.lane in allowed]
         if not candidates:
             return None
+        busy = self._busy_by_lane()
+        least = min(busy[s.lane] for s in candidates)
+        candidates = [s for s in candidates if busy[s.lane] == least]
         same = [s for s in candidates if self._batching(s, circuit_id)] if self.sort_by_type else []
         slot = (same or candidates)[0]
         self._free.remove(slot)
         slot.streak = slot.streak + 1 if slot.last_circuit == circuit_id else 1
         slot.last_circuit = circuit_id
         return slot
+
+    def _busy_by_lane(self) -> dict[str, int]:
+        free = {id(s) for s in self._free}
+        busy = dict.fromkeys(self.lanes(), 0)
+        for s in self.slots:
+            busy[s.lane] += id(s) not in free
+        return busy
 
     def _batching(self, slot: WorkerSlot, circuit_id: str) -> bool:
         return slot.last_circuit == circuit_id and slot.streak < self.max_batch

@@ -190,6 +190,8 @@ async def test_max_pending_refuses_with_resource_exhausted(make_daemon):
 
 
 async def test_critical_stays_inside_the_lookahead_window(make_daemon):
+    """CRITICAL never waits for the window to drain (it has a reserve of one window slot a GPU
+    worker), and neither the window nor the reserve is ever overdrawn."""
     d = await make_daemon(backends=[SlowBackend(0.05)], gpus={"gpu_workers_per_device": 1},
                           pipeline={"synthesis_lookahead": 0})
     stub = d.stub()
@@ -197,13 +199,16 @@ async def test_critical_stays_inside_the_lookahead_window(make_daemon):
     await asyncio.sleep(0.2)
     critical = asyncio.ensure_future(stub.Prove(pb.ProveRequest(
         submit=synthetic_request("c-1", log2=4, partitions=3, priority=pb.CRITICAL))))
-    lowest = 1
+    lowest = lowest_reserve = 1
     while not (normal.done() and critical.done()):
         lowest = min(lowest, d.engine._window._value)
+        lowest_reserve = min(lowest_reserve, d.engine._critical_reserve._value)
         await asyncio.sleep(0.005)
     assert lowest >= 0, "a partition was synthesized past the window"
-    for t in (normal, critical):
-        assert (await t).result.status == pb.AwaitProofResponse.COMPLETED
+    assert lowest_reserve >= 0, "CRITICAL partitions past the bounded reserve"
+    assert lowest_reserve == 0, "CRITICAL waited for the full window instead of taking its reserve"
+    results = [(await t).result for t in (normal, critical)]
+    assert all(r.status == pb.AwaitProofResponse.COMPLETED for r in results)
 
 
 # -- cancel ----------------------------------------------------------------------------------------
