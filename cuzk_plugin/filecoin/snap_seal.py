@@ -148,26 +148,34 @@ def snap_vproof_json(u: SnapUpdate) -> bytes:
     return json.dumps([base64.b64encode(b).decode() for b in vanilla_proofs(u)]).encode()
 
 
+def _write_atomically(path: str, raw: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(raw)
+    os.replace(tmp, path)
+
+
 def _main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(description="Seal a 2 KiB test sector, update it and write its SnapDeals request data")
-    ap.add_argument("--out", required=True, help="where to write the JSON (vanilla_proofs as base64, comms as hex)")
+    ap = argparse.ArgumentParser(description="Seal a 2 KiB test sector, update it with new data and write its "
+                                             "SnapDeals vanilla proofs as Curio's snap-vproof.json")
+    ap.add_argument("--out", required=True, help="a folder: snap-vproof.json and snap-request.json go there")
     ap.add_argument("--miner-id", type=int, default=1000)
     ap.add_argument("--sector-id", type=int, default=1)
     ap.add_argument("--data-seed", type=int, default=0)
     args = ap.parse_args(argv)
     sector = seal("StackedDrg2KiBV1_1", miner_id=args.miner_id, sector_id=args.sector_id, data_seed=args.data_seed)
     u = snap_update(sector, data_seed=args.data_seed + 1)
-    doc = {"registered_proof": u.registered_proof, "sector_number": args.sector_id, "miner_id": args.miner_id,
-           "comm_r_old": u.comm_r_old.hex(), "comm_d_new": u.comm_d_new.hex(), "comm_r_new": u.comm_r_new.hex(),
-           "vanilla_proofs": json.loads(snap_vproof_json(u))}
-    tmp = f"{args.out}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(doc, fh)
-    os.replace(tmp, args.out)
-    print(f"wrote {args.out}: update proof {u.registered_proof}, {len(doc['vanilla_proofs'])} partition(s), "
-          f"comm_r_new {doc['comm_r_new']}")
+    os.makedirs(args.out, exist_ok=True)
+    vproof = os.path.join(args.out, "snap-vproof.json")
+    _write_atomically(vproof, snap_vproof_json(u))
+    fields = {"registered_proof": u.registered_proof, "sector_number": args.sector_id, "miner_id": args.miner_id,
+              "comm_r_old": u.comm_r_old.hex(), "comm_r_new": u.comm_r_new.hex(), "comm_d_new": u.comm_d_new.hex()}
+    _write_atomically(os.path.join(args.out, "snap-request.json"), json.dumps(fields, indent=1).encode())
+    print(f"cuzk-bench single -t snap --vanilla {vproof} --registered-proof {u.registered_proof} "
+          f"--sector-num {args.sector_id} --miner-id {args.miner_id} --comm-r-old {fields['comm_r_old']} "
+          f"--comm-r-new {fields['comm_r_new']} --comm-d-new {fields['comm_d_new']}")
     return 0
 
 

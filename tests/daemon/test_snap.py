@@ -108,3 +108,23 @@ async def test_snap_2kib_end_to_end_with_a_test_key(make_daemon, update, fil_dir
     assert not verify(vk, proof, [inputs[0], inputs[1], inputs[2] + 1, inputs[3]])
     assert not verify(vk, proof, [2, *inputs[1:]])
     assert not verify(vk, type(proof)(proof.a, proof.b, proof.a), inputs)
+
+
+def test_sealer_cli_output_is_what_cuzk_bench_sends(tmp_path, capsys):
+    # python -m cuzk_plugin.filecoin.snap_seal writes Curio's snap-vproof.json (a JSON list of
+    # base64 PartitionProofs) and prints the cuzk-bench command; the request it makes plans
+    import shlex
+
+    from cuzk_plugin.adapters.curio.snap import snap_job
+    from cuzk_plugin.cli.bench_daemon import hex32, read_vanilla
+    from cuzk_plugin.engine.types import ProofKind, ProofRequest
+    from cuzk_plugin.filecoin.snap_seal import _main
+
+    assert _main(["--out", str(tmp_path), "--sector-id", "3"]) == 0
+    words = shlex.split(capsys.readouterr().out)
+    flag = {words[i]: words[i + 1] for i in range(4, len(words) - 1, 2)}
+    assert words[:4] == ["cuzk-bench", "single", "-t", "snap"] and flag["--registered-proof"] == "0"
+    req = ProofRequest("snap-1000-3", ProofKind.SNAP_DEALS_UPDATE, registered_proof=0,
+                       vanilla_proofs=tuple(read_vanilla([flag["--vanilla"]])), comm_r_old=hex32(flag["--comm-r-old"]),
+                       comm_r_new=hex32(flag["--comm-r-new"]), comm_d_new=hex32(flag["--comm-d-new"]))
+    assert snap_job(req).circuit_id == "snap-2k"
