@@ -199,30 +199,38 @@ class Program:
         for is_bit, rows, values in self.consts:
             store[is_bit][rows] = values[:, None]
         for kind, out_bit, out, ops, extra in self.steps:
+            dst = store[out_bit][out]  # a group's outputs are consecutive rows: a view
             if out_bit:
                 vals = [store[b][r] for b, r in ops]
             else:  # words: widen bit operands before shifts, sums and complements
                 vals = [store[b][r].astype(np.uint64) if b else store[b][r] for b, r in ops]
             if kind == _XOR:
-                res = vals[0] ^ vals[1]
+                np.bitwise_xor(vals[0], vals[1], out=dst, casting="unsafe")
             elif kind == _AND:
-                res = vals[0] & vals[1]
+                np.bitwise_and(vals[0], vals[1], out=dst, casting="unsafe")
             elif kind == _NOT:
-                res = ~vals[0]
+                np.invert(vals[0], out=dst)
             elif kind == _PACK:
                 const, lsh, rsh = extra
-                res = (vals[0] << lsh[:, 0, None]) >> rsh[:, 0, None]
-                for t in range(1, len(vals)):
-                    res |= (vals[t] << lsh[:, t, None]) >> rsh[:, t, None]
+                if vals[0].ndim == 3:  # all terms in one gather: (members, terms, N)
+                    x = vals[0] << lsh
+                    x >>= rsh
+                    np.bitwise_or.reduce(x, axis=1, out=dst)
+                else:
+                    dst[...] = (vals[0] << lsh[:, 0]) >> rsh[:, 0]
+                    for t in range(1, len(vals)):
+                        dst |= (vals[t] << lsh[:, t]) >> rsh[:, t]
                 if const is not None:
-                    res |= const[:, None]
+                    dst |= const[:, None]
             else:  # _SUM
-                res = vals[0].copy()
-                for v in vals[1:]:
-                    res += v
+                if vals[0].ndim == 3:
+                    vals[0].sum(axis=1, out=dst)
+                else:
+                    np.add(vals[0], vals[1], out=dst)
+                    for v in vals[2:]:
+                        dst += v
                 if extra is not None:
-                    res += extra[:, None]
-            store[out_bit][out] = res
+                    dst += extra[:, None]
         return bits, words
 
     def take(self, values: tuple[np.ndarray, np.ndarray], which: tuple) -> np.ndarray:
@@ -293,7 +301,10 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
         elif kind == _AND:
             is_bit[i] = (is_bit[ops[0]] and is_bit[ops[1]]) or const_bit(ops[0]) or const_bit(ops[1])
         depth[i] = 1 + max(int(depth[o]) for o in ops)
-        key = (int(depth[i]), kind, len(ops), bool(is_bit[i]), tuple(bool(is_bit[o]) for o in ops))
+        op_bits = tuple(bool(is_bit[o]) for o in ops)
+        if kind in (_PACK, _SUM) and len(set(op_bits)) == 1:
+            op_bits = ("all", op_bits[0])  # terms read as one (members, terms) gather
+        key = (int(depth[i]), kind, len(ops), bool(is_bit[i]), op_bits)
         groups.setdefault(key, []).append(i)
 
     row = np.full(len(kinds), -1, dtype=np.int64)
@@ -318,17 +329,22 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
         _, kind, arity, out_bit, op_bits = key
         members = groups[key]
         opnodes = [operands(i) for i in members]
-        ops = tuple((op_bits[t], row[[o[t] for o in opnodes]]) for t in range(arity))
+        if op_bits[0] == "all":
+            ops = ((op_bits[1], row[np.array(opnodes, dtype=np.int64)]),)
+        else:
+            ops = tuple((op_bits[t], row[[o[t] for o in opnodes]]) for t in range(arity))
         extra = None
         if kind == _PACK:
             shifts = np.array([[s for _, s in args[i][1]] for i in members], dtype=np.int64)
             c = np.array([args[i][0] for i in members], dtype=np.uint64)
-            extra = (c if c.any() else None, np.maximum(shifts, 0).astype(np.uint64),
-                     np.maximum(-shifts, 0).astype(np.uint64))
+            extra = (c if c.any() else None, np.maximum(shifts, 0).astype(np.uint64)[:, :, None],
+                     np.maximum(-shifts, 0).astype(np.uint64)[:, :, None])
         elif kind == _SUM:
             c = np.array([args[i][0] for i in members], dtype=np.uint64)
             extra = c if c.any() else None
-        steps.append((kind, out_bit, row[members], ops, extra))
+        out = row[members]
+        assert out[-1] - out[0] + 1 == len(out), "a group's rows are consecutive"
+        steps.append((kind, out_bit, slice(int(out[0]), int(out[-1]) + 1), ops, extra))
 
     def nodes(which: list[int]) -> tuple:
         which = np.asarray(which, dtype=np.int64)
