@@ -112,7 +112,7 @@ def test_arch_lists_and_auto(monkeypatch):
         cuda_build.resolve_arches("70,90", NVCC_13)
     with pytest.raises(ValueError, match="expected all, native"):
         cuda_build.resolve_arches("hopper", NVCC_13)
-    monkeypatch.setattr(cuda_build, "native_arches", lambda: [])
+    monkeypatch.setattr(cuda_build, "native_arches", list)
     assert cuda_build.resolve_arches("auto", NVCC_13) == [cuda_build.COMPILE_CHECK_ARCH]  # CI: compile check
     with pytest.raises(ValueError, match="no GPU"):
         cuda_build.resolve_arches("native", NVCC_13)
