@@ -141,6 +141,9 @@ class Engine:
         self.pool = synthesis_pool or SynthesisPool(config.synthesis_workers())
         self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
         self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
+        #: Planning and self-verification of CRITICAL jobs (WinningPoSt): never queued behind a large
+        #: PoRep or WindowPoSt plan on the shared threads.
+        self._critical_threads = ThreadPoolExecutor(1, thread_name_prefix="cuzk-critical")
         self.srs = SrsManager(
             resolve=self._key_source,
             budget_bytes=config.memory.budget_bytes(), min_idle_s=config.memory.eviction_min_idle,
@@ -187,6 +190,7 @@ class Engine:
         joined = loop.run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True))
         done, _ = await asyncio.wait([joined], timeout=STOP_WAIT_S)
         self._io_threads.shutdown(wait=False, cancel_futures=True)
+        self._critical_threads.shutdown(wait=False, cancel_futures=True)
         if done:
             self.srs.close()
         else:
@@ -245,7 +249,8 @@ class Engine:
         if problem:
             raise InvalidRequest(problem)
         job_id = request.request_id or str(uuid.uuid4())
-        digest = await asyncio.get_running_loop().run_in_executor(self._io_threads, request.digest)
+        threads = self._critical_threads if request.effective_priority >= Priority.CRITICAL else self._io_threads
+        digest = await asyncio.get_running_loop().run_in_executor(threads, request.digest)
         existing = self._jobs.get(job_id)
         if existing is not None and not existing.status.finished:
             if existing.digest != digest:
@@ -274,6 +279,10 @@ class Engine:
             raise job.plan_error
         return job, False
 
+    def _host_threads(self, job: Job) -> ThreadPoolExecutor:
+        """The threads for a job's host work (digest, plan, self-verification)."""
+        return self._critical_threads if job.priority >= Priority.CRITICAL else self._io_threads
+
     async def _plan(self, job: Job) -> bool:
         """Plan the job; False when it ended here (refused, circuit missing, cancelled)."""
         loop = asyncio.get_running_loop()
@@ -284,7 +293,8 @@ class Engine:
                     lambda: self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE)
                 self._planning_bytes += size
             try:
-                plan = await loop.run_in_executor(self._io_threads, self.providers.plan, job.request, self.param_cache)
+                plan = await loop.run_in_executor(self._host_threads(job), self.providers.plan, job.request,
+                                                  self.param_cache)
             finally:
                 async with self._planning_changed:
                     self._planning_bytes -= size
@@ -576,10 +586,11 @@ class Engine:
     async def _self_verify(self, job: Job, key: ProvingKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
-        ok = await loop.run_in_executor(self._io_threads, batch_verify, key.vk, proofs, inputs)
+        threads = self._host_threads(job)
+        ok = await loop.run_in_executor(threads, batch_verify, key.vk, proofs, inputs)
         if not ok:
             bad = [i for i, (pr, x) in enumerate(zip(proofs, inputs))
-                   if not await loop.run_in_executor(self._io_threads, verify, key.vk, pr, x)]
+                   if not await loop.run_in_executor(threads, verify, key.vk, pr, x)]
             self.metrics.self_verify_failures.inc()
             raise SelfVerificationFailed(
                 f"self-verification failed: the proof of partition(s) {bad or 'unknown'} from lane(s) "

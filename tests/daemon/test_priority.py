@@ -46,3 +46,35 @@ async def test_default_priorities_follow_the_kind():
     assert eff(ProofKind.WINDOW_POST_PARTITION) == Priority.HIGH
     assert eff(ProofKind.POREP_SEAL_COMMIT) == Priority.NORMAL == eff(ProofKind.SNAP_DEALS_UPDATE)
     assert ProofRequest("x", ProofKind.POREP_SEAL_COMMIT, priority=Priority.LOW).effective_priority == Priority.LOW
+
+
+async def test_critical_planning_never_waits_behind_slow_plans(make_daemon):
+    """Planning (a PoRep C1 parse, a 2,349-sector WindowPoSt decode) takes seconds on the shared
+    host threads; a CRITICAL job is planned on its own thread and finishes while they still run."""
+    import threading
+
+    from cuzk_plugin.adapters.synthetic import SyntheticProvider
+    from cuzk_plugin.engine.circuits import ProviderRegistry
+    from cuzk_plugin.engine.types import Priority
+
+    release = threading.Event()
+
+    class SlowPlans(SyntheticProvider):
+        def plan(self, request, param_cache):
+            if request.effective_priority < Priority.CRITICAL:
+                release.wait(20)
+            return super().plan(request, param_cache)
+
+    d = await make_daemon(providers=ProviderRegistry([SlowPlans()], load_plugins=False))
+    stub = d.stub()
+    await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k4"))  # WinningPoSt's key stays resident
+    slow = [asyncio.ensure_future(stub.SubmitProof(synthetic_request(f"slow-{i}", log2=4, seed=i))) for i in range(6)]
+    await asyncio.sleep(0.3)  # every shared host thread is busy planning
+    try:
+        res = (await asyncio.wait_for(stub.Prove(pb.ProveRequest(
+            submit=synthetic_request("winpost-now", log2=4, seed=7, priority=pb.CRITICAL))), 15)).result
+        assert res.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(d.param_cache, 4, 7, res.proof)
+        assert not any(t.done() for t in slow)
+    finally:
+        release.set()
+    await asyncio.gather(*slow)
