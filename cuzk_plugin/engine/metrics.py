@@ -12,6 +12,8 @@ proof_kind values are ours (``porep``, ``snap``, ``window_post``, ``winning_post
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -39,6 +41,35 @@ class EngineMetrics:
         self.refused = Counter("cuzk_requests_refused", "Requests refused, by RPC and gRPC status code", ["rpc", "code"],
                                registry=r)
         self.gpu_workers = Gauge("cuzk_gpu_workers", "Number of GPU workers (worker slots)", registry=r)  # the reference's name
+        self.lane_failures = Counter("cuzk_lane_partition_failures", "Partitions a lane gave up on (faults past the retries)",
+                                     ["lane"], registry=r)
+        # Per lane (device), refreshed at scrape time.
+        self.lane_workers = Gauge("cuzk_lane_workers", "GPU worker slots of a lane, by state", ["lane", "state"], registry=r)
+        self.lane_memory_total = Gauge("cuzk_lane_memory_total_bytes", "Memory the lane's device reports", ["lane"], registry=r)
+        self.lane_resident_bytes = Gauge("cuzk_lane_resident_bytes", "Bytes of key copies resident on a lane, by key",
+                                         ["lane", "circuit_id"], registry=r)
+
+    def set_lanes(self, lanes: Iterable[Any]) -> None:
+        """Refresh the per-lane gauges from the engine's GpuState list."""
+        self.lane_workers.clear()
+        self.lane_memory_total.clear()
+        self.lane_resident_bytes.clear()
+        for g in lanes:
+            self.lane_workers.labels(g.lane, "busy").set(g.busy_workers)
+            self.lane_workers.labels(g.lane, "idle").set(g.workers - g.busy_workers)
+            self.lane_memory_total.labels(g.lane).set(g.vram_total_bytes)
+            for r in g.resident:
+                self.lane_resident_bytes.labels(g.lane, r.circuit_id).set(r.size_bytes)
+
+    @staticmethod
+    def by_lane(counter: Counter) -> dict[str, float]:
+        """A lane-labelled counter's totals by lane."""
+        out: dict[str, float] = defaultdict(float)
+        for family in counter.collect():
+            for s in family.samples:
+                if s.name.endswith("_total"):
+                    out[s.labels["lane"]] += s.value
+        return out
 
     def text(self) -> str:
         return generate_latest(self.registry).decode() + self.reference_names_text()

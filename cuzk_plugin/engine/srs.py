@@ -11,6 +11,13 @@ share one load) or on PreloadSRS. Every loaded byte counts against one budget
 used first; idle keys are also evicted after [memory] eviction_min_idle. EvictSRS releases the
 handles and drops the mapping, so the memory really goes.
 
+Each lane holds its own copy of a key's resident part, so a key HOT on two lanes counts twice.
+A partition holds its key (``ref_count``) and the copy on its lane (``lane_refs``) while it
+proves; to make room a lane evicts the least recently used idle copy (of another key, or of
+the same key on another lane) or an idle key as a whole, and otherwise waits until a copy goes
+idle: it never fails for want of room unless the key alone is larger than the budget. Loads in
+progress reserve their bytes, so lanes loading at once cannot overrun the budget together.
+
 A key is checked once when it loads and its verifying key is pinned (:func:`pin_verifying_key`):
 a file replaced by another valid key of the same circuit is refused, so self-verification never
 checks a proof only against the file that made it.
@@ -53,6 +60,20 @@ class SrsEntry:
     ref_count: int = 0
     last_used: float = field(default_factory=time.monotonic)
     load_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Partitions proving with the copy on each lane (a copy in use is never evicted).
+    lane_refs: dict[str, int] = field(default_factory=dict)
+    #: When each lane's copy was last used (least recently used copies go first).
+    lane_used: dict[str, float] = field(default_factory=dict)
+    #: One load at a time per lane (a load on one lane never waits for another lane's).
+    lane_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    #: Loads in progress (the entry is in use while it loads, refs or not).
+    loading: int = 0
+
+    def copy_bytes(self, lane: str) -> int:
+        return int(getattr(self.handles[lane], "nbytes", 0)) if lane in self.handles else 0
+
+    def idle_copies(self) -> list[str]:
+        return [lane for lane in self.handles if not self.lane_refs.get(lane)]
 
     @property
     def tier(self) -> int:
@@ -153,6 +174,8 @@ class SrsManager:
         self._generate = generate
         self._entries: dict[str, SrsEntry] = {}
         self._changed = asyncio.Condition()
+        #: Bytes of loads in progress (counted against the budget before they land).
+        self._reserved = 0
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -160,7 +183,12 @@ class SrsManager:
         return sum(e.warm_bytes + e.hot_bytes for e in self._entries.values())
 
     def hot_bytes_on(self, lane: str) -> int:
-        return sum(int(getattr(e.handles[lane], "nbytes", 0)) for e in self._entries.values() if lane in e.handles)
+        return sum(e.copy_bytes(lane) for e in self._entries.values())
+
+    def resident_on(self, lane: str) -> list[SrsSnapshot]:
+        """The keys HOT on ``lane``: bytes of that lane's copy, partitions proving with it."""
+        return [SrsSnapshot(e.circuit_id, HOT, e.copy_bytes(lane), e.lane_refs.get(lane, 0))
+                for e in self._entries.values() if lane in e.handles]
 
     def snapshot(self) -> list[SrsSnapshot]:
         return [SrsSnapshot(e.circuit_id, e.tier, e.size_bytes, e.ref_count) for e in self._entries.values()]
@@ -200,8 +228,14 @@ class SrsManager:
                 size = source.path.stat().st_size
                 await self._make_room(size, keep=circuit_id)
                 t0 = time.perf_counter()
-                key = await self._run_blocking(ProvingKey.open, source.path)
-                await self._run_blocking(pin_verifying_key, source, key)
+                self._reserved += size
+                entry.loading += 1
+                try:
+                    key = await self._run_blocking(ProvingKey.open, source.path)
+                    await self._run_blocking(pin_verifying_key, source, key)
+                finally:
+                    self._reserved -= size
+                    entry.loading -= 1
                 entry.key = key
                 log.info("srs %s: mapped %s (%.1f MB, %s, verifying key pinned) in %.3fs", circuit_id, source.path.name,
                          size / 1e6, what, time.perf_counter() - t0)
@@ -210,28 +244,45 @@ class SrsManager:
 
     async def hot(self, circuit_id: str, lane: str, load: Callable[[ProvingKey], Any]) -> tuple[ProvingKey, Any]:
         """The key's handle on ``lane`` (``load(key)`` makes one: backend.load_srs on a device)."""
-        key = await self.warm(circuit_id)
-        entry = self._entries[circuit_id]
-        async with entry.load_lock:
-            handle = entry.handles.get(lane)
-            if handle is None:
-                await self._make_room(key.vectors_nbytes, keep=circuit_id)
-                t0 = time.perf_counter()
-                handle = await self._run_blocking(load, key)
-                entry.handles[lane] = handle
-                log.info("srs %s: loaded on %s (%.1f MB) in %.3fs", circuit_id, lane,
-                         getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
-            entry.last_used = time.monotonic()
-            return key, handle
+        entry = self._entry(circuit_id)
+        entry.loading += 1  # held from here: the mapping is not evicted under the load
+        try:
+            key = await self.warm(circuit_id)
+            async with entry.lane_locks.setdefault(lane, asyncio.Lock()):
+                handle = entry.handles.get(lane)
+                if handle is None:
+                    need = key.vectors_nbytes
+                    await self._make_room(need, keep=circuit_id, lane=lane)
+                    t0 = time.perf_counter()
+                    self._reserved += need
+                    try:
+                        handle = await self._run_blocking(load, key)
+                    finally:
+                        self._reserved -= need
+                    entry.handles[lane] = handle
+                    log.info("srs %s: loaded on %s (%.1f MB; %.1f of %.1f MB in use) in %.3fs", circuit_id, lane,
+                             getattr(handle, "nbytes", 0) / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6,
+                             time.perf_counter() - t0)
+        finally:
+            entry.loading -= 1
+        entry.last_used = entry.lane_used[lane] = time.monotonic()
+        return key, handle
 
-    def add_ref(self, circuit_id: str) -> None:
-        """Hold the key (an in-use key is never evicted) until :meth:`drop_ref`."""
-        self._entry(circuit_id).ref_count += 1
+    def add_ref(self, circuit_id: str, lane: str = "") -> None:
+        """Hold the key, and its copy on ``lane`` when given (in use: never evicted), until
+        :meth:`drop_ref` with the same arguments."""
+        entry = self._entry(circuit_id)
+        entry.ref_count += 1
+        if lane:
+            entry.lane_refs[lane] = entry.lane_refs.get(lane, 0) + 1
 
-    def drop_ref(self, circuit_id: str) -> None:
+    def drop_ref(self, circuit_id: str, lane: str = "") -> None:
         entry = self._entries[circuit_id]
         entry.ref_count -= 1
         entry.last_used = time.monotonic()
+        if lane:
+            entry.lane_refs[lane] -= 1
+            entry.lane_used[lane] = entry.last_used
         asyncio.get_running_loop().create_task(self._notify())
 
     async def _notify(self) -> None:
@@ -239,23 +290,47 @@ class SrsManager:
             self._changed.notify_all()
 
     # -- eviction --------------------------------------------------------------------------
-    async def _make_room(self, need: int, keep: str) -> None:
+    async def _make_room(self, need: int, keep: str, lane: str = "") -> None:
+        """Evict until ``need`` more bytes fit, else wait for a key or a copy to go idle.
+
+        Candidates, least recently used first: an idle key as a whole (not ``keep``), an idle
+        copy of a key still in use elsewhere; ``keep``'s own idle copies on other lanes last."""
         if need > self.budget_bytes:
             raise SrsBudgetExceeded(
                 f"key of '{keep}' needs {need:,} bytes, more than the whole budget of {self.budget_bytes:,} "
                 "([memory] total_budget - safety_margin)"
             )
-        while self.used_bytes + need > self.budget_bytes:
-            idle = sorted((e for e in self._entries.values() if e.ref_count == 0 and e.circuit_id != keep and e.tier != COLD),
-                          key=lambda e: e.last_used)
-            if idle:
-                freed = self._drop(idle[0])
-                log.info("srs %s: evicted to make room (%.1f MB freed, %.1f MB needed)", idle[0].circuit_id, freed / 1e6, need / 1e6)
+        while self.used_bytes + self._reserved + need > self.budget_bytes:
+            candidates: list[tuple[bool, float, SrsEntry, str]] = []  # (own key, last use, entry, lane or "" = whole)
+            for e in self._entries.values():
+                if e.tier == COLD:
+                    continue
+                if e.circuit_id != keep and e.ref_count == 0 and not e.loading:
+                    candidates.append((False, e.last_used, e, ""))
+                    continue
+                candidates += [(e.circuit_id == keep, e.lane_used.get(ln, e.last_used), e, ln)
+                               for ln in e.idle_copies() if ln != lane]
+            if candidates:
+                _, _, victim, on = min(candidates, key=lambda c: (c[0], c[1]))
+                freed = self._drop_copy(victim, on) if on else self._drop(victim)
+                log.info("srs %s: evicted%s to make room for '%s'%s (%.1f MB freed, %.1f MB needed)", victim.circuit_id,
+                         f" from {on}" if on else "", keep, f" on {lane}" if lane else "", freed / 1e6, need / 1e6)
                 continue
-            log.info("srs: waiting for a key to go idle (need %.1f MB, %.1f of %.1f MB in use)",
-                     need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6)
+            log.info("srs: '%s'%s waits for a key to go idle (need %.1f MB, %.1f of %.1f MB in use, %.1f MB loading)",
+                     keep, f" on {lane}" if lane else "", need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6,
+                     self._reserved / 1e6)
             async with self._changed:
                 await self._changed.wait()
+
+    def _drop_copy(self, entry: SrsEntry, lane: str) -> int:
+        """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay)."""
+        handle = entry.handles.pop(lane)
+        entry.lane_used.pop(lane, None)
+        freed = int(getattr(handle, "nbytes", 0))
+        release = getattr(handle, "release", None)
+        if release is not None:
+            release()
+        return freed
 
     def _drop(self, entry: SrsEntry) -> int:
         freed = entry.warm_bytes + entry.hot_bytes
@@ -264,6 +339,7 @@ class SrsManager:
             if release is not None:
                 release()
         entry.handles.clear()
+        entry.lane_used.clear()
         entry.key = None
         gc.collect()  # the memmap closes when its last view goes
         return freed
@@ -273,11 +349,12 @@ class SrsManager:
         entry = self._entries.get(circuit_id)
         if entry is None or entry.tier == COLD:
             return False, 0
-        if entry.ref_count:
+        if entry.ref_count or entry.loading:
             raise SrsInUse(f"key of '{circuit_id}' is in use by {entry.ref_count} partition(s); evict it when they finish")
         async with entry.load_lock:
             freed = self._drop(entry)
         log.info("srs %s: evicted (%.1f MB freed)", circuit_id, freed / 1e6)
+        await self._notify()
         return True, freed
 
     def evict_idle(self) -> list[str]:
@@ -285,7 +362,8 @@ class SrsManager:
         now = time.monotonic()
         gone = []
         for entry in self._entries.values():
-            if entry.ref_count == 0 and entry.tier != COLD and now - entry.last_used >= self.min_idle_s and not entry.load_lock.locked():
+            if (entry.ref_count == 0 and not entry.loading and entry.tier != COLD and now - entry.last_used >= self.min_idle_s
+                    and not entry.load_lock.locked()):
                 freed = self._drop(entry)
                 gone.append(entry.circuit_id)
                 log.info("srs %s: idle %.0fs, evicted (%.1f MB freed)", entry.circuit_id, now - entry.last_used, freed / 1e6)

@@ -58,9 +58,12 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
     return pb.GetStatusResponse(
         gpus=[pb.GPUStatus(ordinal=g.ordinal, name=g.name, vram_total_bytes=g.vram_total_bytes,
                            vram_free_bytes=g.vram_free_bytes, current_job_id=g.current_job_id,
-                           current_proof_kind=g.current_proof_kind) for g in st.gpus],
-        loaded_srs=[pb.SRSStatus(circuit_id=s.circuit_id, tier=s.tier, size_bytes=s.size_bytes, ref_count=s.ref_count)
-                    for s in st.srs],
+                           current_proof_kind=g.current_proof_kind, lane=g.lane, workers=g.workers,
+                           busy_workers=g.busy_workers, current_job_ids=list(g.current_job_ids),
+                           resident_bytes=g.resident_bytes, resident_srs=[_srs_to_proto(s) for s in g.resident],
+                           partitions_proved=g.partitions_proved, partitions_failed=g.partitions_failed)
+              for g in st.gpus],
+        loaded_srs=[_srs_to_proto(s) for s in st.srs],
         queues=[pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress) for q in st.queues],
         total_proofs_completed=st.completed, total_proofs_failed=st.failed, uptime_seconds=int(st.uptime_s),
         pinned_memory_bytes=st.memory_used_bytes, pinned_memory_limit_bytes=st.memory_limit_bytes,
@@ -68,15 +71,25 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
     )
 
 
+def _srs_to_proto(s) -> pb.SRSStatus:
+    return pb.SRSStatus(circuit_id=s.circuit_id, tier=s.tier, size_bytes=s.size_bytes, ref_count=s.ref_count)
+
+
+_TIERS = {0: "HOT", 1: "WARM", 2: "COLD"}
+
+
+def _srs_to_json(s) -> dict:
+    return {"circuit_id": s.circuit_id, "tier": _TIERS[s.tier], "size_bytes": s.size_bytes, "ref_count": s.ref_count}
+
+
 def status_to_json(st: EngineStatus) -> dict:
     """The same facts as GetStatus, for GET /status."""
-    tiers = {0: "HOT", 1: "WARM", 2: "COLD"}
     return {
         "backend": st.backend,
         "uptime_seconds": int(st.uptime_s),
-        "gpus": [g.__dict__ for g in st.gpus],
-        "loaded_srs": [{"circuit_id": s.circuit_id, "tier": tiers[s.tier], "size_bytes": s.size_bytes, "ref_count": s.ref_count}
-                       for s in st.srs],
+        "gpus": [{**g.__dict__, "current_job_ids": list(g.current_job_ids), "resident": [_srs_to_json(s) for s in g.resident]}
+                 for g in st.gpus],
+        "loaded_srs": [_srs_to_json(s) for s in st.srs],
         "queues": [q.__dict__ for q in st.queues],
         "total_proofs_completed": st.completed,
         "total_proofs_failed": st.failed,

@@ -15,6 +15,7 @@ its one setting, the Pippenger window of :meth:`msm_g1` / :meth:`msm_g2`, is an 
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -173,6 +174,8 @@ class CudaBackend:
         #: Pippenger window in bits; 0 lets the library choose by size.
         self.window_bits = window_bits
         self._contexts: dict[int, ctypes.c_void_p] = {}
+        #: Lanes of several GPUs (and workers of one) touch their device's context first at once.
+        self._contexts_lock = threading.Lock()
 
     @classmethod
     def probe(cls) -> str | None:
@@ -199,11 +202,12 @@ class CudaBackend:
 
     def context(self, device: int | None = None) -> ctypes.c_void_p:
         dev = self.device if device is None else device
-        if dev not in self._contexts:
-            handle = ctypes.c_void_p()
-            call("cz_context_create", dev, ctypes.byref(handle))
-            self._contexts[dev] = handle
-        return self._contexts[dev]
+        with self._contexts_lock:
+            if dev not in self._contexts:
+                handle = ctypes.c_void_p()
+                call("cz_context_create", dev, ctypes.byref(handle))
+                self._contexts[dev] = handle
+            return self._contexts[dev]
 
     def close(self) -> None:
         """Free the per-device contexts (streams, cached NTT tables)."""
