@@ -105,10 +105,16 @@ class GpuStepTimes:
 
 
 def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[list[Lane], str]:
-    """Lanes of the configured backend (then the fallbacks), and a line saying what was chosen."""
+    """Lanes of the configured backend (then the fallbacks), and a line saying what was chosen.
+
+    Every device the backend reports is a lane unless ``[gpus] devices`` picks some: every
+    visible CUDA device, every OpenCL GPU."""
     chosen = []
     if backends is None:
         backends = [get_backend(config.gpus.backend)]
+        every_device = getattr(backends[0], "every_device", None)
+        if callable(every_device):  # a backend instance that drives one device (OpenCL): all of them
+            backends[0] = every_device()
         chosen.append(f"backend '{config.gpus.backend}' -> {backends[0].name}")
         for name in config.gpus.fallback_backends:
             backends.append(get_backend(name))

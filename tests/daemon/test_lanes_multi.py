@@ -243,3 +243,26 @@ async def test_a_lane_without_room_waits_or_evicts_never_fails(make_daemon):
     res = (await d2.stub().Prove(pb.ProveRequest(submit=synthetic_request("roomy", log2=4, partitions=4, seed=90)))).result
     assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
     assert roomy.live == [1, 1] and d2.engine.srs.used_bytes == file_bytes + 2 * copy_bytes
+
+
+# -- OpenCL: one OpenclBackend a device, each device a lane --------------------------------------
+async def test_opencl_devices_prove_on_every_lane(make_daemon):
+    try:
+        from cuzk_plugin.backends.opencl.backend import OpenclBackend
+        from cuzk_plugin.backends.opencl.multi import OpenclDevices
+
+        if OpenclBackend.probe() is not None:
+            pytest.skip(OpenclBackend.probe())
+    except ImportError as exc:
+        pytest.skip(f"pyopencl: {exc}")
+    # Two backends on the one device PoCL offers stand for two GPUs (two contexts, two lanes).
+    first = OpenclBackend()
+    assert first.every_device().devices()[0].name == first.devices()[0].name
+    devices = OpenclDevices([first, OpenclBackend()])
+    d = await make_daemon(backends=[devices], gpus={"gpu_workers_per_device": 1})
+    assert [ln.name for ln in d.engine.lanes] == ["opencl:0", "opencl:1"]
+    res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request("ocl-lanes", log2=4, partitions=2, seed=100)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
+    assert verify_synthetic(d.param_cache, 4, 100, res.proof)
+    assert sorted(_gpu_lanes(res).values()) == ["opencl:0", "opencl:1"]
+    devices.close()

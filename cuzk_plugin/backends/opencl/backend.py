@@ -12,6 +12,7 @@ import threading
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.errors import BackendUnavailable, EncodingError
 from cuzk_plugin.formats.params import ProvingKey
+
+if TYPE_CHECKING:
+    from cuzk_plugin.backends.opencl.multi import OpenclDevices
 
 
 @dataclass
@@ -110,6 +114,12 @@ class OpenclBackend:
         except BackendUnavailable as exc:
             return str(exc)
         return None
+
+    def every_device(self) -> OpenclDevices:
+        """This device and the host's other GPUs, one lane each (what the daemon proves on)."""
+        from cuzk_plugin.backends.opencl.multi import OpenclDevices
+
+        return OpenclDevices.around(self)
 
     def devices(self) -> list[DeviceInfo]:
         cl = import_pyopencl()

@@ -1,0 +1,134 @@
+"""`OpenclDevices`: every OpenCL device of a host as one Backend, a device index each.
+
+An :class:`OpenclBackend` drives one device; the engine makes a lane per device a backend
+reports, so the daemon proves with an ``OpenclDevices`` of one ``OpenclBackend`` per device.
+Handles made on a device (keys, circuits) remember their backend, so ``prove_start`` and
+``evaluate_r1cs`` run on the device that holds them.
+
+Which devices (:meth:`OpenclDevices.around`): the one ``CUZK_OPENCL_DEVICE`` names, alone;
+else the chosen device and every other GPU of every platform (a multi-GPU host); a chosen
+device that is no GPU (PoCL on the host CPU) alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuzk_plugin.backends.opencl.backend import OpenclBackend
+from cuzk_plugin.backends.opencl.device import ENV_DEVICE, all_devices, describe, import_pyopencl
+from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.errors import BackendUnavailable
+from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OnDevice:
+    """A handle (key or circuit) of one device's backend, with that backend."""
+
+    inner: Any
+    backend: OpenclBackend
+    device: int
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.inner.nbytes)
+
+    @property
+    def circuit(self) -> PrecompiledCircuit:
+        """The circuit a circuit handle holds (what WitnessPartition.on checks)."""
+        return self.inner.circuit
+
+    def release(self) -> None:
+        self.inner.release()
+
+
+class OpenclDevices:
+    """The Backend protocol over several OpenCL devices (index = position in ``backends``)."""
+
+    name = "opencl"
+
+    def __init__(self, backends: list[OpenclBackend]):
+        if not backends:
+            raise BackendUnavailable("OpenclDevices: no device")
+        self.backends = list(backends)
+
+    @classmethod
+    def probe(cls) -> str | None:
+        return OpenclBackend.probe()
+
+    @classmethod
+    def around(cls, first: OpenclBackend) -> OpenclDevices:
+        """``first``'s device and, unless ``CUZK_OPENCL_DEVICE`` names one device or ``first``
+        is no GPU, every other GPU of the host (one OpenclBackend each, ``first`` reused)."""
+        cl = import_pyopencl()
+        if os.environ.get(ENV_DEVICE) or not first.device.type & cl.device_type.GPU:
+            return cls([first])
+        others = [e for e in all_devices() if e[2].type & cl.device_type.GPU and e[2] != first.device]
+        if others:
+            log.info("opencl: proving on every GPU: %s and %s", first.device.name.strip(), describe(others))
+        return cls([first] + [OpenclBackend(p, d, first.limb_bits) for p, d, _ in others])
+
+    def __repr__(self) -> str:
+        return f"OpenclDevices({self.backends!r})"
+
+    def close(self) -> None:
+        for b in self.backends:
+            b.close()
+
+    def devices(self) -> list[DeviceInfo]:
+        out = []
+        for i, b in enumerate(self.backends):
+            (info,) = b.devices()
+            out.append(DeviceInfo(index=i, name=info.name, memory_bytes=info.memory_bytes, kind=info.kind))
+        return out
+
+    def _on(self, device: int) -> OpenclBackend:
+        if not 0 <= device < len(self.backends):
+            raise BackendUnavailable(f"no OpenCL device {device} (devices 0..{len(self.backends) - 1})")
+        return self.backends[device]
+
+    # -- proving -------------------------------------------------------------------------
+    def load_srs(self, key: ProvingKey, device: int = 0) -> OnDevice:
+        backend = self._on(device)
+        return OnDevice(backend.load_srs(key), backend, device)
+
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> OnDevice:
+        backend = self._on(device)
+        return OnDevice(backend.load_circuit(pce), backend, device)
+
+    def evaluate_r1cs(self, circuit: OnDevice, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return circuit.backend.evaluate_r1cs(circuit.inner, z)
+
+    def prove_start(self, srs: OnDevice, part: SynthesizedPartition | WitnessPartition) -> tuple[OpenclBackend, Any]:
+        if isinstance(part, WitnessPartition):
+            circuit = part.circuit
+            if not isinstance(circuit, OnDevice) or circuit.device != srs.device:
+                raise ValueError(f"prove_start: the circuit handle {circuit!r} is not on the key's device {srs.device}")
+            part = part.on(circuit.inner)
+        return srs.backend, srs.backend.prove_start(srs.inner, part)
+
+    def prove_finish(self, pending: tuple[OpenclBackend, Any]) -> ProofSums:
+        backend, inner = pending
+        return backend.prove_finish(inner)
+
+    # -- primitives (device 0) -----------------------------------------------------------
+    def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        return self.backends[0].ntt(x, inverse=inverse, coset=coset)
+
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        return self.backends[0].quotient_h(a, b, c)
+
+    def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        return self.backends[0].msm_g1(bases, scalars)
+
+    def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+        return self.backends[0].msm_g2(bases, scalars)
