@@ -30,6 +30,11 @@ from cuzk_plugin.formats.pce import PrecompiledCircuit
 log = logging.getLogger(__name__)
 
 
+def _is_gpu(device: Any) -> bool:
+    """``device`` (a pyopencl Device) is a GPU."""
+    return bool(device.type & import_pyopencl().device_type.GPU)
+
+
 @dataclass
 class OnDevice:
     """A handle (key or circuit) of one device's backend, with that backend."""
@@ -69,10 +74,9 @@ class OpenclDevices:
     def around(cls, first: OpenclBackend) -> OpenclDevices:
         """``first``'s device and, unless ``CUZK_OPENCL_DEVICE`` names one device or ``first``
         is no GPU, every other GPU of the host (one OpenclBackend each, ``first`` reused)."""
-        cl = import_pyopencl()
-        if os.environ.get(ENV_DEVICE) or not first.device.type & cl.device_type.GPU:
+        if os.environ.get(ENV_DEVICE) or not _is_gpu(first.device):
             return cls([first])
-        others = [e for e in all_devices() if e[2].type & cl.device_type.GPU and e[2] != first.device]
+        others = [e for e in all_devices() if _is_gpu(e[2]) and e[2] != first.device]
         if others:
             log.info("opencl: proving on every GPU: %s and %s", first.device.name.strip(), describe(others))
         return cls([first] + [OpenclBackend(p, d, first.limb_bits) for p, d, _ in others])
