@@ -9,9 +9,9 @@ accepted with a warning and ignored. ``examples/cuzk.example.toml`` explains eve
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-import logging
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -177,7 +177,7 @@ class SrsConfig(_Section):
     #: Directory of `.params` files (Filecoin's parameter cache; our synthetic keys are cached here too).
     param_cache: Path = Path("/var/tmp/filecoin-proof-parameters")
     #: Largest key (2^k constraints) the daemon generates for a circuit of its own; bigger ones are refused.
-    max_generated_log2: int = Field(16, ge=2, le=30)
+    max_generated_log2: int = Field(default=16, ge=2, le=30)
     #: Make a TEST key (named ``<id>-test-key``, small sizes only) for a Filecoin circuit whose
     #: parameter files are missing; Filecoin's verifier rejects its proofs. false: such a job
     #: fails at once, naming the paths looked at (``param_cache``, then $FIL_PROOFS_PARAMETER_CACHE).
@@ -245,37 +245,37 @@ class GpusConfig(_Section):
     #: Device ordinals to use; empty: every device the backend reports.
     devices: list[Annotated[int, Field(ge=0, le=1023)]] = Field(default_factory=list, max_length=1024)
     #: Host threads for backend calls (0: 2 per worker slot).
-    gpu_threads: int = Field(0, ge=0, le=4096)
+    gpu_threads: int = Field(default=0, ge=0, le=4096)
     #: Concurrent partitions per device (two overlap one's upload with the other's compute).
-    gpu_workers_per_device: int = Field(2, ge=1, le=64)
+    gpu_workers_per_device: int = Field(default=2, ge=1, le=64)
     #: auto | cuda | opencl | cpu (auto: CUDA, else OpenCL, else cpu; the choice is logged).
     backend: str = "auto"
     #: Backends to move a partition to after its faults exhaust the retries on every device.
     fallback_backends: list[str] = Field(default_factory=list)
     #: Attempts per device for a transient backend fault (tenacity, exponential backoff).
-    retry_attempts: int = Field(3, ge=1, le=20)
+    retry_attempts: int = Field(default=3, ge=1, le=20)
 
 
 class SchedulerConfig(_Section):
     """[scheduler]: how GPU work is ordered (priority first, always)."""
 
     #: Partitions of one circuit a GPU worker takes back to back under one key acquisition.
-    max_batch_size: int = Field(4, ge=1, le=1024)
+    max_batch_size: int = Field(default=4, ge=1, le=1024)
     #: Reserved (accepted for the reference config): workers never idle waiting for a batch.
-    max_batch_wait_ms: int = Field(0, ge=0, le=3_600_000)
+    max_batch_wait_ms: int = Field(default=0, ge=0, le=3_600_000)
     #: Among equal priorities, prefer partitions of the circuit a worker just proved (fewer key swaps).
     sort_by_type: bool = True
     #: Finished jobs kept for AwaitProof (oldest dropped first).
-    keep_finished_jobs: int = Field(10_000, ge=1, le=1_000_000)
+    keep_finished_jobs: int = Field(default=10_000, ge=1, le=1_000_000)
     #: Jobs queued or running at once; one more is refused (RESOURCE_EXHAUSTED) until one ends.
-    max_pending: int = Field(64, ge=1, le=100_000)
+    max_pending: int = Field(default=64, ge=1, le=100_000)
 
 
 class SynthesisConfig(_Section):
     """[synthesis]: the worker processes that turn witnesses into partitions."""
 
     #: Worker processes (0: one per CPU core).
-    threads: int = Field(0, ge=0, le=1024)
+    threads: int = Field(default=0, ge=0, le=1024)
 
 
 class PipelineConfig(_Section):
@@ -284,9 +284,9 @@ class PipelineConfig(_Section):
     #: Synthesize ahead of the GPU; false: a partition is synthesized only for an idle GPU slot.
     enabled: bool = True
     #: Synthesized partitions allowed to wait for the GPU (beyond one per GPU slot).
-    synthesis_lookahead: int = Field(2, ge=0, le=1024)
+    synthesis_lookahead: int = Field(default=2, ge=0, le=1024)
     #: Partitions synthesized at once (0: [synthesis] threads). cuzk's name: synthesis_concurrency.
-    max_parallel_synthesis: int = Field(0, ge=0, le=1024)
+    max_parallel_synthesis: int = Field(default=0, ge=0, le=1024)
 
 
 class LoggingConfig(_Section):
@@ -347,7 +347,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, dict
     if path is not None and not Path(path).is_file():
         raise ConfigError(f"config file {path} does not exist")
     class FileConfig(Config):
-        model_config = SettingsConfigDict(**{**Config.model_config, "toml_file": path})
+        model_config = SettingsConfigDict(**{**Config.model_config, "toml_file": None if path is None else Path(path)})
 
     try:
         return FileConfig(**_deep_merge({}, overrides or {}))

@@ -75,7 +75,7 @@ def test_circom_circuit_through_the_cli_and_snarkjs(tmp_path, circom2, snarkjs, 
 
     # Tampering: a changed public input, and A and C swapped, are refused by snarkjs ...
     good = json.loads((sj / "public.json").read_text())
-    (sj / "public.json").write_text(json.dumps([str(int(good[0]) + 1)] + good[1:]))
+    (sj / "public.json").write_text(json.dumps([str(int(good[0]) + 1), *good[1:]]))
     assert not snarkjs_verify(snarkjs, sj)
     (sj / "public.json").write_text(json.dumps(good))
     proof = json.loads((sj / "proof.json").read_text())

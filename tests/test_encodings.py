@@ -11,8 +11,17 @@ from py_ecc.optimized_bls12_381 import G1, G2, multiply, normalize
 
 from cuzk_plugin.bls12_381.fields import P, R
 from cuzk_plugin.bls12_381.points import (
-    check_uncompressed_vector, decode_g1, decode_g2, encode_g1, encode_g2, g1_from_limbs, g1_to_limbs,
-    g2_filecoin_bytes_to_limbs, g2_from_limbs, g2_limbs_to_filecoin_bytes, g2_to_limbs,
+    check_uncompressed_vector,
+    decode_g1,
+    decode_g2,
+    encode_g1,
+    encode_g2,
+    g1_from_limbs,
+    g1_to_limbs,
+    g2_filecoin_bytes_to_limbs,
+    g2_from_limbs,
+    g2_limbs_to_filecoin_bytes,
+    g2_to_limbs,
 )
 from cuzk_plugin.errors import EncodingError
 
@@ -55,7 +64,7 @@ def test_identity_encodings():
     assert encode_g2(G2Point.identity(), compressed=True) == bytes([0xC0]) + bytes(95)
     assert decode_g1(bytes([0xC0]) + bytes(47), compressed=True) == G1Point.identity()
     assert decode_g2(bytes([0x40]) + bytes(191), compressed=False) == G2Point.identity()
-    with pytest.raises(EncodingError, match="proof.A: is the point at infinity"):
+    with pytest.raises(EncodingError, match=r"proof\.A: is the point at infinity"):
         decode_g1(bytes([0xC0]) + bytes(47), compressed=True, what="proof.A", allow_identity=False)
 
 

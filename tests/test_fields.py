@@ -3,7 +3,14 @@
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import (
-    FR_ROOT_OF_UNITY, P, R, ints_to_limbs, less_than_modulus, limbs_to_ints, random_fr, root_of_unity,
+    FR_ROOT_OF_UNITY,
+    P,
+    R,
+    ints_to_limbs,
+    less_than_modulus,
+    limbs_to_ints,
+    random_fr,
+    root_of_unity,
 )
 
 

@@ -63,7 +63,7 @@ def test_any_changed_byte_is_refused(circuit, seed):
 
 def test_fixed_randomness_is_deterministic_on_every_backend(circuit, seed):
     _name, key, build = circuit
-    part, public = _instance(build, seed)
+    part, _public = _instance(build, seed)
     r, s = random.Random(seed).randrange(R), random.Random(seed + 1).randrange(R)
     reference = prove(key, part, cpu, r=r, s=s).to_bytes()
     assert prove(key, part, cpu, r=r, s=s).to_bytes() == reference

@@ -82,10 +82,7 @@ def test_no_cycle_between_packages() -> None:
         graph.setdefault(src, set()).add(dst)
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        for nxt in graph.get(start, ()):
-            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
-                return True
-        return False
+        return any(nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})) for nxt in graph.get(start, ()))
 
     cycles = sorted(p for p in graph if reaches(p, p, {p}))
     assert not cycles, f"packages on an import cycle: {cycles}"

@@ -47,7 +47,7 @@ def test_quotient_h_divides(rng):
     a, b = random_fr(rng, m), random_fr(rng, m)
     ai, bi = limbs_to_ints(a), limbs_to_ints(b)
     # c = a * b on the domain: the only case where Groth16's quotient is a polynomial.
-    c = ints_to_limbs([x * y % R for x, y in zip(ai, bi)])
+    c = ints_to_limbs([x * y % R for x, y in zip(ai, bi, strict=True)])
     h = limbs_to_ints(cpu.quotient_h(a, b, c))
     n = 16
     assert len(h) == n - 1

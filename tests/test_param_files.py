@@ -13,8 +13,15 @@ from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.filecoin import param_files as pf
 from cuzk_plugin.filecoin.param_files import (
-    FILECOIN_CIRCUITS, KNOWN_DIGESTS, circuit_for_post_proof, circuit_for_seal_proof, circuit_for_update_proof,
-    filecoin_cache_dirs, find_filecoin_params, params_digest, vk_file_size,
+    FILECOIN_CIRCUITS,
+    KNOWN_DIGESTS,
+    circuit_for_post_proof,
+    circuit_for_seal_proof,
+    circuit_for_update_proof,
+    filecoin_cache_dirs,
+    find_filecoin_params,
+    params_digest,
+    vk_file_size,
 )
 from cuzk_plugin.groth16.setup import setup
 

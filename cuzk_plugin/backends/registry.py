@@ -55,7 +55,7 @@ def probe(name: str) -> str | None:
 def get_backend(name: str = "auto", **options) -> Backend:
     """Instantiate backend ``name`` ("auto" picks the first available of cuda, opencl, cpu)."""
     if name == "auto":
-        reasons = []
+        reasons: list[str] = []
         for candidate in AUTO_ORDER:
             why = probe(candidate)
             if why is None:

@@ -5,8 +5,8 @@ from cuzk_plugin.bls12_381.fields import (
     FR_LIMBS,
     P,
     R,
-    limbs_to_ints,
     ints_to_limbs,
+    limbs_to_ints,
 )
 
 __all__ = ["P", "R", "FR_LIMBS", "FQ_LIMBS", "ints_to_limbs", "limbs_to_ints"]

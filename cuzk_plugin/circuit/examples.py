@@ -82,7 +82,7 @@ def filecoin_like(num_constraints: int, seed: int = 0, num_inputs: int = 4) -> C
     cs = ConstraintSystem()
     acc_val = rnd.randrange(R)
     acc = cs.alloc(acc_val)
-    for i in range(num_inputs - 1):
+    for _ in range(num_inputs - 1):
         cs.alloc_input(rnd.randrange(R))
     while cs.num_constraints + 34 <= num_constraints - 1:
         # 32 booleans b_i with b_i (1 - b_i) = 0, packed: (sum 2^i b_i) * 1 = word.

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
-from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.errors import CircuitError
+from cuzk_plugin.formats.partition import SynthesizedPartition
 
 
 @dataclass(frozen=True)

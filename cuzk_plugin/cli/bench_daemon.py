@@ -174,7 +174,7 @@ def _c1_sector_size(raw: bytes) -> int:
 
 # -- commands -----------------------------------------------------------------------------------
 def cmd_single(args: argparse.Namespace) -> int:
-    records, wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), 1, 1, False))
+    records, _wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), 1, 1, False))
     r = records[0]
     if args.out and r.proof:
         Path(args.out).write_bytes(r.proof)
@@ -251,7 +251,7 @@ def cmd_evict(args: argparse.Namespace) -> int:
     r = _unary(args, "EvictSRS", pb.EvictSrsRequest(circuit_id=args.circuit_id))
     out = {"circuit_id": args.circuit_id, "was_loaded": r.was_loaded, "freed_bytes": r.freed_bytes}
     print(json.dumps(out) if args.json else
-          f"{args.circuit_id}: {'evicted, freed %d bytes' % r.freed_bytes if r.was_loaded else 'was not loaded'}")
+          f"{args.circuit_id}: {f'evicted, freed {r.freed_bytes} bytes' if r.was_loaded else 'was not loaded'}")
     return 0
 
 

@@ -117,7 +117,7 @@ class HostBench:
             inputs = [1] + [int(x) for x in self.rng.integers(1 << 62, size=n_inputs - 1)]
             bits = self.rng.random((1 << log_n) - n_inputs) < frac_bits
             aux = [int(b) if bit else int.from_bytes(self.rng.bytes(31), "little")
-                   for b, bit in zip(self.rng.integers(2, size=bits.size), bits)]
+                   for b, bit in zip(self.rng.integers(2, size=bits.size), bits, strict=True)]
             part = bench_circuit.partition(inputs, aux)
             t0 = time.perf_counter()
             sums: ProofSums = self.backend.prove_finish(self.backend.prove_start(srs, part))
@@ -193,7 +193,7 @@ def r1cs_rows_by_integers(pce: PrecompiledCircuit, z: np.ndarray, rows: np.ndarr
         for k, mat in enumerate((pce.a, pce.b, pce.c)):
             lo, hi = int(mat.row_ptr[row]), int(mat.row_ptr[row + 1])
             vals = limbs_to_ints(z[mat.cols[lo:hi]])
-            total = sum(coeffs[c] * v for c, v in zip(mat.coeff_idx[lo:hi].tolist(), vals)) % R
+            total = sum(coeffs[c] * v for c, v in zip(mat.coeff_idx[lo:hi].tolist(), vals, strict=True)) % R
             out[i, k] = ints_to_limbs([total])[0]
     return out
 

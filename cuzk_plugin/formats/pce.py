@@ -143,7 +143,7 @@ def _layout(num_inputs: int, num_aux: int, num_constraints: int, num_coeffs: int
     """(name, offset, bytes, shape, dtype) of every section."""
     shapes = {"coeffs": (num_coeffs, 4), "a_aux_density": (num_aux,), "b_input_density": (num_inputs,),
               "b_aux_density": (num_aux,)}
-    for m, n in zip("abc", nnz):
+    for m, n in zip("abc", nnz, strict=True):
         shapes[f"{m}.row_ptr"] = (num_constraints + 1,)
         shapes[f"{m}.cols"] = (n,)
         shapes[f"{m}.coeff_idx"] = (n,)
@@ -247,7 +247,7 @@ class PceWriter:
         self._hash = hashlib.sha256(_counts_bytes(num_inputs, num_aux, num_constraints, num_coeffs, self._counts[4]))
         self._tmp = self.path.with_name(f".{self.path.name}.partial")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self._tmp, "wb")
+        self._fh = open(self._tmp, "wb")  # noqa: SIM115 (open until commit() renames it or abort() removes it)
         self._fh.write(b"\0" * HEADER_BYTES)
         self._index = 0
         self._written = 0
@@ -398,7 +398,7 @@ def load_pce(path: str | os.PathLike, *, verify: bool = True, expect_name: str |
         raise PceError(f"{path}: changed size while being opened")
     arrays = {name: mm[off:off + nbytes].view(dtype).reshape(shape) for name, off, nbytes, shape, dtype in hdr.sections}
     mats = [CsrMatrix(arrays[f"{m}.row_ptr"], arrays[f"{m}.cols"], arrays[f"{m}.coeff_idx"]) for m in "abc"]
-    for m, mat in zip("abc", mats):
+    for m, mat in zip("abc", mats, strict=True):
         if mat.row_ptr[0] != 0 or int(mat.row_ptr[-1]) != mat.nnz:
             raise PceError(f"{path}: {m}.row_ptr spans {int(mat.row_ptr[0])}..{int(mat.row_ptr[-1])}, "
                            f"not 0..{mat.nnz} (corrupted)")

@@ -24,8 +24,8 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, root_of_unity
-from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.formats.proof import Proof
 from cuzk_plugin.groth16.prover import assemble, random_fr
 from cuzk_plugin.groth16.setup import FixedBaseTable
@@ -138,5 +138,5 @@ def partition(inputs: list[int], aux: list[int]) -> SynthesizedPartition:
 
 def w_one(k: BenchSecrets, log_n: int, c: list[int]) -> int:
     """w(ONE) at tau = sum_i c_i L_i(tau)."""
-    return sum(ci * li for ci, li in zip(c, lagrange_at(k.tau, log_n, len(c)))) % R
+    return sum(ci * li for ci, li in zip(c, lagrange_at(k.tau, log_n, len(c)), strict=True)) % R
 

@@ -13,8 +13,8 @@ from py_arkworks_bls12381 import Scalar
 from cuzk_plugin.backends.protocol import Backend, ProofSums, SrsHandle
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.bls12_381.points import g1_from_limbs, g2_from_limbs
-from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.formats.proof import Proof
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ import time
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.bls12_381.fields import R, root_of_unity
+from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.bls12_381.points import FLAG_INFINITY
 from cuzk_plugin.circuit.r1cs import R1CS
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey

@@ -41,7 +41,7 @@ def batch_verify(vk: VerifyingKey, proofs: Sequence[Proof], inputs: Sequence[Seq
         return True
     weights = [Scalar(secrets.randbits(128) | 1) for _ in proofs]
     accs = [prepare_inputs(vk, x) for x in inputs]
-    g1s = [p.a * z for p, z in zip(proofs, weights)]
+    g1s = [p.a * z for p, z in zip(proofs, weights, strict=True)]
     g2s = [p.b for p in proofs]
     z_sum = Scalar(sum(int.from_bytes(z.to_le_bytes(), "little") for z in weights) % R)
     g1s += [

@@ -113,7 +113,7 @@ def summarize(records: list[ProofRecord], wall_s: float, partitions: int) -> dic
     lat = sorted(r.latency_ms for r in ok)
 
     def pct(p: float) -> float:
-        return lat[min(len(lat) - 1, int(round(p * (len(lat) - 1))))] if lat else 0.0
+        return lat[min(len(lat) - 1, round(p * (len(lat) - 1)))] if lat else 0.0
 
     stages = {k: statistics.median([r.timings_ms[k] for r in ok]) if ok else 0 for k in ("queue", "srs", "synthesis", "gpu", "total")}
     return {

@@ -13,8 +13,8 @@ import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from cuzk_plugin.backends.cpu import CpuBackend
-from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.bls12_381.fields import FR_GENERATOR, R, limbs_to_ints, limbs_to_objects, root_of_unity
+from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
 
 CPU = CpuBackend()
@@ -76,7 +76,7 @@ def check_ntt(backend, x: np.ndarray, *, inverse: bool, coset: bool, rng: np.ran
     ks = list(range(n)) if n <= NAIVE_LIMIT else sorted(set(rng.integers(0, n, 8).tolist()) | {0, n - 1})
     want = direct_ntt_coefficients(x, ks, inverse=inverse, coset=coset)
     have = limbs_to_ints(got[ks])
-    for k, w, h in zip(ks, want, have):
+    for k, w, h in zip(ks, want, have, strict=True):
         if w != h:
             raise ConformanceError(f"{what}: coefficient {k} is {h:#x}, the definition gives {w:#x}")
     if backend.name != CPU.name:
@@ -102,7 +102,7 @@ def check_quotient_h(backend, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> No
 def naive_msm(points: list, scalars: np.ndarray, group: int):
     cls = G1Point if group == 1 else G2Point
     acc = cls.identity()
-    for p, k in zip(points, limbs_to_ints(scalars)):
+    for p, k in zip(points, limbs_to_ints(scalars), strict=True):
         acc = acc + p * Scalar(k)
     return acc
 
@@ -140,6 +140,6 @@ def check_proof_bytes(backend, key, part, r: int, s: int) -> None:
         raise ConformanceError(f"{what} raised {exc!r}") from exc
     want = prove(key, part, CPU, r=r, s=s).to_bytes()
     if got != want:
-        first = next(i for i, (x, y) in enumerate(zip(got, want)) if x != y)
+        first = next(i for i, (x, y) in enumerate(zip(got, want, strict=True)) if x != y)
         part_name = "A" if first < 48 else "B" if first < 144 else "C"
         raise ConformanceError(f"{what}: bytes differ from cpu's from offset {first} (in {part_name})")

@@ -25,7 +25,7 @@ class PointPool:
         self._a = [self.cls() * Scalar(rnd.randrange(1, R)) for _ in range(_SIDE)]
         self._b = [self.cls() * Scalar(rnd.randrange(1, R)) for _ in range(_SIDE)]
         self.points: list = []
-        self._limbs = np.zeros((0,) + self.point_shape, dtype=np.uint64)
+        self._limbs = np.zeros((0, *self.point_shape), dtype=np.uint64)
 
     @property
     def point_shape(self) -> tuple:
@@ -33,8 +33,8 @@ class PointPool:
 
     def to_limbs(self, points: list) -> np.ndarray:
         if not points:
-            return np.zeros((0,) + self.point_shape, dtype=np.uint64)
-        return (g1_to_limbs if self.group == 1 else g2_to_limbs)(points).reshape((-1,) + self.point_shape)
+            return np.zeros((0, *self.point_shape), dtype=np.uint64)
+        return (g1_to_limbs if self.group == 1 else g2_to_limbs)(points).reshape((-1, *self.point_shape))
 
     def take(self, n: int) -> tuple[list, np.ndarray]:
         """The first n pool points: (arkworks points, limbs)."""

@@ -144,5 +144,5 @@ def test_chunked_upload_equals_whole_upload(g2_pool):
     _, limbs = g2_pool.take(100)
     whole = drv.points_to_device(limbs)
     chunked = drv.points_to_device_chunked(100, lambda start, stop: limbs[start:stop], chunk=7)
-    shape = (100,) + limbs.shape[1:]
+    shape = (100, *limbs.shape[1:])
     assert np.array_equal(download(backend.queue, whole, shape), download(backend.queue, chunked, shape))

@@ -51,7 +51,7 @@ def test_proof_with_fresh_randomness_verifies(backend, seed, circuit):
     proof = prove(key, part, backend)
     assert verify(key.vk, proof, public), f"{backend.name}: proof of {circuit} does not verify"
     if public:
-        wrong = [(public[0] + 1) % R] + list(public[1:])
+        wrong = [(public[0] + 1) % R, *public[1:]]
         assert not verify(key.vk, proof, wrong), f"{backend.name}: {circuit} proof accepted a wrong input"
 
 
@@ -65,7 +65,7 @@ def test_resident_srs_serves_several_partitions(backend, seed):
         sums = [backend.prove_finish(p) for p in pending]
     finally:
         srs.release()
-    for (part, public), s in zip(instances, sums):
+    for (_part, public), s in zip(instances, sums, strict=True):
         proof = assemble(key.vk, s, random.Random(seed).randrange(R), random.Random(seed + 7).randrange(R))
         assert verify(key.vk, proof, public)
 

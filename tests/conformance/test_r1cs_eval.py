@@ -61,7 +61,7 @@ def check_evaluation(backend, pce: PrecompiledCircuit, reference: R1CS, z: np.nd
     finally:
         handle.release()
     want = reference.with_input_constraints().evaluate(limbs_to_objects(z))
-    for name, g, w in zip("abc", got, want):
+    for name, g, w in zip("abc", got, want, strict=True):
         assert g.dtype == np.uint64 and g.shape == (pce.num_constraints, 4), name
         bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
         assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
@@ -133,7 +133,7 @@ def test_recorded_porep_2k_circuit_matches_reference(backend, rng, porep_2k_pce)
     finally:
         handle.release()
     want = reference.evaluate(limbs_to_objects(values))
-    for name, g, w in zip("abc", got, want):
+    for name, g, w in zip("abc", got, want, strict=True):
         bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
         assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
 
@@ -145,7 +145,7 @@ def test_unsatisfied_rows_finds_exactly_the_broken_rows(rng):
     n = 5000
     vals = [_value(rng) for _ in range(3 * n)]
     a, b = vals[:n], vals[n:2 * n]
-    c = [x * y % R for x, y in zip(a, b)]
+    c = [x * y % R for x, y in zip(a, b, strict=True)]
     broken = sorted({int(j) for j in rng.choice(n, 40, replace=False)})
     for j in broken:
         c[j] = (c[j] + 1 + j) % R

@@ -33,7 +33,7 @@ def test_back_to_back_partitions_match_cpu(cuda, cpu, rng):
         got = [cuda.prove_finish(p) for p in pending]
     finally:
         srs.release()
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
         for field in FIELDS:
             np.testing.assert_array_equal(getattr(g, field), getattr(w, field), err_msg=f"partition {i}: {field}")
     for p in pending:

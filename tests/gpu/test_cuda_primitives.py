@@ -189,7 +189,7 @@ def test_bench_ntt_round_trip(cuda_bench, coset):
 def test_msm_g1_long_items(cuda, cpu, rng, n):
     """Repeated bases (long bucket-loop items, sorted longest first) sum as the cpu does."""
     bases, scalars = random_g1(rng, min(n, 2000)), random_fr(rng, n)
-    bases = np.resize(bases, (n,) + bases.shape[1:])
+    bases = np.resize(bases, (n, *bases.shape[1:]))
     if n > 2000:  # the cpu at 2000 points: fold the scalars of repeated bases
         from cuzk_plugin.bls12_381.fields import limbs_to_ints
 

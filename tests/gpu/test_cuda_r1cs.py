@@ -43,7 +43,7 @@ def test_random_circuits_match_integers(cuda, rng, shape):
         got = cuda.evaluate_r1cs(handle, z)
     finally:
         handle.release()
-    for name, g, w in zip("abc", got, reference_abc(r1cs, z)):
+    for name, g, w in zip("abc", got, reference_abc(r1cs, z), strict=True):
         bad = np.flatnonzero((g != w).any(axis=1))
         assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
 
@@ -53,7 +53,7 @@ def test_matches_the_cpu_backend(cuda, cpu, rng):
     pce = precompile_r1cs(r1cs, "random")
     gpu, host = cuda.load_circuit(pce), cpu.load_circuit(pce)
     try:
-        for g, c in zip(cuda.evaluate_r1cs(gpu, z), cpu.evaluate_r1cs(host, z)):
+        for g, c in zip(cuda.evaluate_r1cs(gpu, z), cpu.evaluate_r1cs(host, z), strict=True):
             np.testing.assert_array_equal(g, c)
     finally:
         gpu.release()
@@ -88,7 +88,7 @@ def test_witness_partition_proof_equals_the_synthesized_one(cuda, rng):
     try:
         part = synthesize(r1cs, inputs, aux)
         a, b, c = cuda.evaluate_r1cs(handle, np.concatenate([inputs, aux]))
-        for got, want in zip((a, b, c), (part.a, part.b, part.c)):
+        for got, want in zip((a, b, c), (part.a, part.b, part.c), strict=True):
             np.testing.assert_array_equal(got, want)
         pending = cuda.prove_start(srs, WitnessPartition(handle, inputs, aux))
         from_witness = cuda.prove_finish(pending)
@@ -115,7 +115,7 @@ def test_witness_partitions_back_to_back(cuda, rng):
     try:
         instances = [filecoin_like(600, int(s)).finish() for s in rng.integers(1 << 30, size=3)]
         pending = [cuda.prove_start(srs, WitnessPartition(handle, i, x)) for _, i, x in instances]
-        for (r1, i, x), p in zip(instances, pending):
+        for (r1, i, x), p in zip(instances, pending, strict=True):
             got, want = cuda.prove_finish(p), cuda.prove_finish(cuda.prove_start(srs, synthesize(r1, i, x)))
             for name in ("h", "l", "a", "b_g1", "b_g2"):
                 np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)

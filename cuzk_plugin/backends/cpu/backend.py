@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from cuzk_plugin.bls12_381.ntt import ntt_objects, quotient_h_objects
+from cuzk_plugin.backends.cpu.r1cs_eval import CoefficientTable, SplitMatrix, evaluate_r1cs
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, ints_to_limbs, limbs_to_objects
+from cuzk_plugin.bls12_381.ntt import ntt_objects, quotient_h_objects
 from cuzk_plugin.bls12_381.points import (
     g1_from_limbs,
     g1_limbs_to_xy_bytes,
@@ -21,11 +22,10 @@ from cuzk_plugin.bls12_381.points import (
     g2_raw_to_limbs,
     g2_to_limbs,
 )
-from cuzk_plugin.backends.cpu.r1cs_eval import CoefficientTable, SplitMatrix, evaluate_r1cs
-from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
-from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.errors import EncodingError
 from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 
 def scalars_from_limbs(scalars: np.ndarray) -> list[Scalar]:

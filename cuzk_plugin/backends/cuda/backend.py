@@ -186,7 +186,7 @@ class CudaBackend:
             status = lib.cz_device_count(ctypes.byref(count))
         except BackendUnavailable as exc:
             return str(exc)
-        except Exception as exc:  # noqa: BLE001 (a broken library must not break backend selection)
+        except Exception as exc:  # a broken library must not break backend selection
             return f"CUDA library unusable: {exc}"
         if status.code != 0:
             return f"no usable CUDA device: {status.message.decode(errors='replace')}"
@@ -323,5 +323,5 @@ class CudaBackend:
         out = np.zeros(72, dtype=np.uint64)
         times = (ctypes.c_double * len(PROVE_TIMINGS))()
         call("cz_prove_finish", pending.handle, u64_ptr(out), times)
-        pending.timings_ms = dict(zip(PROVE_TIMINGS, list(times)))
+        pending.timings_ms = dict(zip(PROVE_TIMINGS, list(times), strict=True))
         return sums_from_limbs(out)

@@ -98,7 +98,7 @@ class CudaBench:
                    u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
         runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
                               w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]
-        return runs, dict(zip(PROVE_TIMINGS[:4], list(stages)))  # the device stages
+        return runs, dict(zip(PROVE_TIMINGS[:4], list(stages), strict=True))  # the device stages
 
     def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
                        frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:
@@ -112,7 +112,7 @@ class CudaBench:
         self._call("cz_bench_pipeline", self.context(), log_n, parts, frac_bits, int(overlap), ctypes.byref(total),
                    per_part)
         vals = list(per_part)
-        return total.value, [dict(zip(PROVE_TIMINGS, vals[i * k:(i + 1) * k])) for i in range(parts)]
+        return total.value, [dict(zip(PROVE_TIMINGS, vals[i * k:(i + 1) * k], strict=True)) for i in range(parts)]
 
     def bench_r1cs(self, pce: PrecompiledCircuit, z: np.ndarray, repeat: int,
                    rows: np.ndarray) -> tuple[list[float], np.ndarray]:

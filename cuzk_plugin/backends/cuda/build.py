@@ -110,7 +110,7 @@ def gencode_flags(arches: list[int]) -> list[str]:
     top = max(arches)
     flags += ["-gencode", f"arch=compute_{top},code=compute_{top}"]
     built = " ".join([f"sm_{a}" for a in arches] + [f"compute_{top} (PTX)"])
-    return flags + [f'-DCZ_BUILT_ARCHES="{built}"']
+    return [*flags, f'-DCZ_BUILT_ARCHES="{built}"']
 
 
 def sources() -> list[Path]:
@@ -172,7 +172,7 @@ def build(*, out_dir: Path | None = None, arch: str | None = None, jobs: int | N
     force = force or not stamp.exists() or stamp.read_text().strip() != digest
     prod_objects = [out / (src.stem + ".o") for src in sources()]
     bench_objects = [out / (src.stem + ".o") for src in bench_sources()]
-    stale = [(src, obj) for src, obj in zip(sources() + bench_sources(), prod_objects + bench_objects)
+    stale = [(src, obj) for src, obj in zip(sources() + bench_sources(), prod_objects + bench_objects, strict=True)
              if force or _stale(obj, src)]
     if force:
         stamp.unlink(missing_ok=True)

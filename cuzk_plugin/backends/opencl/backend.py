@@ -31,10 +31,10 @@ from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
-from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.errors import BackendUnavailable, EncodingError
 from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 if TYPE_CHECKING:
     from cuzk_plugin.backends.opencl.multi import OpenclDevices

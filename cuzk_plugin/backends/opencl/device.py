@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -76,9 +76,7 @@ def _matches(entry: tuple[int, int, object], platform: int | str | None, device:
         return False
     if isinstance(device, int) and device != d_index:
         return False
-    if isinstance(device, str) and device.lower() not in dev.name.lower():
-        return False
-    return True
+    return not isinstance(device, str) or device.lower() in dev.name.lower()
 
 
 def parse_env_selection(value: str) -> tuple[int | str | None, int | str | None]:
@@ -153,10 +151,8 @@ def build_program(context, source: str, name: str):
     except cl.Error as exc:
         logs = []
         for dev in context.devices:
-            try:
+            with suppress(cl.Error):
                 logs.append(program.get_build_info(dev, cl.program_build_info.LOG))
-            except cl.Error:
-                pass
         text = "\n".join(x for x in logs if x and x.strip()) or str(exc)
         raise BackendError(f"OpenCL build of the '{name}' kernels failed:\n{text}") from exc
 
