@@ -29,7 +29,7 @@ def run_demo(log2: int = 12, backend_name: str = "auto", partitions: int = 2) ->
     try:
         for k in range(partitions):
             t = time.perf_counter()
-            r1cs, inputs, aux = filecoin_like(1 << log2, seed=k + 1).finish()
+            r1cs, inputs, aux = filecoin_like(1 << log2, seed=k + 1).finish_witness()
             part = synthesize(r1cs, inputs, aux)
             t_syn = time.perf_counter() - t
             timings = ProveTimings()

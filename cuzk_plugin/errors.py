@@ -16,6 +16,9 @@ class ParamsError(CuzkError, ValueError):
 class CircuitError(CuzkError, ValueError):
     """A circuit or witness that is malformed or does not satisfy its constraints."""
 
+    #: The index of the violated constraint, where one is known.
+    constraint: int | None = None
+
 
 class BackendError(CuzkError, RuntimeError):
     """A backend failed to run (device missing, kernel build failure, runtime fault)."""

@@ -35,7 +35,7 @@ class SyntheticTask:
         from cuzk_plugin.circuit.examples import filecoin_like
         from cuzk_plugin.circuit.r1cs import synthesize
 
-        r1cs, inputs, aux = filecoin_like(1 << self.log2, seed=self.seed).finish()
+        r1cs, inputs, aux = filecoin_like(1 << self.log2, seed=self.seed).finish_witness()
         return synthesize(r1cs, inputs, aux), limbs_to_ints(inputs)[1:]
 
 

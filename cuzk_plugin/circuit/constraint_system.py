@@ -13,6 +13,7 @@ Values may be None everywhere to synthesize the shape only (setup, constraint co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -134,13 +135,19 @@ class ConstraintSystem:
         r1cs = R1CS(n_in, len(self._aux), self._num_constraints, *mats)
         if any(v is None for v in self._inputs) or any(v is None for v in self._aux):
             return r1cs, None, None
-        return r1cs, ints_to_limbs(self._inputs), ints_to_limbs(self._aux).reshape(-1, 4)
+        inputs, aux = cast("list[int]", self._inputs), cast("list[int]", self._aux)  # no None: checked above
+        return r1cs, ints_to_limbs(inputs), ints_to_limbs(aux).reshape(-1, 4)
+
+    def finish_witness(self) -> tuple[R1CS, np.ndarray, np.ndarray]:
+        """:meth:`finish` for a witness-mode system: CircuitError where some value is None."""
+        r1cs, inputs, aux = self.finish()
+        if inputs is None or aux is None:
+            raise CircuitError("shape-only constraint system: some values are None, there is no witness")
+        return r1cs, inputs, aux
 
     def check(self) -> None:
         """Raise CircuitError naming the first violated constraint (witness mode only)."""
-        r1cs, inputs, aux = self.finish()
-        if inputs is None:
-            raise CircuitError("cannot check a shape-only constraint system (some values are None)")
+        r1cs, inputs, aux = self.finish_witness()
         bad = r1cs.first_unsatisfied(r1cs.assignment(inputs, aux))
         if bad is not None:
             raise CircuitError(f"constraint {bad} is not satisfied")

@@ -80,15 +80,13 @@ def prove(
     check_shapes(key, part)
     timings = timings if timings is not None else ProveTimings()
     t0 = time.perf_counter()
-    own_srs = srs is None
-    if own_srs:
-        srs = backend.load_srs(key)
+    handle = backend.load_srs(key) if srs is None else srs
     t1 = time.perf_counter()
     try:
-        sums = backend.prove_finish(backend.prove_start(srs, part))
+        sums = backend.prove_finish(backend.prove_start(handle, part))
     finally:
-        if own_srs:
-            srs.release()
+        if srs is None:  # ours to release
+            handle.release()
     t2 = time.perf_counter()
     proof = assemble(key.vk, sums, random_fr() if r is None else r, random_fr() if s is None else s)
     t3 = time.perf_counter()

@@ -75,7 +75,7 @@ def verify_records(records, param_cache: Path, log2: int, partitions: int) -> tu
         if r.status != "COMPLETED":
             continue
         proofs = decode_proofs(r.proof)
-        inputs = [limbs_to_ints(filecoin_like(1 << log2, seed=r.seed + p).finish()[1])[1:] for p in range(partitions)]
+        inputs = [limbs_to_ints(filecoin_like(1 << log2, seed=r.seed + p).finish_witness()[1])[1:] for p in range(partitions)]
         valid += bool(len(proofs) == partitions and batch_verify(vk, proofs, inputs))
     return valid, time.perf_counter() - t0
 

@@ -17,6 +17,7 @@ import platform
 import statistics
 import subprocess
 import time
+from typing import Any
 
 import numpy as np
 
@@ -54,10 +55,13 @@ def random_bases(group: int, n: int, rng: np.random.Generator) -> np.ndarray:
 
     from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
 
-    cls, to_limbs = (G1Point, g1_to_limbs) if group == 1 else (G2Point, g2_to_limbs)
     distinct = min(n, DISTINCT_BASES)
-    pts = [cls() * Scalar(int(k)) for k in rng.integers(1, 2**62, distinct)]
-    limbs = to_limbs(pts).reshape((distinct,) + ((2, 6) if group == 1 else (2, 2, 6)))
+    ks = [Scalar(int(k)) for k in rng.integers(1, 2**62, distinct)]
+    limbs: np.ndarray  # (distinct, 2, 6) or (distinct, 2, 2, 6) uint64
+    if group == 1:
+        limbs = g1_to_limbs([G1Point() * k for k in ks]).reshape(distinct, 2, 6)
+    else:
+        limbs = g2_to_limbs([G2Point() * k for k in ks]).reshape(distinct, 2, 2, 6)
     reps = -(-n // distinct)
     return np.ascontiguousarray(np.tile(limbs, (reps,) + (1,) * (limbs.ndim - 1))[:n])
 
@@ -71,7 +75,7 @@ def bench_msm(backend, group: int, log_n: int, repeat: int, compare_cpu: bool, r
     d_bases = drv.points_to_device(bases)
     d_scalars = upload(backend.context, backend.queue, scalars)
     backend.queue.finish()
-    row = {"op": f"msm_g{group}", "log_n": log_n, "opencl": _median_spread(_timed(lambda: drv.msm(d_bases, d_scalars, n), repeat))}
+    row: dict[str, Any] = {"op": f"msm_g{group}", "log_n": log_n, "opencl": _median_spread(_timed(lambda: drv.msm(d_bases, d_scalars, n), repeat))}
     if compare_cpu:
         from cuzk_plugin.backends.cpu import CpuBackend
 
@@ -93,7 +97,7 @@ def bench_ntt(backend, log_n: int, repeat: int, compare_cpu: bool, rng) -> dict:
         backend.queue.finish()
         out.release()
 
-    row = {"op": "ntt", "log_n": log_n, "opencl": _median_spread(_timed(run, repeat))}
+    row: dict[str, Any] = {"op": "ntt", "log_n": log_n, "opencl": _median_spread(_timed(run, repeat))}
     if compare_cpu:
         from cuzk_plugin.backends.cpu import CpuBackend
 

@@ -13,9 +13,13 @@ import os
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from cuzk_plugin.backends.opencl.constants import constants_header
 from cuzk_plugin.errors import BackendError, BackendUnavailable, DeviceOutOfMemory
+
+if TYPE_CHECKING:
+    from pyopencl import Context, Device  # imported lazily at run time: pyopencl is optional
 
 log = logging.getLogger(__name__)
 ENV_DEVICE = "CUZK_OPENCL_DEVICE"
@@ -47,7 +51,7 @@ def import_pyopencl():
     return pyopencl
 
 
-def all_devices() -> list[tuple[int, int, object]]:
+def all_devices() -> list[tuple[int, int, Device]]:
     """(platform index, device index, device) for every device of every platform."""
     cl = import_pyopencl()
     try:
@@ -64,11 +68,11 @@ def all_devices() -> list[tuple[int, int, object]]:
     return found
 
 
-def describe(entries: list[tuple[int, int, object]]) -> str:
+def describe(entries: list[tuple[int, int, Device]]) -> str:
     return ", ".join(f"{p}:{d} '{dev.name.strip()}' ({dev.platform.name.strip()})" for p, d, dev in entries) or "none"
 
 
-def _matches(entry: tuple[int, int, object], platform: int | str | None, device: int | str | None) -> bool:
+def _matches(entry: tuple[int, int, Device], platform: int | str | None, device: int | str | None) -> bool:
     p_index, d_index, dev = entry
     if isinstance(platform, int) and platform != p_index:
         return False
@@ -121,7 +125,7 @@ def select_device(platform: int | str | None = None, device: int | str | None = 
 class BuiltPrograms:
     """The compiled programs of one context, built lazily: G2 costs the most to compile."""
 
-    context: object
+    context: Context
     limb_bits: int
     _cache: dict = field(default_factory=dict)
 

@@ -9,12 +9,16 @@ rows zero-padded to the NTT domain, which the quotient H takes without leaving t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cuzk_plugin.backends.opencl.launch import empty, fr_mont_limbs, launch, u32, upload
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_ints
 from cuzk_plugin.formats.pce import PrecompiledCircuit
+
+if TYPE_CHECKING:
+    from pyopencl import Buffer  # imported lazily at run time: pyopencl is optional
 
 FR_BYTES = 32
 
@@ -26,8 +30,8 @@ class OpenclCircuit:
     circuit: PrecompiledCircuit
     #: per matrix: (row_ptr, cols, coeff_idx) buffers
     matrices: list
-    coeffs_plain: object
-    coeffs_mont: object
+    coeffs_plain: Buffer
+    coeffs_mont: Buffer
     nbytes: int
     released: bool = field(default=False)
 
