@@ -113,11 +113,17 @@ def unconstrained_aux(seed: int = 0) -> ConstraintSystem:
     the identity, which the key must store and every backend must handle."""
     rnd = random.Random(seed)
     cs = ConstraintSystem()
-    x = cs.alloc_input(rnd.randrange(R))
+    xv = rnd.randrange(R)
+    x = cs.alloc_input(xv)
     cs.alloc(rnd.randrange(R))  # never constrained
-    y = cs.alloc(rnd.randrange(R))
-    cs.enforce(x, y, cs.alloc(cs.value(x) * cs.value(y) % R))
+    yv = rnd.randrange(R)
+    y = cs.alloc(yv)
+    cs.enforce(x, y, cs.alloc(xv * yv % R))
     return cs
+
+
+def filecoin_like_64(seed: int = 0) -> ConstraintSystem:
+    return filecoin_like(64, seed)
 
 
 #: The core test shapes, by name.
@@ -128,5 +134,5 @@ CORE_CIRCUITS: dict[str, Callable[[int], ConstraintSystem]] = {
     "with_constants": with_constants,
     "empty_side": empty_side,
     "unconstrained_aux": unconstrained_aux,
-    "filecoin_like_64": lambda seed=0: filecoin_like(64, seed),
+    "filecoin_like_64": filecoin_like_64,
 }

@@ -47,12 +47,12 @@ class FastConstraintSystem(ConstraintSystem):
         super().__init__()
         self.check_as_you_go = check_as_you_go
 
-    def alloc(self, value: int | None = None) -> _Var:
+    def alloc(self, value: int | None = None) -> _Var:  # type: ignore[override]  # _Var duck-types Variable (is_input, index) as an int: see the module doc
         aux = self._aux
         aux.append(None if value is None else (value if 0 <= value < 2 else int(value) % R))
         return _Var(~(len(aux) - 1))
 
-    def alloc_input(self, value: int | None = None) -> _Var:
+    def alloc_input(self, value: int | None = None) -> _Var:  # type: ignore[override]  # _Var duck-types Variable (is_input, index) as an int: see the module doc
         self._inputs.append(None if value is None else int(value) % R)
         return _Var(len(self._inputs) - 1)
 
@@ -62,7 +62,7 @@ class FastConstraintSystem(ConstraintSystem):
         for (rows, vars_, coeffs), terms in zip(self._terms, lcs):  # noqa: B905 (hot path: strict= costs ~0.2 us a call; three matrices, three LCs)
             if terms:
                 rows.extend([row] * len(terms))
-                vars_.extend(terms)  # ONE stays a Variable here; finish maps it to column 0
+                vars_.extend(terms)  # type: ignore[arg-type]  # _Var keys are ints; ONE stays a Variable here, finish maps it to column 0
                 coeffs.extend(terms.values())
         self._num_constraints += 1
         if self.check_as_you_go:

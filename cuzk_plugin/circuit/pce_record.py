@@ -139,7 +139,7 @@ class RecordingConstraintSystem:
         self._chunk_terms = chunk_terms
         self._buffered = 0
         # per matrix: flat cols, flat coeff indices, row lengths (Python lists until a flush)
-        self._buf = tuple(([], [], []) for _ in range(3))
+        self._buf: tuple[tuple[list[int], list[int], list[int]], ...] = tuple(([], [], []) for _ in range(3))
         self._spills = tuple(
             (_Spill(self.workdir / f"{m}.cols", "<u4"), _Spill(self.workdir / f"{m}.cidx", "<u4"),
              _Spill(self.workdir / f"{m}.rowptr", "<u8"))
@@ -206,7 +206,9 @@ class RecordingConstraintSystem:
                 s_cols.append(np.asarray(cols, dtype=np.uint32))
                 s_cidx.append(np.asarray(cidx, dtype=np.uint32))
                 s_rp.append(ends)
-                cols.clear(), cidx.clear(), lens.clear()
+                cols.clear()
+                cidx.clear()
+                lens.clear()
         self._buffered = 0
         if self._progress is not None and self._num_constraints >= self._next_progress:
             self._next_progress = self._num_constraints + self._progress_every
@@ -216,7 +218,9 @@ class RecordingConstraintSystem:
     @staticmethod
     def _pattern(inputs: list) -> tuple[tuple, list[int]]:
         """(pattern key, column code per position: 0 for a constant)."""
-        sig, codes, first = [], [], {}
+        sig: list[str | tuple[str, int]] = []
+        codes: list[int] = []
+        first: dict[int, int] = {}
         for pos, x in enumerate(inputs):
             var = x.var
             if var is None:
@@ -279,14 +283,14 @@ class RecordingConstraintSystem:
             for i, code in enumerate(uniq.tolist()):
                 if code == 0:
                     continue
-                pos = where.get(code)
-                if pos is None:  # a variable the gadget did not get through its inputs
+                at = where.get(code)
+                if at is None:  # a variable the gadget did not get through its inputs
                     self._memo[key] = _NOT_REPLAYABLE
                     return outputs
-                rel_uniq[i] = 1 + pos
+                rel_uniq[i] = 1 + at
             rel[old] = rel_uniq[inverse]
             mats.append((row_len, rel, cidx.copy()))
-        spec = []
+        spec: list[tuple] = []
         for out in outputs:
             if out.var is None:
                 spec.append(("c", out))
@@ -361,9 +365,9 @@ class RecordingConstraintSystem:
         for s in self._spills:
             for sp in s:
                 sp.fh.flush()
-        nnz = tuple(s_cols.count for s_cols, _, _ in self._spills)
+        nnz_a, nnz_b, nnz_c = (s_cols.count for s_cols, _, _ in self._spills)
         writer = PceWriter(path, name, num_inputs=n_in, num_aux=self.num_aux, num_constraints=m,
-                           num_coeffs=len(self._coeffs), nnz=nnz)
+                           num_coeffs=len(self._coeffs), nnz=(nnz_a, nnz_b, nnz_c))
         try:
             writer.write("coeffs", ints_to_limbs(self._coeffs))
             dens = {}

@@ -242,7 +242,7 @@ class PceWriter:
                  num_constraints: int, num_coeffs: int, nnz: tuple[int, int, int]):
         self.path = Path(path)
         self.name = name
-        self._counts = (num_inputs, num_aux, num_constraints, num_coeffs, tuple(int(x) for x in nnz))
+        self._counts = (num_inputs, num_aux, num_constraints, num_coeffs, (int(nnz[0]), int(nnz[1]), int(nnz[2])))
         self._sections = _layout(num_inputs, num_aux, num_constraints, num_coeffs, self._counts[4])
         self._hash = hashlib.sha256(_counts_bytes(num_inputs, num_aux, num_constraints, num_coeffs, self._counts[4]))
         self._tmp = self.path.with_name(f".{self.path.name}.partial")
@@ -265,7 +265,7 @@ class PceWriter:
         data = np.ascontiguousarray(chunk, dtype=dtype)
         if self._written + data.nbytes > nbytes:
             raise PceError(f"{self.path}: section {section} gets more than its {nbytes} bytes")
-        buf = memoryview(data).cast("B")
+        buf = memoryview(data).cast("B")  # type: ignore[arg-type]  # ndarray has the buffer protocol; numpy's stubs declare it only for Python >= 3.12
         self._hash.update(buf)
         self._fh.write(buf)
         self._written += data.nbytes
@@ -323,7 +323,7 @@ def digest_of(pce: PrecompiledCircuit) -> str:
     h = hashlib.sha256(_counts_bytes(pce.num_inputs, pce.num_aux, pce.num_constraints, pce.coeffs.shape[0],
                                      (pce.a.nnz, pce.b.nnz, pce.c.nnz)))
     for name, dtype, _ in SECTIONS:
-        h.update(memoryview(np.ascontiguousarray(_section_array(pce, name), dtype=dtype)).cast("B"))
+        h.update(memoryview(np.ascontiguousarray(_section_array(pce, name), dtype=dtype)).cast("B"))  # type: ignore[arg-type]  # ndarray has the buffer protocol; numpy's stubs declare it only for Python >= 3.12
     return h.hexdigest()
 
 
