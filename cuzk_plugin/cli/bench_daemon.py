@@ -27,6 +27,7 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from cuzk_plugin.server.batch import format_record, print_summary, run_batch, summarize
 
@@ -132,7 +133,7 @@ def build_request(args: argparse.Namespace, request_id: str, index: int = 0):
     problem = check_request_args(args)
     if problem:
         raise SystemExit(f"cuzk-bench: {problem}")
-    priority = pb.Priority.Value(args.priority.upper()) if args.priority else 0
+    priority = pb.Priority.Value(args.priority.upper()) if args.priority else pb.PRIORITY_UNSPECIFIED
     kind = proof_type(args)
     sector = getattr(args, "sector", 0)
     miner = getattr(args, "miner", 1000)
@@ -144,7 +145,7 @@ def build_request(args: argparse.Namespace, request_id: str, index: int = 0):
                                      vanilla_proof=envelope, sector_number=sector, miner_id=miner)
     if kind in ("snap", "wpost", "winning"):
         registered = args.registered_proof if args.registered_proof is not None else DEFAULT_REGISTERED[kind]
-        common = dict(request_id=request_id, priority=priority, registered_proof=registered, sector_number=sector,
+        common: dict[str, Any] = dict(request_id=request_id, priority=priority, registered_proof=registered, sector_number=sector,
                       miner_id=miner, vanilla_proofs=read_vanilla(args.vanilla))
         if kind == "snap":
             return pb.SubmitProofRequest(proof_kind=pb.SNAP_DEALS_UPDATE, comm_r_old=args.comm_r_old,
