@@ -62,8 +62,8 @@ def test_log_level_is_a_choice_in_any_case(capsys):
     with pytest.raises(SystemExit) as exit_:
         cuzk_main(["--log-level", "LOUD", "params", "inspect", "x"])
     assert exit_.value.code == 2
-    _one_line_error(capsys.readouterr().err, "--log-level", "invalid choice: 'LOUD'")
-    assert cuzk_parser().parse_args(["--log-level", "debug", "params", "inspect", "x"]).log_level == "DEBUG"
+    _one_line_error(capsys.readouterr().err, "--log-level", "invalid choice: 'loud'")
+    assert cuzk_parser().parse_args(["--log-level", "DEBUG", "params", "inspect", "x"]).log_level == "debug"
 
 
 def test_backend_is_a_choice():
@@ -118,7 +118,7 @@ def test_bench_status_without_a_daemon_is_one_line():
 def test_cuzk_log_level_loud_in_a_process():
     res = _run("cuzk_plugin.cli.main", "--log-level", "LOUD", "demo")
     assert res.returncode == 2
-    _one_line_error(res.stderr, "invalid choice: 'LOUD'")
+    _one_line_error(res.stderr, "invalid choice: 'loud'")
 
 
 # -- cuzk-bench's flags -----------------------------------------------------------------------------------

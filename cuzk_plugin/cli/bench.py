@@ -8,11 +8,11 @@ daemon cannot be reached or answers with an error (or a proof fails)."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from cuzk_plugin.cli.bench_daemon import DEFAULT_ADDR, BenchInputError, add_daemon_commands, check_args
 from cuzk_plugin.cli.bench_kernels import add_kernels_command
+from cuzk_plugin.cli.logs import configure_logging
 
 EXIT_UNREACHABLE = 1
 EXIT_USAGE = 2
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
+    configure_logging("debug" if args.verbose else "warning")
     try:
         return int(args.handler(args) or 0)
     except grpc.RpcError as exc:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 import sys
 from collections.abc import Callable
 
+from cuzk_plugin.cli.logs import LOG_LEVELS, add_log_level_option, configure_logging
 from cuzk_plugin.config import Config, ConfigError, load_config
 from cuzk_plugin.errors import CuzkError
 
@@ -31,47 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("-c", "--config", help="TOML config file (see examples/cuzk.example.toml); default: built-in defaults")
     p.add_argument("-l", "--listen", help="gRPC address, unix:///path or host:port (overrides [daemon] listen)")
-    p.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower,
-                   help="overrides [logging] level (default: the config's, info)")
+    add_log_level_option(p, default=None, help=f"overrides [logging] level: {', '.join(LOG_LEVELS)} "
+                                               "(default: the config's, info)")
     return p
-
-
-LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error")
-_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-           "warning": logging.WARNING, "error": logging.ERROR}
-
-
-def _escape(text: str) -> str:
-    """Control characters as escapes: a record is one line whatever a client put in it."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-class LineFormatter(logging.Formatter):
-    """One line a record: the message's control characters escaped (the traceback stays as is)."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = _escape(record.message)
-        return super().formatMessage(record)
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object a line ([logging] format = "json")."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out)
-
-
-def setup_logging(level: str, fmt: str = "text") -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         LineFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
-    logging.basicConfig(level=_LEVELS[level.lower()], handlers=[handler], force=True)
-    logging.captureWarnings(True)  # deprecated config keys warn through logging
 
 
 async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | None = None,
@@ -110,14 +72,14 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    setup_logging(args.log_level or "info")  # config warnings show while the config loads
+    configure_logging(args.log_level or "info")  # config warnings show while the config loads
     overrides = {"daemon": {"listen": args.listen}} if args.listen else None
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
         print(f"cuzk-daemon: {exc}", file=sys.stderr)
         return 2
-    setup_logging(args.log_level or config.logging.level, config.logging.format)
+    configure_logging(args.log_level or config.logging.level, config.logging.format)
     try:
         asyncio.run(run_daemon(config))
     except (CuzkError, OSError) as exc:

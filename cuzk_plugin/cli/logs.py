@@ -9,12 +9,17 @@ bounded line.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 
-__all__ = ["LOG_LEVELS", "MAX_RECORD_CHARS", "SafeFormatter", "add_log_level_option", "configure_logging"]
+__all__ = ["LOG_LEVELS", "MAX_RECORD_CHARS", "SafeFormatter", "JsonFormatter", "add_log_level_option",
+           "configure_logging"]
 
-LOG_LEVELS = ("debug", "info", "warning", "error")
+#: cuzk's level names ("trace" and "warn" as it spells them) and Python's.
+LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error")
+_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+           "warning": logging.WARNING, "error": logging.ERROR}
 #: A formatted record longer than this is cut, with the number of characters dropped.
 MAX_RECORD_CHARS = 8192
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -34,17 +39,27 @@ class SafeFormatter(logging.Formatter):
         return super().format(safe)
 
 
-def add_log_level_option(parser: argparse.ArgumentParser, default: str = "info") -> None:
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line (``[logging] format = "json"``); JSON escaping keeps it one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()[:MAX_RECORD_CHARS]
+        out = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name, "msg": message}
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+
+
+def add_log_level_option(parser: argparse.ArgumentParser, default: str | None = "info", help: str | None = None) -> None:
     parser.add_argument("--log-level", default=default, type=str.lower, choices=LOG_LEVELS,
-                        help=f"how much to log: {', '.join(LOG_LEVELS)} (default: {default})")
+                        help=help or f"how much to log: {', '.join(LOG_LEVELS)} (default: {default})")
 
 
-def configure_logging(level: str) -> None:
-    """Root logging to stderr at ``level`` (one of :data:`LOG_LEVELS`) with :class:`SafeFormatter`."""
+def configure_logging(level: str, fmt: str = "text") -> None:
+    """Root logging to stderr at ``level`` (one of :data:`LOG_LEVELS`), one line a record
+    (:class:`SafeFormatter`, or :class:`JsonFormatter` for ``fmt="json"``); Python warnings
+    (deprecated config keys) go through it too."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(SafeFormatter(_FORMAT))
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(level.upper())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else SafeFormatter(_FORMAT))
+    logging.basicConfig(level=_LEVELS[level.lower()], handlers=[handler], force=True)
+    logging.captureWarnings(True)

@@ -20,12 +20,12 @@ import sys
 import time
 from pathlib import Path
 
+from cuzk_plugin.cli.logs import add_log_level_option, configure_logging
 from cuzk_plugin.errors import CuzkError
 
 log = logging.getLogger("cuzk")
 EXIT_INVALID = 1
 EXIT_ERROR = 2
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _sha256(path: Path) -> str:
@@ -223,8 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     backend_help = f"{', '.join(backends)}; auto (default) picks cuda, else opencl, else cpu"
     parser = argparse.ArgumentParser(prog="cuzk", description="Groth16 (BLS12-381) for Filecoin: setup, prove, verify.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                        help="DEBUG, INFO (default), WARNING, ERROR (any case)")
+    add_log_level_option(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("setup", help="generate .params/.vk for a circom .r1cs (bls12381)")
@@ -281,8 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
+    configure_logging(args.log_level)
     try:
         return args.func(args)
     except (CuzkError, OSError, ValueError) as exc:

@@ -403,10 +403,10 @@ async def test_sigterm_during_key_generation_stops_in_seconds(tmp_path, param_ca
 def test_daemon_log_records_stay_one_line():
     import json
 
-    from cuzk_plugin.cli.daemon import JsonFormatter, LineFormatter
+    from cuzk_plugin.cli.logs import JsonFormatter, SafeFormatter
 
     record = logging.LogRecord("cuzk", logging.INFO, __file__, 1, "job %s: queued", ("x\n2026 ERROR forged\r",), None)
-    line = LineFormatter("%(levelname)s %(message)s").format(record)
+    line = SafeFormatter("%(levelname)s %(message)s").format(record)
     assert "\n" not in line and "\r" not in line and "x\\n2026 ERROR forged\\r" in line
     assert json.loads(JsonFormatter().format(record))["msg"] == "job x\n2026 ERROR forged\r: queued"
 
