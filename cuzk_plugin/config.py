@@ -4,7 +4,7 @@ Sources, highest priority first: explicit overrides (the CLI's ``-l``), environm
 ``CUZK_<SECTION>__<KEY>`` (e.g. ``CUZK_DAEMON__LISTEN``, ``CUZK_GPUS__BACKEND``), the TOML file,
 then the defaults below. An unknown section or key, or a bad value, stops start-up with a
 message naming it (:class:`ConfigError`). Keys the reference daemon has deprecated are
-accepted with a warning and ignored. ``examples/cuzk.example.toml`` explains every key.
+accepted with a warning and ignored. ``cuzk-daemon --print-example-config`` (``cuzk_plugin/deploy/cuzk.example.toml``) explains every key.
 """
 
 from __future__ import annotations
@@ -363,7 +363,7 @@ def _explain(exc: ValidationError, path: Any) -> str:
         loc = [str(p) for p in err["loc"]]
         where = f"[{loc[0]}] {'.'.join(loc[1:])}" if len(loc) > 1 else f"[{loc[0]}]" if loc else "(top level)"
         if err["type"] == "extra_forbidden":
-            lines.append(f"{where}: unknown key (see examples/cuzk.example.toml for the valid ones)")
+            lines.append(f"{where}: unknown key (cuzk-daemon --print-example-config lists the valid ones)")
         else:
             msg = err["msg"].removeprefix("Value error, ")
             got = err.get("input")

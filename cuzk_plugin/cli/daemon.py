@@ -29,7 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     from cuzk_plugin import __version__
 
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("-c", "--config", help="TOML config file (see examples/cuzk.example.toml); default: built-in defaults")
+    p.add_argument("-c", "--config", help="TOML config file (--print-example-config shows every key); default: built-in defaults")
+    p.add_argument("--print-example-config", action="store_true",
+                   help="print the example configuration (every key, explained) and exit")
+    p.add_argument("--print-systemd-unit", action="store_true", help="print an example systemd unit and exit")
     p.add_argument("-l", "--listen", help="gRPC address, unix:///path or host:port (overrides [daemon] listen)")
     add_log_level_option(p, default=None, help=f"overrides [logging] level: {', '.join(LOG_LEVELS)} "
                                                "(default: the config's, info)")
@@ -70,8 +73,19 @@ async def run_daemon(config: Config, *, on_ready: Callable[[str, int], None] | N
         log.info("stopped")
 
 
+def deploy_file(name: str) -> str:
+    """An example shipped inside the package (``cuzk_plugin/deploy/``), so an installed daemon can show it."""
+    from importlib.resources import files
+
+    return files("cuzk_plugin").joinpath("deploy", name).read_text()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.print_example_config or args.print_systemd_unit:
+        name = "cuzk.example.toml" if args.print_example_config else "cuzk-daemon.service"
+        sys.stdout.write(deploy_file(name))
+        return 0
     configure_logging(args.log_level or "info")  # config warnings show while the config loads
     overrides = {"daemon": {"listen": args.listen}} if args.listen else None
     try:

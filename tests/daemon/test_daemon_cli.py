@@ -91,3 +91,20 @@ def test_listen_flag_overrides_the_file(tmp_path, param_cache):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+
+
+def test_the_installed_package_prints_its_example_config_and_unit(capsys, tmp_path):
+    """The example config and the systemd unit ship inside the package: the printed config is the
+    file in examples/ and loads as a valid configuration."""
+    from pathlib import Path
+
+    from cuzk_plugin.cli.daemon import main
+    from cuzk_plugin.config import load_config
+
+    assert main(["--print-example-config"]) == 0
+    text = capsys.readouterr().out
+    assert text == (Path(__file__).resolve().parents[2] / "examples" / "cuzk.example.toml").read_text()
+    (tmp_path / "cuzk.toml").write_text(text)
+    load_config(str(tmp_path / "cuzk.toml"))
+    assert main(["--print-systemd-unit"]) == 0
+    assert "ExecStart=" in capsys.readouterr().out
