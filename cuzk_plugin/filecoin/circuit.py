@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from cuzk_plugin.filecoin.gadgets.boolean import FALSE, Boolean, alloc_bit, reverse_bit_numbering
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel, enforce_inclusion, poseidon_node_hash, sha256_node_hash
 from cuzk_plugin.filecoin.gadgets.num import (
-    AllocatedNum, add, alloc_num, equal, inputize, pack_bits, pack_into_inputs, to_bits_le,
+    AllocatedNum,
+    add,
+    alloc_num,
+    equal,
+    inputize,
+    pack_bits,
+    pack_into_inputs,
+    to_bits_le,
 )
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.gadgets.sha256 import sha256

@@ -13,8 +13,8 @@ import gc
 import resource
 import time
 
-from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
+from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.params import porep_params
 
 __all__ = ["count_partition", "main"]

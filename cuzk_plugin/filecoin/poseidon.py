@@ -15,7 +15,7 @@ constants :class:`PoseidonConstants` also derives: compressed round constants
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 
 from cuzk_plugin.bls12_381.fields import R
 
@@ -166,7 +166,7 @@ def _factor_to_sparse(base: Matrix, n: int) -> tuple[Matrix, list[SparseMatrix]]
     return curr, sparse
 
 
-@lru_cache(maxsize=None)
+@cache
 def constants(arity: int) -> PoseidonConstants:
     """Filecoin's constants for ``arity`` (MerkleTree hash type, Standard strength)."""
     if arity not in PARTIAL_ROUNDS:
@@ -184,7 +184,7 @@ def constants(arity: int) -> PoseidonConstants:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def custom_constants(arity: int, custom_id: int) -> PoseidonConstants:
     """neptune's HashType::Custom(CType::Arbitrary(id)): the MerkleTree instance's constants with
     domain tag id * 2^40 (neptune v11 ``hash_type.rs``); no padding."""

@@ -17,13 +17,17 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
+from cuzk_plugin.filecoin.params import PorepParams, porep_params
+from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.post_challenges import check_randomness, sector_challenges
 from cuzk_plugin.filecoin.post_proofs import PostKind, RegisteredPoStProof
 from cuzk_plugin.filecoin.post_vanilla import (
-    FallbackPoStSectorProof, PathElement, PostMerkleProof, SectorProof, encode_sector_proof,
+    FallbackPoStSectorProof,
+    PathElement,
+    PostMerkleProof,
+    SectorProof,
+    encode_sector_proof,
 )
-from cuzk_plugin.filecoin.params import PorepParams, porep_params
-from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.sparse_tree import SparseMerkleTree
 from cuzk_plugin.filecoin.trees import MerklePath
 

@@ -17,15 +17,20 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
-from cuzk_plugin.filecoin.proofs import (
-    RegisteredSealProof, prover_id_from_miner, replica_id as derive_replica_id, seal_proof_by_name,
-)
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.filecoin.challenges import interactive_challenges
 from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS
 from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
+from cuzk_plugin.filecoin.proofs import (
+    RegisteredSealProof,
+    prover_id_from_miner,
+    seal_proof_by_name,
+)
+from cuzk_plugin.filecoin.proofs import (
+    replica_id as derive_replica_id,
+)
 from cuzk_plugin.filecoin.trees import MerklePath, MerkleTree, fr_to_bytes, sha256_fr
 
 __all__ = ["Sector", "SealedSector", "seal", "interactive_challenges", "c1_output", "c1_json", "expand_parents",

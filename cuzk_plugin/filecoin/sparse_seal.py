@@ -44,8 +44,13 @@ from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.proofs import (
-    SECTOR_SIZE_NAMES, RegisteredSealProof, prover_id_from_miner, replica_id as derive_replica_id,
+    SECTOR_SIZE_NAMES,
+    RegisteredSealProof,
+    prover_id_from_miner,
     seal_proof_by_name,
+)
+from cuzk_plugin.filecoin.proofs import (
+    replica_id as derive_replica_id,
 )
 from cuzk_plugin.filecoin.seal import expand_parents, label_hash
 from cuzk_plugin.filecoin.sparse_tree import SparseMerkleTree

@@ -7,8 +7,8 @@ Field elements travel as Python ints; their 32-byte form is little-endian (Fr's 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 

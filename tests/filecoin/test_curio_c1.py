@@ -9,8 +9,14 @@ import json
 import pytest
 
 from cuzk_plugin.adapters.curio import (
-    SEAL_PROOFS, C1Error, parse_c1, porep_partitions, prover_id_from_miner, replica_id,
-    seal_proof_by_name, seal_proof_by_number,
+    SEAL_PROOFS,
+    C1Error,
+    parse_c1,
+    porep_partitions,
+    prover_id_from_miner,
+    replica_id,
+    seal_proof_by_name,
+    seal_proof_by_number,
 )
 from cuzk_plugin.filecoin.trees import fr_to_bytes
 

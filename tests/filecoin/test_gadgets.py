@@ -10,17 +10,28 @@ import pytest
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ConstraintSystem
+from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.gadgets.boolean import (
-    FALSE, TRUE, alloc_bit, and_, reverse_bit_numbering, sha256_ch, sha256_maj, xor,
+    FALSE,
+    TRUE,
+    alloc_bit,
+    and_,
+    reverse_bit_numbering,
+    sha256_ch,
+    sha256_maj,
+    xor,
 )
 from cuzk_plugin.filecoin.gadgets.merkle import (
-    PathLevel, enforce_inclusion, insert, poseidon_node_hash, sha256_node_hash,
+    PathLevel,
+    enforce_inclusion,
+    insert,
+    poseidon_node_hash,
+    sha256_node_hash,
 )
 from cuzk_plugin.filecoin.gadgets.num import alloc_num, pack_bits, pack_into_inputs, to_bits_le
 from cuzk_plugin.filecoin.gadgets.sha256 import IV, sha256, sha256_compression
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.gadgets.uint32 import MultiEq, UInt32
-from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.trees import MerkleTree
 
 

@@ -11,10 +11,10 @@ import time
 from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
 from cuzk_plugin.circuit.constraint_system import ConstraintSystem
+from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel, enforce_inclusion, poseidon_node_hash
 from cuzk_plugin.filecoin.gadgets.num import alloc_num
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
-from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.filecoin.poseidon import poseidon_hash as native_poseidon
 from cuzk_plugin.filecoin.trees import MerkleTree
 from cuzk_plugin.groth16.prover import prove

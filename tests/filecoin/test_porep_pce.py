@@ -75,9 +75,7 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, tmp_pa
     assert part.circuit.path == str(pce_path(tmp_path, "porep-2k"))
     ref, ref_public = porep_partitions(c1_bytes).synthesize(0)
     assert public == ref_public
-    from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs
-
-    from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
+    from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 
     got = witness_to_synthesized(part, *evaluate_r1cs(part.pce, part.z()))
     assert unsatisfied_rows(got.a, got.b, got.c).size == 0  # every recorded constraint holds

@@ -15,7 +15,11 @@ from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.post_challenges import (
-    challenge_index, check_randomness, leaf_challenge, slot_challenges, winning_sector_index,
+    challenge_index,
+    check_randomness,
+    leaf_challenge,
+    slot_challenges,
+    winning_sector_index,
 )
 from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
 from cuzk_plugin.filecoin.post_proofs import POST_PROOFS, PostKind, post_proof_by_number, post_shape

@@ -31,8 +31,14 @@ from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.filecoin.param_files import (
-    FIL_CACHE_ENV, expected_paths, filecoin_cache_dirs, filecoin_circuit, find_filecoin_params, is_test_key_id,
-    test_key_id, test_key_path,
+    FIL_CACHE_ENV,
+    expected_paths,
+    filecoin_cache_dirs,
+    filecoin_circuit,
+    find_filecoin_params,
+    is_test_key_id,
+    test_key_id,
+    test_key_path,
 )
 
 __all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "verdict_store"]

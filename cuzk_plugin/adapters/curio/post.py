@@ -20,7 +20,11 @@ from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.errors import CuzkError
 from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.post_vanilla import (
-    VARIANTS, FallbackPoStSectorProof, PathElement, PostMerkleProof, SectorProof,
+    VARIANTS,
+    FallbackPoStSectorProof,
+    PathElement,
+    PostMerkleProof,
+    SectorProof,
 )
 
 __all__ = ["PostDecodeError", "decode_sector_proof"]

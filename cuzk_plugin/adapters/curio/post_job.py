@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk_plugin.adapters.curio.post import PostDecodeError, decode_sector_proof
+from cuzk_plugin.adapters.curio.post import decode_sector_proof
 from cuzk_plugin.bls12_381.fields import limbs_to_objects
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit, and_, reverse_bit_numbering
 from cuzk_plugin.filecoin.gadgets.num import (
-    AllocatedNum, alloc_num, equal, pack_bits, pack_into_inputs, pick, to_bits_le,
+    AllocatedNum,
+    alloc_num,
+    equal,
+    pack_bits,
+    pack_into_inputs,
+    pick,
+    to_bits_le,
 )
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.gadgets.sha256 import sha256

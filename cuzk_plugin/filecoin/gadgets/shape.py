@@ -13,9 +13,9 @@ one that witness synthesis runs.
 from __future__ import annotations
 
 from cuzk_plugin.circuit.constraint_system import Variable
+from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean
 from cuzk_plugin.filecoin.gadgets.num import AllocatedNum
-from cuzk_plugin.errors import CircuitError
 
 __all__ = ["ShapeConstraintSystem"]
 

@@ -31,7 +31,7 @@ class MultiEq:
         self.cs.enforce(LinearCombination(lhs), LinearCombination({ONE: 1}), LinearCombination(rhs))
 
     def enforce_equal(self, num_bits: int, lhs: dict, rhs: dict) -> None:
-        if _CAPACITY <= self.bits_used + num_bits:
+        if self.bits_used + num_bits >= _CAPACITY:
             self._accumulate()
         shift = 1 << self.bits_used
         for src, dst in ((lhs, self.lhs), (rhs, self.rhs)):

@@ -11,7 +11,7 @@ are Python ints in object arrays (one numpy call per round operation, not per ha
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -31,7 +31,7 @@ def poseidon_num_constraints(arity: int) -> int:
     return poseidon_num_aux(arity)  # one constraint per allocated variable
 
 
-@lru_cache(maxsize=None)
+@cache
 def _matrices(arity: int):
     c = constants(arity)
 

@@ -19,7 +19,7 @@ import numpy as np
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean
 from cuzk_plugin.filecoin.gadgets.sha256 import IV, sha256_compression
 from cuzk_plugin.filecoin.gadgets.uint32 import UInt32
-from cuzk_plugin.filecoin.witness.program import Program, Tape, Traced, TraceCS, compile_program
+from cuzk_plugin.filecoin.witness.program import Program, Tape, TraceCS, Traced, compile_program
 
 __all__ = ["CompressionTemplate", "compression_template", "sha256_signature", "sha256_templates", "sha256_many",
            "Sha256Result"]
