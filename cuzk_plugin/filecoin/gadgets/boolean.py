@@ -36,10 +36,10 @@ class Boolean:
 
     __slots__ = ("var", "negated", "value")
 
-    def __init__(self, var: Variable | None, negated: bool, value: bool | None):
+    def __init__(self, var: Variable | None, negated: bool, value: int | None):
         self.var = var  #: the allocated bit's variable; None for a constant
         self.negated = negated  #: True for Not(var)
-        self.value = value  #: the Boolean's own value (already negated), None in shape mode
+        self.value = value  #: the Boolean's own value (already negated; bool or int 0/1), None in shape mode
 
     @staticmethod
     def constant(b: bool) -> Boolean:
@@ -85,26 +85,26 @@ def _alloc(cs, value) -> Variable:
     return cs.alloc(value)
 
 
-def alloc_bit(cs, value: bool | None) -> Boolean:
+def alloc_bit(cs, value: int | None) -> Boolean:
     """AllocatedBit::alloc: one variable and the booleanity constraint (1 - a) * a = 0."""
     v = _alloc(cs, value)
     cs.enforce(LinearCombination({ONE: 1, v: -1}), LinearCombination({v: 1}), LinearCombination({}))
     return Boolean(v, False, value)
 
 
-def _underlying(b: Boolean) -> bool | None:
+def _underlying(b: Boolean) -> int | None:
     """The value of the allocated bit behind ``b`` (before negation)."""
     if b.value is None:
         return None
     return (b.value ^ True) if b.negated else b.value
 
 
-def _allocated_xor(cs, a: Boolean, b: Boolean) -> Boolean:
-    """AllocatedBit::xor on the underlying bits: (2a) * b = a + b - c."""
+def _allocated_xor(cs, x: Variable, y: Variable, a: Boolean, b: Boolean) -> Boolean:
+    """AllocatedBit::xor on the underlying bits: (2a) * b = a + b - c. ``x`` and ``y`` are
+    ``a.var`` and ``b.var``, passed as the caller narrowed them (neither bit is a constant)."""
     va, vb = _underlying(a), _underlying(b)
     value = None if va is None or vb is None else va ^ vb
     c = _alloc(cs, value)
-    x, y = a.var, b.var
     cs.enforce(LinearCombination({x: 2}), LinearCombination({y: 1}),
                LinearCombination({x: 1, y: 1, c: -1} if x != y else {x: 2, c: -1}))
     return Boolean(c, False, value)
@@ -119,7 +119,7 @@ def xor(cs, a: Boolean, b: Boolean) -> Boolean:
     if a.negated != b.negated:
         is_, not_ = (a, b) if not a.negated else (b, a)
         return xor(cs, is_, not_.not_()).not_()
-    return _allocated_xor(cs, a, b)
+    return _allocated_xor(cs, a.var, b.var, a, b)
 
 
 def _and_alloc(cs, a_var, b_var, value, kind: str) -> Boolean:
@@ -216,7 +216,7 @@ def reverse_bit_numbering(bits: list[Boolean]) -> list[Boolean]:
     padded = list(bits)
     while len(padded) % 8:
         padded.append(FALSE)
-    out = []
+    out: list[Boolean] = []
     for i in range(0, len(padded), 8):
         out.extend(reversed(padded[i:i + 8]))
     return out

@@ -19,7 +19,7 @@ class MultiEq:
 
     __slots__ = ("cs", "lhs", "rhs", "bits_used")
 
-    def __init__(self, cs):
+    def __init__(self, cs) -> None:
         self.cs = cs
         self.lhs: dict = {}
         self.rhs: dict = {}
@@ -62,10 +62,10 @@ class UInt32:
         le = list(reversed(bits))
         value = 0
         for i, b in enumerate(le):
-            if b.value is None:
-                value = None
-                break
-            value |= b.value << i
+            bit = b.value
+            if bit is None:
+                return cls(le, None)
+            value |= bit << i
         return cls(le, value)
 
     def into_bits_be(self) -> list[Boolean]:
@@ -84,12 +84,12 @@ class UInt32:
 
     def xor(self, cs, other: UInt32) -> UInt32:
         value = None if self.value is None or other.value is None else self.value ^ other.value
-        return UInt32([xor(cs, a, b) for a, b in zip(self.bits, other.bits)], value)
+        return UInt32([xor(cs, a, b) for a, b in zip(self.bits, other.bits, strict=True)], value)
 
     @staticmethod
     def _triop(cs, a, b, c, fn, word_fn) -> UInt32:
         value = None if None in (a.value, b.value, c.value) else word_fn(a.value, b.value, c.value)
-        return UInt32([fn(cs, x, y, z) for x, y, z in zip(a.bits, b.bits, c.bits)], value)
+        return UInt32([fn(cs, x, y, z) for x, y, z in zip(a.bits, b.bits, c.bits, strict=True)], value)
 
     @staticmethod
     def sha256_ch(cs, a: UInt32, b: UInt32, c: UInt32) -> UInt32:
@@ -105,7 +105,7 @@ class UInt32:
         result bits are allocated (booleanity each) and the equality goes to ``meq``."""
         assert 2 <= len(operands) <= 10
         max_value = len(operands) * 0xFFFFFFFF
-        total = 0
+        total: int | None = 0
         lhs: dict = {}
         all_constants = True
         for op in operands:

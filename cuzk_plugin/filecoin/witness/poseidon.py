@@ -98,10 +98,9 @@ def poseidon_many(preimage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         s[0] = sbox(s[0], key)
         s = mix(s)
     s[1:] %= R
-    for r in range(half):
-        last = r == half - 1
-        post = None if last else keys[offset:offset + t]
-        offset += 0 if last else t
-        s = mix(np.array([sbox(s[i], None if last else post[i]) for i in range(t)]))
+    for _ in range(half - 1):
+        post, offset = keys[offset:offset + t], offset + t
+        s = mix(np.array([sbox(s[i], post[i]) for i in range(t)]))
+    s = mix(np.array([sbox(s[i], None) for i in range(t)]))  # the last round adds no key
     aux.append(s[1])
     return np.array(aux), s[1]

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
+from cuzk_plugin.circuit.constraint_system import Variable
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean
 from cuzk_plugin.filecoin.gadgets.sha256 import IV, sha256_compression
 from cuzk_plugin.filecoin.gadgets.uint32 import UInt32
@@ -40,10 +42,12 @@ class CompressionTemplate:
 
 
 def _word(bits: list[Boolean]) -> UInt32:
-    value = 0
+    """The word of 32 traced or constant bits. Its value is traced too: a Traced stands in for
+    the int, as for the bits (the gadgets only combine values with the operators Traced records)."""
+    value: int | Traced = 0
     for i, b in enumerate(bits):
-        value |= b.value << i
-    return UInt32(bits, value)
+        value |= cast("int | Traced", b.value) << i  # never None: tracing has values
+    return UInt32(bits, cast(int, value))
 
 
 @lru_cache(maxsize=256)
@@ -57,7 +61,8 @@ def compression_template(signature: str) -> CompressionTemplate:
     ins = []
     for k, s in enumerate(signature):
         if s == "I":
-            ins.append(Boolean(-1 - k, False, Traced(tape, k)))
+            # TraceCS's variables are plain ints and the value is traced (see TraceCS, Traced)
+            ins.append(Boolean(cast(Variable, -1 - k), False, cast(int, Traced(tape, k))))
         elif s in "TF":
             ins.append(Boolean.constant(s == "T"))
         else:
