@@ -45,7 +45,8 @@ def _insert_2(cs, x, bits, els):
 
 def _insert_4(cs, x, bits, els):
     b0, b1 = bits
-    a, b, c, d = x, *els
+    a = x
+    b, c, d = els
     p0 = pick(cs, b1, b, pick(cs, b0, b, a))
     p1 = pick(cs, b1, c, pick(cs, b0, a, b))
     p2 = pick(cs, b1, pick(cs, b0, d, a), c)
@@ -57,7 +58,8 @@ def _insert_8(cs, x, bits, els):
     b0, b1, b2 = bits
     if b0.var is None or b1.var is None or b0.negated or b1.negated:
         raise ValueError("insert_8 needs allocated, unnegated index bits")
-    a, b, c, d, e, f, g, h = x, *els
+    a = x
+    b, c, d, e, f, g, h = els
     nor01 = and_(cs, b0.not_(), b1.not_())  # (1 - b0)(1 - b1) = c
     and01 = and_(cs, b0, b1)  # b0 * b1 = c
     p0 = pick(cs, b2, b, pick(cs, nor01, a, b))

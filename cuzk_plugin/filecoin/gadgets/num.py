@@ -47,7 +47,7 @@ def to_bits_le(cs, num: AllocatedNum) -> list[Boolean]:
     booleanity constraint, then 0 * 0 = sum 2^i b_i - num."""
     value = num.value
     bits = [alloc_bit(cs, None if value is None else bool((value >> i) & 1)) for i in range(FR_NUM_BITS)]
-    terms = {b.var: 1 << i for i, b in enumerate(bits)}
+    terms: dict = {b.var: 1 << i for i, b in enumerate(bits)}  # a plain {Variable: int} dict (alloc_bit's bits have vars)
     terms[num.var] = terms.get(num.var, 0) - 1
     cs.enforce(LinearCombination({}), LinearCombination({}), LinearCombination(terms))
     return bits
@@ -70,10 +70,7 @@ def add(cs, a: AllocatedNum, b: AllocatedNum) -> AllocatedNum:
 
 def pick(cs, cond: Boolean, a: AllocatedNum, b: AllocatedNum) -> AllocatedNum:
     """insertion::pick: c = a if cond else b, enforced as (b - a) * cond = b - c."""
-    if cond.value is None or a.value is None or b.value is None:
-        value = None
-    else:
-        value = a.value if cond.value else b.value
+    value = None if cond.value is None or a.value is None or b.value is None else (a.value if cond.value else b.value)
     c = alloc_num(cs, value)
     A = {b.var: 1}
     A[a.var] = A.get(a.var, 0) - 1
@@ -84,7 +81,7 @@ def pick(cs, cond: Boolean, a: AllocatedNum, b: AllocatedNum) -> AllocatedNum:
 
 def _packed(bits: list[Boolean]) -> tuple[dict, int | None]:
     terms: dict = {}
-    value = 0
+    value: int | None = 0
     for i, bit in enumerate(bits):
         bit.add_to(terms, 1 << i)
         if value is not None:

@@ -58,10 +58,7 @@ def _square(cs, x: AllocatedNum) -> AllocatedNum:
 
 def _mul_sum(cs, a: AllocatedNum, b: AllocatedNum, pre: int | None, post: int | None) -> AllocatedNum:
     """res = a * (b + pre) + post, enforced as (b + pre) * a = res - post."""
-    if a.value is None or b.value is None:
-        value = None
-    else:
-        value = (a.value * (b.value + (pre or 0)) + (post or 0)) % R
+    value = None if a.value is None or b.value is None else (a.value * (b.value + (pre or 0)) + (post or 0)) % R
     res = alloc_num(cs, value)
     A = {b.var: 1}
     if pre is not None:
@@ -76,8 +73,8 @@ def _mul_sum(cs, a: AllocatedNum, b: AllocatedNum, pre: int | None, post: int | 
 def _scaled_sum(elements, scalars) -> _Num:
     """scalar_product: sum_i scalars[i] * elements[i] as an unallocated element."""
     terms: dict = {}
-    value = 0
-    for e, s in zip(elements, scalars):
+    value: int | None = 0
+    for e, s in zip(elements, scalars, strict=True):
         for var, k in _as_terms(e).items():
             terms[var] = (terms.get(var, 0) + k * s) % R
         value = None if value is None or e.value is None else value + e.value * s
@@ -87,7 +84,7 @@ def _scaled_sum(elements, scalars) -> _Num:
 class _Hasher:
     def __init__(self, cs, c: PoseidonConstants, preimage: list[AllocatedNum]):
         self.cs, self.c = cs, c
-        self.elements = [_Num({ONE: c.domain_tag}, c.domain_tag)] + list(preimage)
+        self.elements: list[_Num | AllocatedNum] = [_Num({ONE: c.domain_tag}, c.domain_tag), *preimage]
         self.offset = 0
         self.round = 0
 
@@ -96,23 +93,25 @@ class _Hasher:
         self.offset += n
         return keys
 
-    def full_round(self, first: bool, last: bool) -> None:
+    def first_full_round(self) -> None:
+        """The tag (element 0, still the constant domain tag) goes through its S-box as a
+        constant; each preimage element costs (x + pre)^2, ^4, (x + pre) * x^4 + post."""
         t, cs = self.c.width, self.cs
-        pre = self._keys(t) if first else None
-        post = self._keys(t) if first or not last else None
-        for i in range(t):
-            e = self.elements[i]
-            if first and i == 0:
-                tag = pow((e.value + pre[0]) % R, 5, R)
-                tag = (tag + post[0]) % R
-                self.elements[0] = _Num({ONE: tag}, tag)
-            elif first:
-                x = _ensure_allocated(cs, e)
-                l2 = _square_sum(cs, pre[i], x)
-                l4 = _square(cs, l2)
-                self.elements[i] = _mul_sum(cs, l4, x, pre[i], post[i])
-            else:
-                self.elements[i] = self._sbox(e, None if post is None else post[i])
+        pre, post = self._keys(t), self._keys(t)
+        tag = (pow((self.c.domain_tag + pre[0]) % R, 5, R) + post[0]) % R
+        self.elements[0] = _Num({ONE: tag}, tag)
+        for i in range(1, t):
+            x = _ensure_allocated(cs, self.elements[i])
+            l2 = _square_sum(cs, pre[i], x)
+            l4 = _square(cs, l2)
+            self.elements[i] = _mul_sum(cs, l4, x, pre[i], post[i])
+        self.product_mds()
+
+    def full_round(self, last: bool) -> None:
+        """A full round after the first: the last one adds no round key after its S-boxes."""
+        post = None if last else self._keys(self.c.width)
+        for i, e in enumerate(self.elements):
+            self.elements[i] = self._sbox(e, None if post is None else post[i])
         self.product_mds()
 
     def _sbox(self, e, post: int | None) -> AllocatedNum:
@@ -135,7 +134,7 @@ class _Hasher:
         elif sparse_offset < self.round < c.full_rounds // 2 + c.partial_rounds:
             sm = c.sparse_matrices[self.round - sparse_offset - 1]
             e0 = self.elements[0]
-            new = [_scaled_sum(self.elements, sm.w_hat)]
+            new: list[_Num | AllocatedNum] = [_scaled_sum(self.elements, sm.w_hat)]
             for j in range(1, t):
                 new.append(_scaled_sum([self.elements[j], e0], [1, sm.v_rest[j - 1]]))
             self.elements = new
@@ -146,14 +145,14 @@ class _Hasher:
 
     def hash(self) -> AllocatedNum:
         half = self.c.full_rounds // 2
-        self.full_round(True, False)
+        self.first_full_round()
         for _ in range(1, half):
-            self.full_round(False, False)
+            self.full_round(last=False)
         for _ in range(self.c.partial_rounds):
             self.partial_round()
         for _ in range(half - 1):
-            self.full_round(False, False)
-        self.full_round(False, True)
+            self.full_round(last=False)
+        self.full_round(last=True)
         return _ensure_allocated(self.cs, self.elements[1])
 
 

@@ -63,9 +63,9 @@ def _compression(cs, block: list[Boolean], current: list[UInt32]) -> list[UInt32
         s0 = new_a.rotr(2).xor(cs, new_a.rotr(13)).xor(cs, new_a.rotr(22))
         maj = UInt32.sha256_maj(cs, new_a, b, c)
         h, g, f = g, f, new_e
-        e = temp1 + [d]
+        e = [*temp1, d]
         d, c, b = c, b, new_a
-        a = temp1 + [s0, maj]
+        a = [*temp1, s0, maj]
 
     out = [
         compute(a, [current[0]]),
@@ -114,7 +114,7 @@ def sha256(cs, message: list[Boolean]) -> list[Boolean]:
     """SHA-256 of a whole number of bytes (big-endian bits), padding with constant bits."""
     assert len(message) % 8 == 0
     length = len(message)
-    padded = list(message) + [TRUE]
+    padded = [*message, TRUE]
     while (len(padded) + 64) % 512:
         padded.append(FALSE)
     padded.extend(TRUE if (length >> i) & 1 else FALSE for i in range(63, -1, -1))
