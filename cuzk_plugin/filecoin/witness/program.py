@@ -285,8 +285,8 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
     def const_bit(i: int) -> bool:
         return kinds[i] == _CONST and args[i] in (0, 1)
 
-    for i in np.flatnonzero(live):
-        i = int(i)
+    for node in np.flatnonzero(live):
+        i = int(node)
         kind = kinds[i]
         if kind == _INPUT:
             is_bit[i] = True
@@ -302,9 +302,9 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
             is_bit[i] = (is_bit[ops[0]] and is_bit[ops[1]]) or const_bit(ops[0]) or const_bit(ops[1])
         depth[i] = 1 + max(int(depth[o]) for o in ops)
         op_bits = tuple(bool(is_bit[o]) for o in ops)
-        if kind in (_PACK, _SUM) and len(set(op_bits)) == 1:
-            op_bits = ("all", op_bits[0])  # terms read as one (members, terms) gather
-        key = (int(depth[i]), kind, len(ops), bool(is_bit[i]), op_bits)
+        # terms all of one type read as one (members, terms) gather: (True, (is_bit,))
+        gathered = kind in (_PACK, _SUM) and len(set(op_bits)) == 1
+        key = (int(depth[i]), kind, len(ops), bool(is_bit[i]), gathered, op_bits[:1] if gathered else op_bits)
         groups.setdefault(key, []).append(i)
 
     row = np.full(len(kinds), -1, dtype=np.int64)
@@ -326,14 +326,15 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
 
     steps = []
     for key in ordered:
-        _, kind, arity, out_bit, op_bits = key
+        _, kind, arity, out_bit, gathered, op_bits = key
         members = groups[key]
         opnodes = [operands(i) for i in members]
-        if op_bits[0] == "all":
-            ops = ((op_bits[1], row[np.array(opnodes, dtype=np.int64)]),)
+        op_rows: tuple[tuple[bool, np.ndarray], ...]
+        if gathered:
+            op_rows = ((op_bits[0], row[np.array(opnodes, dtype=np.int64)]),)
         else:
-            ops = tuple((op_bits[t], row[[o[t] for o in opnodes]]) for t in range(arity))
-        extra = None
+            op_rows = tuple((op_bits[t], row[[o[t] for o in opnodes]]) for t in range(arity))
+        extra: tuple | np.ndarray | None = None
         if kind == _PACK:
             shifts = np.array([[s for _, s in args[i][1]] for i in members], dtype=np.int64)
             c = np.array([args[i][0] for i in members], dtype=np.uint64)
@@ -344,11 +345,11 @@ def compile_program(tape: Tape, num_inputs: int, aux_nodes: list[int], output_no
             extra = c if c.any() else None
         out = row[members]
         assert out[-1] - out[0] + 1 == len(out), "a group's rows are consecutive"
-        steps.append((kind, out_bit, slice(int(out[0]), int(out[-1]) + 1), ops, extra))
+        steps.append((kind, out_bit, slice(int(out[0]), int(out[-1]) + 1), op_rows, extra))
 
     def nodes(which: list[int]) -> tuple:
-        which = np.asarray(which, dtype=np.int64)
-        return is_bit[which].copy(), row[which]
+        idx = np.asarray(which, dtype=np.int64)
+        return is_bit[idx].copy(), row[idx]
 
     return Program(
         num_inputs=num_inputs, num_bit_nodes=nxt[True], num_word_nodes=nxt[False],
