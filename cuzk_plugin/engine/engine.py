@@ -60,6 +60,10 @@ log = logging.getLogger(__name__)
 PLANNING_BYTES_AT_ONCE = 256 << 20
 #: How long stop() waits for jobs, workers and backend calls (each) before it stops waiting.
 STOP_WAIT_S = 3.0
+#: Partitions in a row a lane gives up on before it is set aside (a dead device would otherwise,
+#: always idle, be every partition's first try), and for how long; a success ends the rest.
+LANE_STRIKES = 3
+LANE_REST_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class GpuState:
     partitions_proved: int = 0
     #: Partitions this lane gave up on (moved to another lane or failed).
     partitions_failed: int = 0
+    #: Set aside after LANE_STRIKES failures in a row (used only if no other lane is left).
+    resting: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ class Engine:
         #: Lanes of the first backend: a fallback backend's lanes take a partition only after
         #: it failed on every one of these.
         self._primary_lanes = frozenset(lane.name for lane in self.lanes if lane.backend is self.lanes[0].backend)
+        self._lane_strikes: dict[str, int] = {}
+        self._lane_rest_until: dict[str, float] = {}
         workers = config.gpus.gpu_workers_per_device
         self.slots = SlotPool([WorkerSlot(lane.name, w) for lane in self.lanes for w in range(workers)],
                               sort_by_type=config.scheduler.sort_by_type, max_batch=config.scheduler.max_batch_size)
@@ -498,7 +506,9 @@ class Engine:
         failures: list[str] = []
         while True:
             allowed = frozenset(name for name in self.slots.lanes() if name not in excluded)
-            allowed = (allowed & self._primary_lanes) or allowed
+            healthy = frozenset(name for name in allowed if not self.lane_resting(name))
+            # A resting lane only when no other is left; a fallback backend only after the primary.
+            allowed = (healthy & self._primary_lanes) or healthy or (allowed & self._primary_lanes) or allowed
             if not allowed:
                 raise BackendError(f"partition {p} failed on every lane: " + "; ".join(failures))
             pinned: list[str] = []  # the lane of the first attempt; retries stay on it
@@ -524,6 +534,7 @@ class Engine:
                 excluded.append(lane)
                 failures.append(f"{lane}: {type(exc).__name__}: {exc}")
                 self.metrics.lane_failures.labels(lane).inc()
+                self._lane_gave_up(lane)
                 if len(excluded) < len(self.slots.lanes()):
                     self.metrics.failovers.labels(lane).inc()
                     log.warning("job %s partition %d: giving up on lane %s (%s); moving to another lane",
@@ -575,7 +586,20 @@ class Engine:
                   f"assemble_ms={(times.assembled - times.finished) * 1e3:.0f} "
                   f"gpu_total_ms={(times.assembled - times.start) * 1e3:.0f}", file=sys.stderr, flush=True)
         self.metrics.partitions.labels(lane.name).inc()
+        self._lane_strikes[lane.name] = 0
+        self._lane_rest_until.pop(lane.name, None)
         return proof
+
+    def lane_resting(self, lane: str) -> bool:
+        """The lane gave up on LANE_STRIKES partitions in a row and rests (LANE_REST_S)."""
+        return time.monotonic() < self._lane_rest_until.get(lane, 0.0)
+
+    def _lane_gave_up(self, lane: str) -> None:
+        strikes = self._lane_strikes[lane] = self._lane_strikes.get(lane, 0) + 1
+        if strikes >= LANE_STRIKES and not self.lane_resting(lane):
+            self._lane_rest_until[lane] = time.monotonic() + LANE_REST_S
+            log.warning("lane %s: gave up on %d partitions in a row; set aside for %.0fs (used only if no other "
+                        "lane is left)", lane, strikes, LANE_REST_S)
 
     def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None) -> None:
         if shared is not None:
@@ -640,7 +664,8 @@ class Engine:
                                  current_job_ids=tuple(dict.fromkeys(s.busy_job for s in busy)),
                                  resident_bytes=held, resident=resident,
                                  partitions_proved=int(proved.get(lane.name, 0)),
-                                 partitions_failed=int(failed.get(lane.name, 0))))
+                                 partitions_failed=int(failed.get(lane.name, 0)),
+                                 resting=self.lane_resting(lane.name)))
         queues: dict[str, list[int]] = {}
         for job in self._jobs.values():
             if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):

@@ -48,13 +48,17 @@ class EngineMetrics:
         self.lane_memory_total = Gauge("cuzk_lane_memory_total_bytes", "Memory the lane's device reports", ["lane"], registry=r)
         self.lane_resident_bytes = Gauge("cuzk_lane_resident_bytes", "Bytes of key copies resident on a lane, by key",
                                          ["lane", "circuit_id"], registry=r)
+        self.lane_resting = Gauge("cuzk_lane_resting", "1 while a lane is set aside after failures in a row", ["lane"],
+                                  registry=r)
 
     def set_lanes(self, lanes: Iterable[Any]) -> None:
         """Refresh the per-lane gauges from the engine's GpuState list."""
         self.lane_workers.clear()
         self.lane_memory_total.clear()
         self.lane_resident_bytes.clear()
+        self.lane_resting.clear()
         for g in lanes:
+            self.lane_resting.labels(g.lane).set(int(g.resting))
             self.lane_workers.labels(g.lane, "busy").set(g.busy_workers)
             self.lane_workers.labels(g.lane, "idle").set(g.workers - g.busy_workers)
             self.lane_memory_total.labels(g.lane).set(g.vram_total_bytes)

@@ -61,7 +61,8 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
                            current_proof_kind=g.current_proof_kind, lane=g.lane, workers=g.workers,
                            busy_workers=g.busy_workers, current_job_ids=list(g.current_job_ids),
                            resident_bytes=g.resident_bytes, resident_srs=[_srs_to_proto(s) for s in g.resident],
-                           partitions_proved=g.partitions_proved, partitions_failed=g.partitions_failed)
+                           partitions_proved=g.partitions_proved, partitions_failed=g.partitions_failed,
+                           resting=g.resting)
               for g in st.gpus],
         loaded_srs=[_srs_to_proto(s) for s in st.srs],
         queues=[pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress) for q in st.queues],

@@ -162,6 +162,31 @@ async def test_a_failing_lane_moves_its_partitions_to_the_others(make_daemon, fa
     assert lanes["multi:0"].partitions_proved + lanes["multi:2"].partitions_proved == 3
 
 
+async def test_a_lane_that_keeps_failing_is_set_aside(make_daemon):
+    from cuzk_plugin.engine.engine import LANE_STRIKES
+
+    backend = MultiDeviceBackend(2, fail={1: BackendError("injected: device 1 lost")})
+    d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1})
+    stub = d.stub()
+
+    async def prove(job: int) -> None:
+        res = (await stub.Prove(pb.ProveRequest(submit=synthetic_request(f"dead-{job}", log2=4, partitions=2, seed=job)))).result
+        assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
+        assert set(_gpu_lanes(res).values()) == {"multi:0"}
+
+    for job in range(20):  # the spread sends partitions to the idle dead device until it rests
+        await prove(job)
+        if d.engine.lane_resting("multi:1"):
+            break
+    assert d.engine.lane_resting("multi:1") and backend.calls_by_device[1] == LANE_STRIKES
+    for job in range(20, 23):
+        await prove(job)
+    assert backend.calls_by_device[1] == LANE_STRIKES  # no partition sent to it while it rests
+    st = await stub.GetStatus(pb.GetStatusRequest())
+    assert [(g.lane, g.resting) for g in st.gpus] == [("multi:0", False), ("multi:1", True)]
+    assert _metric(d.engine.metrics_text(), "cuzk_lane_resting", lane="multi:1") == 1.0
+
+
 async def test_every_lane_failing_fails_the_job_naming_each_lane(make_daemon):
     backend = MultiDeviceBackend(2, fail={0: BackendError("injected: lost 0"), 1: BackendError("injected: lost 1")})
     d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1})

@@ -226,7 +226,7 @@ class GetStatusResponse(_message.Message):
     def __init__(self, gpus: _Optional[_Iterable[_Union[GPUStatus, _Mapping]]] = ..., loaded_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueStatus, _Mapping]]] = ..., total_proofs_completed: _Optional[int] = ..., total_proofs_failed: _Optional[int] = ..., uptime_seconds: _Optional[int] = ..., pinned_memory_bytes: _Optional[int] = ..., pinned_memory_limit_bytes: _Optional[int] = ..., backend: _Optional[str] = ..., total_proofs_cancelled: _Optional[int] = ...) -> None: ...
 
 class GPUStatus(_message.Message):
-    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed")
+    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed", "resting")
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VRAM_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -241,6 +241,7 @@ class GPUStatus(_message.Message):
     RESIDENT_SRS_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_PROVED_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    RESTING_FIELD_NUMBER: _ClassVar[int]
     ordinal: int
     name: str
     vram_total_bytes: int
@@ -255,7 +256,8 @@ class GPUStatus(_message.Message):
     resident_srs: _containers.RepeatedCompositeFieldContainer[SRSStatus]
     partitions_proved: int
     partitions_failed: int
-    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ...) -> None: ...
+    resting: bool
+    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ..., resting: _Optional[bool] = ...) -> None: ...
 
 class SRSStatus(_message.Message):
     __slots__ = ("circuit_id", "tier", "size_bytes", "ref_count")
