@@ -188,3 +188,10 @@ def test_header_mismatch_names_comm_r(c1_bytes):
     w = type(w)(w.replica_id, w.comm_d, (w.comm_r + 1) % R, w.comm_r_last, w.comm_c, w.challenges)
     with pytest.raises(WitnessMismatch, match=r"constraint 570 \(comm_r = Poseidon\(comm_c, comm_r_last\)\)"):
         partition_assignment(job.params, w)
+
+
+def test_blank_partition_is_refused_by_name():
+    # a blank partition (shape and setup) has no values to assign: refused naming the first one
+    params = porep_params("2KiB")
+    with pytest.raises(ValueError, match=r"replica_id has no value"):
+        partition_assignment(params, blank_partition(params))

@@ -220,6 +220,14 @@ def test_fast_witness_equals_the_reference_synthesis(window_job, window_circuit)
     assert (inputs == ref_inputs).all() and (aux == ref_aux).all()
 
 
+def test_fast_witness_refuses_blank_slots():
+    from cuzk_plugin.filecoin.witness.post import post_assignment
+
+    shape = post_shape(PostKind.WINDOW, KIB2)
+    with pytest.raises(ValueError, match=r"^slot 0 has no values"):
+        post_assignment(shape, blank_slots(shape))
+
+
 def test_fast_witness_names_a_corrupted_sibling(post_sectors):
     from cuzk_plugin.adapters.curio.post_job import PostWitnessError
 

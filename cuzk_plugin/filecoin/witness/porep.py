@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
@@ -288,7 +289,7 @@ def _rbn(bits: np.ndarray) -> np.ndarray:
     n = bits.shape[-1]
     pad = (-n) % 8
     if pad:
-        bits = np.concatenate([bits, np.zeros(bits.shape[:-1] + (pad,), dtype=bits.dtype)], axis=-1)
+        bits = np.concatenate([bits, np.zeros((*bits.shape[:-1], pad), dtype=bits.dtype)], axis=-1)
     return bits.reshape(*bits.shape[:-1], -1, 8)[..., ::-1].reshape(*bits.shape[:-1], -1)
 
 
@@ -301,6 +302,13 @@ def _pack(bits: np.ndarray) -> np.ndarray:
     for i in range(rows.shape[0]):
         flat[i] = int.from_bytes(rows[i].tobytes(), "little")
     return out
+
+
+def _known(value: int | None, what: str) -> int:
+    """A value the assignment needs; only a blank partition (shape, setup) leaves it None."""
+    if value is None:
+        raise ValueError(f"{what} has no value: a witness assignment needs a partition with values, not a blank one")
+    return int(value)
 
 
 def _obj(values) -> np.ndarray:
@@ -332,7 +340,8 @@ class _Aux:
 
 def _insert_8(x, els, b0, b1, b2):
     """insert_8's aux values in the gadget's order (nor, and, 20 picks) and its 8 outputs."""
-    a, b, c, d, e, f, g, h = x, *els
+    a = x
+    b, c, d, e, f, g, h = els
     nor01 = (1 - b0) * (1 - b1)
     and01 = b0 * b1
     aux = [nor01, and01]
@@ -447,11 +456,11 @@ def _comm_d_paths(lay: PorepLayout, aux: _Aux, chs: list, data_leaf: np.ndarray)
         aux.fields(level.siblings, sib[:, None])
         aux.fields(level.insert, np.stack(ins, axis=1))
         leaf_bits = [_bits_le(ch) for ch in children]  # (cpp, 255) each
-        for off, lb in zip(level.sha[0], leaf_bits):
+        for off, lb in zip(level.sha[0], leaf_bits, strict=True):
             aux.bits(off, lb)
         msg = np.concatenate([_rbn(lb) for lb in leaf_bits], axis=1).T.astype(np.uint64)
         res = sha256_many([_node_hash_sig()], np.zeros(cpp, dtype=np.int64), msg)
-        for off, block in zip(level.blocks, res.blocks):
+        for off, block in zip(level.blocks, res.blocks, strict=True):
             (_, _, bits), = block
             aux.bits(off, bits.T)
         cur = _pack(_rbn(res.digest.T)[:, :_PACK_BITS])
@@ -480,9 +489,9 @@ def _labels(lay: PorepLayout, aux: _Aux, rows: np.ndarray, rid_bits: np.ndarray,
     group = np.repeat(np.arange(layers), cpp)
     res = sha256_many([_label_sig(layer) for layer in range(1, layers + 1)], group, msg)
     for k, block in enumerate(res.blocks):
-        for _, cols, bits in block:
-            for layer in np.unique(group[cols]):
-                aux.bits(lay.labels[layer].blocks[k], bits[:, group[cols] == layer].T)
+        for _, block_cols, bits in block:
+            for layer in np.unique(group[block_cols]):
+                aux.bits(lay.labels[layer].blocks[k], bits[:, group[block_cols] == layer].T)
     label_vals = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(layers, cpp)
     for layer, lab in enumerate(lay.labels):
         aux.fields(lab.pack, label_vals[layer][:, None])
@@ -508,8 +517,9 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
     chs = w.challenges
 
     # header: replica_id and its bits, comm_d, comm_r, comm_r_last, comm_c, comm_r's hash
-    rid, comm_d, comm_r, comm_r_last, comm_c = (int(v) % R for v in
-                                                (w.replica_id, w.comm_d, w.comm_r, w.comm_r_last, w.comm_c))
+    rid, comm_d, comm_r, comm_r_last, comm_c = (
+        _known(v, name) % R for v, name in ((w.replica_id, "replica_id"), (w.comm_d, "comm_d"), (w.comm_r, "comm_r"),
+                                        (w.comm_r_last, "comm_r_last"), (w.comm_c, "comm_c")))
     rid_bits = _bits_le(_obj([rid]))[0]
     hdr = aux.header
     hdr[0] = ints_to_limbs([rid])[0]
@@ -517,7 +527,7 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
     hdr[256:260] = ints_to_limbs([comm_d, comm_r, comm_r_last, comm_c])
     p_aux, p_out = poseidon_many(_obj([comm_c, comm_r_last])[:, None])
     hdr[lay.comm_r_poseidon:lay.comm_r_poseidon + p_aux.shape[0]] = _limbs(p_aux[:, 0])
-    failures = []  # (constraint index, challenge or None, region)
+    failures: list[tuple[int, int | None, str]] = []  # (constraint index, challenge or None, region)
     if int(p_out[0]) != comm_r:
         failures.append((lay.header_constraints - 1, None, "comm_r = Poseidon(comm_c, comm_r_last)"))
 
@@ -532,8 +542,10 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
         for j, col in enumerate(cols):
             if len(col.rows) != layers:
                 raise ValueError(f"a parent column has {len(col.rows)} rows, the sector has {layers} layers")
-            rows[c, j] = [int(v) % R for v in col.rows]
-    challenge = np.array([int(c.challenge) & ((1 << 64) - 1) for c in chs], dtype=np.uint64)
+            # values by construction once the header has them (a blank partition has none at all)
+            rows[c, j] = [int(v) % R for v in cast("list[int]", col.rows)]
+    challenge = np.array([_known(ch.challenge, f"challenges[{c}].challenge") & ((1 << 64) - 1)
+                          for c, ch in enumerate(chs)], dtype=np.uint64)
     ch_bits = ((challenge[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
     aux.bits(lay.challenge_bits, ch_bits)
     paths = [[c.drg_parents[j].path for j in range(BASE_DEGREE)] +
@@ -573,14 +585,14 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
         timings["poseidon (main thread)"] = (t2 - t1) + (t4 - t3)
         timings["waiting for threads"] = (t3 - t2) + (t5 - t4)
 
-    for c in np.flatnonzero(d_roots != comm_d):
-        failures.append((lay.comm_d.equal_constraint, int(c), lay.comm_d.region))
+    for bad in np.flatnonzero(d_roots != comm_d):
+        failures.append((lay.comm_d.equal_constraint, int(bad), lay.comm_d.region))
     roots = np.concatenate([parent_roots, own_roots], axis=1)
     packed = np.concatenate([parent_packed, own_packed], axis=1)
     expected = [comm_c] * _PARENTS + [comm_r_last, comm_c]
-    for p, (path, want) in enumerate(zip(lay.parent_paths + [lay.comm_r_last, lay.comm_c], expected)):
-        for c in np.flatnonzero(roots[:, p] != want):
-            failures.append((path.equal_constraint, int(c), path.region))
+    for p, (path, want) in enumerate(zip([*lay.parent_paths, lay.comm_r_last, lay.comm_c], expected, strict=True)):
+        for bad in np.flatnonzero(roots[:, p] != want):
+            failures.append((path.equal_constraint, int(bad), path.region))
 
     # public inputs: ONE, replica_id, comm_d, comm_r, then per challenge 18 packed indices
     inputs = [1, rid, comm_d, comm_r]
@@ -592,6 +604,7 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
             cons, c, _ = f
             return cons if c is None else lay.header_constraints + c * lay.challenge_constraints + cons
         first = min(failures, key=absolute)
-        _, c, region = first
-        raise WitnessMismatch(partition, c, None if c is None else chs[c].challenge, region, absolute(first))
+        _, bad_challenge, region = first
+        raise WitnessMismatch(partition, bad_challenge, None if bad_challenge is None else chs[bad_challenge].challenge,
+                              region, absolute(first))
     return ints_to_limbs(inputs), aux.all

@@ -16,6 +16,7 @@ checked, and :class:`PostWitnessMismatch` names the slot, challenge and constrai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -34,6 +35,8 @@ _INSERT = {2: 2, 8: 22}  # aux (= constraints) of insert_2 / insert_8
 class PostWitnessMismatch(CircuitError):
     """The witness violates constraint ``constraint``: slot ``slot``'s comm_r (``challenge``
     None) or its challenge ``challenge``'s inclusion path."""
+
+    constraint: int  #: always known here
 
     def __init__(self, slot: int, challenge: int | None, constraint: int):
         what = "comm_r = Poseidon(comm_c, comm_r_last)" if challenge is None else \
@@ -101,6 +104,8 @@ def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndar
         if len(slot.paths) != n_ch or len(slot.leaves) != n_ch or any([lv.arity for lv in path] != arities
                                                                      for path in slot.paths):
             raise ValueError(f"slot {where[u]}: paths do not have the circuit's shape ({n_ch} paths of arities {arities})")
+        if slot.comm_r is None or slot.comm_c is None or slot.comm_r_last is None:
+            raise ValueError(f"slot {where[u]} has no values: a witness assignment needs slots with values, not blank ones")
     try:
         aux_u, inputs_u = _distinct_assignment(lay, distinct)
     except PostWitnessMismatch as exc:
@@ -133,7 +138,8 @@ def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.
 
     # every (slot, challenge) path at once: values (n_slots, n_ch)
     leaves = np.empty((n_slots, n_ch), dtype=object)
-    leaves[:] = [[int(v) % R for v in slot.leaves] for slot in slots]
+    # leaves and siblings have values by construction once the commitments have (a blank slot has none)
+    leaves[:] = [[int(v) % R for v in cast("tuple[int, ...]", slot.leaves)] for slot in slots]
     ch[:, :, 0] = _limbs(leaves)
     cur = leaves
     packed = np.zeros((n_slots, n_ch), dtype=object)
@@ -145,7 +151,8 @@ def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.
             raise ValueError(f"level {lv}: a path index is not below the arity {a}")
         bits = [(index >> i) & 1 for i in range(nb)]
         sibs = np.empty((a - 1, n_slots, n_ch), dtype=object)
-        sibs[:] = np.array([[[int(v) % R for v in path[lv].siblings] for path in slot.paths] for slot in slots],
+        sibs[:] = np.array([[[int(v) % R for v in cast("tuple[int, ...]", path[lv].siblings)] for path in slot.paths]
+                            for slot in slots],
                            dtype=object).transpose(2, 0, 1)
         for i, b in enumerate(bits):
             ch[:, :, o_bits + i, 0] = b
