@@ -14,6 +14,7 @@ graph are the C1 parser's job (:mod:`cuzk_plugin.adapters.curio.porep`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NoReturn, cast
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.errors import CircuitError
@@ -60,35 +61,41 @@ class _MemoHash:
 
 
 def _root(leaf: int, path: list[PathLevel], h: Callable[[list[int]], int]) -> int:
+    """The root ``path`` leads ``leaf`` to. The path has values: its challenge has (only a blank
+    partition has None, and its challenges are refused first)."""
     cur = leaf
     for lv in path:
-        sib = list(lv.siblings)
-        cur = h(sib[:lv.index] + [cur] + sib[lv.index:])
+        sib = cast("tuple[int, ...]", lv.siblings)
+        k = cast(int, lv.index)
+        cur = h([*sib[:k], cur, *sib[k:]])
     return cur
 
 
 def _check_challenge(params: PorepParams, rid: bytes, w: PartitionWitness, i: int, ch: ChallengeWitness,
                      sha: _MemoHash, pos: _MemoHash, partition: int | None) -> None:
-    c = ch.challenge
+    c, leaf = ch.challenge, ch.data_leaf
 
-    def fail(what: str):
+    def fail(what: str) -> NoReturn:
         raise WitnessCheckError(partition, i, c, what)
 
-    if _root(ch.data_leaf, ch.comm_d_path, sha) != w.comm_d:
+    if c is None or leaf is None:
+        fail("no values (a blank partition's challenge)")
+    if _root(leaf, ch.comm_d_path, sha) != w.comm_d:
         fail("the data leaf's path does not hash to comm_d")
-    openings = list(ch.drg_parents) + list(ch.exp_parents)
-    for j, col in enumerate(openings):
-        kind = f"DRG parent {j}" if j < len(ch.drg_parents) else f"expander parent {j - len(ch.drg_parents)}"
-        if _root(pos(list(col.rows)), col.path, pos) != w.comm_c:
+    # the columns have values as their challenge has (see _root)
+    drg = [cast("list[int]", col.rows) for col in ch.drg_parents]
+    exp = [cast("list[int]", col.rows) for col in ch.exp_parents]
+    for j, (col, rows) in enumerate(zip([*ch.drg_parents, *ch.exp_parents], drg + exp, strict=True)):
+        kind = f"DRG parent {j}" if j < len(drg) else f"expander parent {j - len(drg)}"
+        if _root(pos(list(rows)), col.path, pos) != w.comm_c:
             fail(f"{kind}: the column's path does not hash to comm_c")
-    drg, exp = ch.drg_parents, ch.exp_parents
     labels = []
     for layer in range(1, params.layers + 1):
-        parents = [col.rows[layer - 1] for col in drg]
+        parents = [rows[layer - 1] for rows in drg]
         if layer > 1:
-            parents += [col.rows[layer - 2] for col in exp]
+            parents += [rows[layer - 2] for rows in exp]
         labels.append(label_hash(rid, layer, c, expand_parents(parents, layer)))
-    if _root((labels[-1] + ch.data_leaf) % R, ch.comm_r_last_path, pos) != w.comm_r_last:
+    if _root((labels[-1] + leaf) % R, ch.comm_r_last_path, pos) != w.comm_r_last:
         fail("the encoded node's path does not hash to comm_r_last")
     if _root(pos(labels), ch.comm_c_path, pos) != w.comm_c:
         fail("the challenged column (labels from the parents) does not hash to comm_c")
@@ -97,6 +104,8 @@ def _check_challenge(params: PorepParams, rid: bytes, w: PartitionWitness, i: in
 def check_partition(params: PorepParams, w: PartitionWitness, *, partition: int | None = None) -> None:
     """Raise :class:`WitnessCheckError` at the first relation of the circuit ``w`` breaks
     (named with ``partition``, the partition's index, when given)."""
+    if w.replica_id is None or w.comm_c is None or w.comm_r_last is None:
+        raise WitnessCheckError(partition, None, None, "no values (a blank partition)")
     if w.comm_r != poseidon_hash([w.comm_c, w.comm_r_last]):
         raise WitnessCheckError(partition, None, None, "comm_r is not Poseidon(comm_c, comm_r_last)")
     rid = fr_to_bytes(w.replica_id)

@@ -12,6 +12,8 @@ import pytest
 
 from cuzk_plugin.adapters.curio import parse_envelope, porep_partitions
 from cuzk_plugin.filecoin import seal as seal_cli
+from cuzk_plugin.filecoin.circuit import blank_partition
+from cuzk_plugin.filecoin.params import porep_params
 from cuzk_plugin.filecoin.seal import c1_json, seal
 from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
 from cuzk_plugin.filecoin.sparse_tree import SparseMerkleTree
@@ -76,6 +78,12 @@ def test_wrong_comm_r_fails_the_native_check(c1_bytes):
     w2 = type(w)(w.replica_id, w.comm_d, (w.comm_r + 1), w.comm_r_last, w.comm_c, w.challenges)
     with pytest.raises(WitnessCheckError, match=r"^partition 0, header: comm_r is not"):
         check_partition(job.params, w2, partition=0)
+
+
+def test_blank_partition_is_refused_by_the_native_check():
+    params = porep_params("2KiB")
+    with pytest.raises(WitnessCheckError, match=r"^partition 3, header: no values \(a blank partition\)$"):
+        check_partition(params, blank_partition(params), partition=3)
 
 
 @pytest.mark.parametrize("size,proof", [(s, None) for s in SMALL] + [("8MiB", "StackedDrg8MiBV1")])
