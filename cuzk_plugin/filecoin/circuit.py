@@ -181,7 +181,7 @@ def synthesize_partition(cs, params: PorepParams, w: PartitionWitness, *, region
         regions.append((cs.num_constraints, "comm_r = Poseidon(comm_c, comm_r_last)"))
     equal(cs, comm_r, poseidon_hash(cs, [comm_c, comm_r_last]))
     for i, ch in enumerate(w.challenges):
-        def mark(what: str, i=i) -> None:
+        def mark(what: str, i: int = i, node: int | None = ch.challenge) -> None:
             if regions is not None:
-                regions.append((cs.num_constraints, f"challenge {i} (node {ch.challenge}): {what}"))
+                regions.append((cs.num_constraints, f"challenge {i} (node {node}): {what}"))
         _challenge(cs, params, ch, comm_d, comm_c, comm_r_last, replica_bits, mark)

@@ -44,7 +44,7 @@ def _chacha_block(key_words: list[int], counter: int, rounds: int = 8) -> list[i
     for _ in range(rounds // 2):
         qr(0, 4, 8, 12); qr(1, 5, 9, 13); qr(2, 6, 10, 14); qr(3, 7, 11, 15)
         qr(0, 5, 10, 15); qr(1, 6, 11, 12); qr(2, 7, 8, 13); qr(3, 4, 9, 14)
-    return [(a + b) & _MASK32 for a, b in zip(x, state)]
+    return [(a + b) & _MASK32 for a, b in zip(x, state, strict=True)]
 
 
 def chacha8_words(seed: bytes, count: int) -> list[int]:

@@ -195,10 +195,10 @@ def circuit_for_proof_name(family: str, name: str) -> FilecoinCircuit:
             return circuit_for_seal_proof(proof.number)
     elif family == "post":
         for kind, word in (("winning", "Winning"), ("wpost", "Window")):
-            size = name.removeprefix(f"StackedDrg{word}").rsplit("V1", 1)
-            if name.startswith(f"StackedDrg{word}") and len(size) == 2 and size[1] in ("", "_1", "_2") \
-                    and size[0] in _SIZE_BY_NAME and not (kind == "winning" and size[1]):
-                return FILECOIN_CIRCUITS[f"{kind}-{SIZE_IDS[_SIZE_BY_NAME[size[0]]]}"]
+            parts = name.removeprefix(f"StackedDrg{word}").rsplit("V1", 1)  # [size, version suffix]
+            if name.startswith(f"StackedDrg{word}") and len(parts) == 2 and parts[1] in ("", "_1", "_2") \
+                    and parts[0] in _SIZE_BY_NAME and not (kind == "winning" and parts[1]):
+                return FILECOIN_CIRCUITS[f"{kind}-{SIZE_IDS[_SIZE_BY_NAME[parts[0]]]}"]
     elif family == "update":
         size = name.removeprefix("StackedDrg").removesuffix("V1")
         if name == f"StackedDrg{size}V1" and size in _SIZE_BY_NAME:
@@ -408,7 +408,7 @@ class ParamFiles:
         """Refuse at once a file whose digest an earlier load already found wrong (no hashing here:
         a file not yet hashed is hashed at load, beside synthesis)."""
         if self.circuit.digests is not None:
-            for path, want in zip((self.params, self.vk), self.circuit.digests):
+            for path, want in zip((self.params, self.vk), self.circuit.digests, strict=True):
                 if path.is_file():
                     self._check_digest(path, want, compute=False)
 

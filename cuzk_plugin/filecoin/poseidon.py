@@ -52,7 +52,7 @@ def _grain_constants(width: int, r_f: int, r_p: int, field_bits: int = 255) -> l
             if first:
                 return second
 
-    out = []
+    out: list[int] = []
     while len(out) < (r_f + r_p) * width:
         v = 0
         for _ in range(field_bits):
@@ -73,7 +73,7 @@ def _mat_mul(a: Matrix, b: Matrix) -> Matrix:
 
 def _apply(m: Matrix, v: list[int]) -> list[int]:
     """neptune apply_matrix: result[i] = sum_j m[i][j] v[j]."""
-    return [sum(x * y for x, y in zip(row, v)) % R for row in m]
+    return [sum(x * y for x, y in zip(row, v, strict=True)) % R for row in m]
 
 
 def _invert(m: Matrix) -> Matrix:
@@ -87,7 +87,7 @@ def _invert(m: Matrix) -> Matrix:
         for r in range(n):
             if r != col and aug[r][col]:
                 f = aug[r][col]
-                aug[r] = [(x - f * y) % R for x, y in zip(aug[r], aug[col])]
+                aug[r] = [(x - f * y) % R for x, y in zip(aug[r], aug[col], strict=True)]
     return [row[n:] for row in aug]
 
 
@@ -99,7 +99,7 @@ def _prime_and_double_prime(m: Matrix) -> tuple[Matrix, Matrix]:
     """M' (1 at [0][0], M's interior) and M'' (M's first row, w_hat = M_hat^-1 w below, 1 on
     the diagonal), with M = M' x M''."""
     t = len(m)
-    m_prime = [[int(j == 0) for j in range(t)]] + [[0] + row[1:] for row in m[1:]]
+    m_prime = [[int(j == 0) for j in range(t)]] + [[0, *row[1:]] for row in m[1:]]
     w = [row[0] for row in m[1:]]
     w_hat = _apply(_invert(_minor00(m)), w)
     m_dprime = [list(m[0])] + [[w_hat[i - 1]] + [int(j == i) for j in range(1, t)] for i in range(1, t)]
@@ -146,7 +146,7 @@ def _compress_round_constants(width, r_f, r_p, rc, m_inv) -> list[int]:
         inverted = _apply(m_inv, acc)
         partial_keys.append(inverted[0])
         inverted[0] = 0
-        acc = [(x + y) % R for x, y in zip(keys(final_round - i - 1), inverted)]
+        acc = [(x + y) % R for x, y in zip(keys(final_round - i - 1), inverted, strict=True)]
     res.extend(_apply(m_inv, acc))
     res.extend(reversed(partial_keys))
     for i in range(1, half):

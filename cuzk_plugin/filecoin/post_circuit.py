@@ -74,7 +74,7 @@ def synthesize_post(cs, shape: PostShape, slots: list[SlotWitness], *, regions: 
         comm_r = alloc_num(cs, slot.comm_r)
         inputize(cs, comm_r)
         equal(cs, comm_r, poseidon_hash(cs, [comm_c, comm_r_last]))
-        for c, (leaf_value, path) in enumerate(zip(slot.leaves, slot.paths)):
+        for c, (leaf_value, path) in enumerate(zip(slot.leaves, slot.paths, strict=True)):
             if regions is not None:
                 regions.append((cs.num_constraints, f"slot {s} challenge {c}: inclusion in tree_r_last"))
             leaf = alloc_num(cs, leaf_value)
@@ -86,7 +86,7 @@ def post_public_inputs(comm_rs: list[int], challenges: list[list[int]]) -> list[
     if len(comm_rs) != len(challenges):
         raise ValueError(f"{len(comm_rs)} comm_r values for {len(challenges)} slots")
     out: list[int] = []
-    for comm_r, leaves in zip(comm_rs, challenges):
+    for comm_r, leaves in zip(comm_rs, challenges, strict=True):
         out.append(comm_r)
         out.extend(leaves)
     return out

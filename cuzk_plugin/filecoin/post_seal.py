@@ -47,8 +47,11 @@ class PostSector(Protocol):
     :class:`~cuzk_plugin.filecoin.seal.SealedSector` or sparse sector is one."""
 
     params: PorepParams
-    tree_r_last: _Tree
     comm_r: int
+
+    # read-only: a sealed sector's MerkleTree and a sparse one's SparseMerkleTree are both _Trees
+    @property
+    def tree_r_last(self) -> _Tree: ...
 
     @property
     def tree_c(self) -> _Tree: ...

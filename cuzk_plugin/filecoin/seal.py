@@ -59,12 +59,19 @@ class Sector(Protocol):
     params: PorepParams
     graph: StackedGraph
     replica_id: bytes
-    tree_d: _Tree
-    tree_r_last: _Tree
-    tree_c: _Tree
     comm_r: int
     ticket: bytes
     seed: bytes
+
+    # read-only: a sealed sector's MerkleTree and a sparse one's SparseMerkleTree are both _Trees
+    @property
+    def tree_d(self) -> _Tree: ...
+
+    @property
+    def tree_r_last(self) -> _Tree: ...
+
+    @property
+    def tree_c(self) -> _Tree: ...
 
     @property
     def comm_d(self) -> int: ...
@@ -138,7 +145,7 @@ def seal(registered_proof: str = "StackedDrg2KiBV1_1", *, miner_id: int = 1000, 
             cur.append(label_hash(rid, layer, node, expand_parents(parents, layer)))
         labels.append(cur)
 
-    replica = [(d + k) % R for d, k in zip(data, labels[-1])]
+    replica = [(d + k) % R for d, k in zip(data, labels[-1], strict=True)]
     tree_r_last = MerkleTree(replica, params.tree_arities, "poseidon")
     columns = [poseidon_hash([labels[l][n] for l in range(params.layers)]) for n in range(params.nodes)]
     tree_c = MerkleTree(columns, params.tree_arities, "poseidon")

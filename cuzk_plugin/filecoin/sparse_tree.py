@@ -52,10 +52,7 @@ class SparseMerkleTree:
             period = len(bg)
             if period > 1 and period % a:
                 raise ValueError(f"a level period of {period} does not split into groups of {a}")
-            if period == 1:
-                nxt_bg = [h([bg[0]] * a)]
-            else:
-                nxt_bg = [h(bg[k:k + a]) for k in range(0, period, a)]
+            nxt_bg = [h([bg[0]] * a)] if period == 1 else [h(bg[k:k + a]) for k in range(0, period, a)]
             nxt_over = {}
             for parent in sorted({i // a for i in over}):
                 nxt_over[parent] = h([self._value(over, bg, parent * a + t) for t in range(a)])

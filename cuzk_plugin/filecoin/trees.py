@@ -80,7 +80,7 @@ class MerkleTree:
     def path(self, index: int) -> MerklePath:
         levels = []
         i = index
-        for a, layer in zip(self.arities, self.layers):
+        for a, layer in zip(self.arities, self.layers[:-1], strict=True):  # the root's layer has no path level
             group = i - i % a
             pos = i % a
             siblings = [layer[group + k] for k in range(a) if k != pos]
@@ -92,7 +92,6 @@ class MerkleTree:
     def verify(path: MerklePath, hasher: str) -> bool:
         h = node_hasher(hasher)
         cur = path.leaf
-        for (siblings, pos), a in zip(path.levels, path.arities):
-            children = siblings[:pos] + [cur] + siblings[pos:]
-            cur = h(children)
+        for siblings, pos in path.levels:
+            cur = h([*siblings[:pos], cur, *siblings[pos:]])
         return cur == path.root
