@@ -52,7 +52,7 @@ class CircomWitnessTask:
 class RegisteredCircuitProvider:
     """REGISTERED_CIRCUIT: any circom circuit whose `.r1cs` and `.params` sit in the param cache."""
 
-    kinds = (ProofKind.REGISTERED_CIRCUIT,)
+    kinds: tuple[ProofKind, ...] = (ProofKind.REGISTERED_CIRCUIT,)
 
     def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
         spec = request.registered

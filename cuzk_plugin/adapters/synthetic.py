@@ -63,7 +63,7 @@ class SyntheticKeyGenerator:
 class SyntheticProvider:
     """SYNTHETIC: n partitions of 2^k constraints with random Filecoin-like witnesses."""
 
-    kinds = (ProofKind.SYNTHETIC,)
+    kinds: tuple[ProofKind, ...] = (ProofKind.SYNTHETIC,)
 
     def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
         spec = request.synthetic

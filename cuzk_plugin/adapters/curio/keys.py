@@ -32,6 +32,7 @@ from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.filecoin.param_files import (
     FIL_CACHE_ENV,
+    FilecoinCircuit,
     expected_paths,
     filecoin_cache_dirs,
     filecoin_circuit,
@@ -55,8 +56,7 @@ def verdict_store(param_cache: Path | None) -> Path | None:
     return Path(param_cache) / ".cuzk-param-checks.json" if param_cache is not None else None
 
 
-def _missing(circuit_id: str, param_cache: Path | None, allow_test_keys: bool) -> str:
-    circuit = filecoin_circuit(circuit_id)
+def _missing(circuit: FilecoinCircuit, circuit_id: str, param_cache: Path | None, allow_test_keys: bool) -> str:
     paths = ", ".join(str(p) for p in expected_paths(filecoin_cache_dirs(param_cache), circuit_id))
     hint = ("no test key can be made for this size" if allow_test_keys else
             "for tests only, [srs] allow_test_keys = true makes a test key instead")
@@ -71,7 +71,8 @@ def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_k
     sizes add up and no earlier load found their digest wrong (cheap checks, verdicts cached),
     else its test-key id when test keys are allowed and can be made. Raises
     :class:`CircuitUnavailable` naming the paths otherwise."""
-    if filecoin_circuit(circuit_id) is None:
+    circuit = filecoin_circuit(circuit_id)
+    if circuit is None:
         raise CircuitUnavailable(f"circuit {circuit_id}: not a Filecoin circuit id")
     files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
     if files is not None:
@@ -88,7 +89,7 @@ def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_k
             log.warning("circuit %s: Filecoin's parameter file is missing; proving with the TEST KEY %s "
                         "([srs] allow_test_keys = true): Filecoin's verifier rejects these proofs", circuit_id, test_id)
             return test_id
-    raise CircuitUnavailable(_missing(circuit_id, param_cache, allow_test_keys))
+    raise CircuitUnavailable(_missing(circuit, circuit_id, param_cache, allow_test_keys))
 
 
 def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tuple[str, ...], allow_test_keys: bool,
@@ -112,5 +113,5 @@ def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tup
         return KeySource(circuit_id, path, generate, test_key=True)
     files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
     if files is None:
-        raise CircuitUnavailable(_missing(circuit_id, param_cache, allow_test_keys))
+        raise CircuitUnavailable(_missing(circuit, circuit_id, param_cache, allow_test_keys))
     return KeySource(circuit_id, files.params, filecoin=files)

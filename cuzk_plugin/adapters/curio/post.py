@@ -132,10 +132,15 @@ def _merkle(r: _Reader, path: str, shape: PostShape | None) -> PostMerkleProof:
     if variant == "Single":
         root, leaf = r.fr(f"{p}.root"), r.fr(f"{p}.leaf")
         return PostMerkleProof(variant, root, leaf, _path(r, f"{p}.path", arities))
-    n_base = None if arities is None else len(arities) - (1 if variant == "Sub" else 2)
-    base = _path(r, f"{p}.base_proof", None if arities is None else arities[:n_base])
-    sub = _path(r, f"{p}.sub_proof", None if arities is None else arities[n_base:n_base + 1])
-    top = _path(r, f"{p}.top_proof", None if arities is None else arities[n_base + 1:]) if variant == "Top" else ()
+    base_arities: list[int] | None = None
+    sub_arities: list[int] | None = None
+    top_arities: list[int] | None = None
+    if arities is not None:  # the base levels, then one sub level, then (Top) one top level
+        n_base = len(arities) - (1 if variant == "Sub" else 2)
+        base_arities, sub_arities, top_arities = arities[:n_base], arities[n_base:n_base + 1], arities[n_base + 1:]
+    base = _path(r, f"{p}.base_proof", base_arities)
+    sub = _path(r, f"{p}.sub_proof", sub_arities)
+    top = _path(r, f"{p}.top_proof", top_arities) if variant == "Top" else ()
     root, leaf = r.fr(f"{p}.root"), r.fr(f"{p}.leaf")
     return PostMerkleProof(variant, root, leaf, base, sub, top)
 

@@ -109,7 +109,7 @@ class PostJob:
             cls._check_sector(proof, s, i, challenges)
         slots, origins, comm_rs = [], [], []
         built: dict[tuple[int, int], SlotWitness] = {}  # padded slots share their sector's witness
-        for k, leaves in enumerate(challenges):
+        for k in range(len(challenges)):
             if proof.kind is PostKind.WINNING:
                 i, first = 0, k
             else:
@@ -136,7 +136,10 @@ class PostJob:
             raise PostRequestError(f"vanilla_proofs[{i}].comm_r", f"is not Poseidon({path}.comm_c, {path}.comm_r_last): "
                                                                   "one of the three is corrupt")
         expected = [c for slot in challenges for c in slot] if proof.kind is PostKind.WINNING else challenges[i]
-        for j, (m, leaf) in enumerate(zip(sp.inclusion_proofs, expected)):
+        if len(sp.inclusion_proofs) != len(expected):
+            raise PostRequestError(f"{path}.inclusion_proofs", f"{len(sp.inclusion_proofs)} entries, the randomness "
+                                                               f"challenges {len(expected)} leaves of sector {s.sector_id}")
+        for j, (m, leaf) in enumerate(zip(sp.inclusion_proofs, expected, strict=True)):
             mp = f"{path}.inclusion_proofs[{j}].{m.variant}"
             if m.root != sp.comm_r_last:
                 raise PostRequestError(f"{mp}.root", f"is not {path}.comm_r_last")

@@ -144,7 +144,7 @@ class PostCircuitProvider:
     """WINDOW_POST_PARTITION and WINNING_POST: the Fallback PoSt circuit of every sector size,
     proved with Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
-    kinds = (ProofKind.WINDOW_POST_PARTITION, ProofKind.WINNING_POST)
+    kinds: tuple[ProofKind, ...] = (ProofKind.WINDOW_POST_PARTITION, ProofKind.WINNING_POST)
 
     def __init__(self, *, allow_test_keys: bool = False):
         self.allow_test_keys = allow_test_keys

@@ -98,7 +98,7 @@ class PorepCircuitProvider:
     """POREP_SEAL_COMMIT: the stacked DRG PoRep circuit of every sector size, proved with
     Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
-    kinds = (ProofKind.POREP_SEAL_COMMIT,)
+    kinds: tuple[ProofKind, ...] = (ProofKind.POREP_SEAL_COMMIT,)
 
     def __init__(self, *, allow_test_keys: bool = False):
         self.allow_test_keys = allow_test_keys
