@@ -37,16 +37,30 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from cuzk_plugin.backends.protocol import Backend
 from cuzk_plugin.config import Config
 from cuzk_plugin.engine.circuits import KeySource, ProviderRegistry, param_cache_dir
-from cuzk_plugin.engine.errors import (CircuitUnavailable, InvalidRequest, JobIdInUse, JobNotFound, QueueFull,
-                                       SelfVerificationFailed)
+from cuzk_plugin.engine.errors import (
+    CircuitUnavailable,
+    InvalidRequest,
+    JobIdInUse,
+    JobNotFound,
+    QueueFull,
+    SelfVerificationFailed,
+)
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
 from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
 from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
 from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
-from cuzk_plugin.engine.types import (JobResult, JobStatus, Priority, ProofKind, ProofRequest, circuit_id_problem, loggable,
-                                      request_id_problem)
+from cuzk_plugin.engine.types import (
+    JobResult,
+    JobStatus,
+    Priority,
+    ProofKind,
+    ProofRequest,
+    circuit_id_problem,
+    loggable,
+    request_id_problem,
+)
 from cuzk_plugin.engine.workers import reclaim_stale_blocks, run_killable
 from cuzk_plugin.errors import BackendError, TransientBackendError
 from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
@@ -367,7 +381,7 @@ class Engine:
             else:
                 try:
                     await asyncio.wait_for(job.done.wait(), timeout_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     return JobResult(job_id=job.id, status=JobStatus.TIMEOUT,
                                      error_message=f"not finished after {timeout_s * 1000:.0f} ms (still {job.status.name.lower()})",
                                      partitions=job.partitions, circuit_id=job.circuit_id)
@@ -384,9 +398,9 @@ class Engine:
             job, _ = await self.submit(request, via_prove=True)
             return await self.wait(job.id)
         except asyncio.CancelledError:
-            job = self._jobs.get(request.request_id)
-            if job is not None and job.prove_only and job.waiters == 0 and not job.status.finished:
-                self.cancel(job.id, reason="the caller went away (cancelled or past its deadline)")
+            running = self._jobs.get(request.request_id)
+            if running is not None and running.prove_only and running.waiters == 0 and not running.status.finished:
+                self.cancel(running.id, reason="the caller went away (cancelled or past its deadline)")
             raise
 
     def cancel(self, job_id: str, *, reason: str = "CancelProof") -> bool:
@@ -513,7 +527,7 @@ class Engine:
                 raise BackendError(f"partition {p} failed on every lane: " + "; ".join(failures))
             pinned: list[str] = []  # the lane of the first attempt; retries stay on it
 
-            def _log_retry(state: RetryCallState) -> None:
+            def _log_retry(state: RetryCallState, pinned: list[str] = pinned) -> None:
                 exc = state.outcome.exception() if state.outcome else None
                 lane = pinned[0] if pinned else "?"
                 self.metrics.retries.labels(lane).inc()
@@ -613,7 +627,7 @@ class Engine:
         threads = self._host_threads(job)
         ok = await loop.run_in_executor(threads, batch_verify, key.vk, proofs, inputs)
         if not ok:
-            bad = [i for i, (pr, x) in enumerate(zip(proofs, inputs))
+            bad = [i for i, (pr, x) in enumerate(zip(proofs, inputs, strict=True))
                    if not await loop.run_in_executor(threads, verify, key.vk, pr, x)]
             self.metrics.self_verify_failures.inc()
             raise SelfVerificationFailed(
@@ -688,7 +702,7 @@ class Engine:
         """None when the engine can serve, else why not (for /healthz and the gRPC health service)."""
         try:
             self.status()
-        except Exception as exc:  # noqa: BLE001 - any failure here is the answer
+        except Exception as exc:
             return f"status fails: {type(exc).__name__}: {exc}"
         if self._janitor is not None and self._janitor.done():
             return "the key janitor stopped"

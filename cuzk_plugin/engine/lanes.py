@@ -17,12 +17,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from cuzk_plugin.backends.protocol import Backend, DeviceInfo
 from cuzk_plugin.backends.registry import get_backend
-from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.config import Config, ConfigError
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.proof import Proof
 from cuzk_plugin.groth16.prover import assemble, random_fr
 
@@ -47,7 +48,7 @@ class LaneKey:
     def __init__(self, lane: Lane, srs):
         self.lane = lane
         self.srs = srs
-        self._circuits: dict[str, object] = {}
+        self._circuits: dict[str, Any] = {}  # a backend's CircuitHandle, or the CPU's host copy
         self._lock = threading.Lock()
 
     @property
@@ -59,7 +60,7 @@ class LaneKey:
         """The backend evaluates a, b, c itself (else the host does, on a prepared copy)."""
         return callable(getattr(self.lane.backend, "load_circuit", None))
 
-    def circuit(self, mapped) -> object:
+    def circuit(self, mapped) -> Any:
         """The lane's handle of ``mapped``'s circuit, loaded on first use: on the backend, or
         prepared for host evaluation where the backend cannot evaluate matrices."""
         pce = mapped.circuit

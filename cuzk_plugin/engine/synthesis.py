@@ -15,23 +15,24 @@ device-resident copy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
 import time
-from functools import lru_cache
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
-from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
-from cuzk_plugin.formats.pce import MappedCircuit
 from cuzk_plugin.engine.circuits import PartitionTask
 from cuzk_plugin.engine.workers import shm_block_name, stop_pool, worker_init
 from cuzk_plugin.errors import CuzkError
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import MappedCircuit
 
 log = logging.getLogger(__name__)
 _ALIGN = 64
@@ -70,7 +71,7 @@ def export_partition(part: SynthesizedPartition | WitnessPartition, public_input
         offset += -(-max(arr.nbytes, 1) // _ALIGN) * _ALIGN
     shm = shared_memory.SharedMemory(name=shm_block_name(), create=True, size=max(offset, 1))
     try:
-        for (name, arr), (_, off, _, _) in zip(arrays, layout):
+        for (_name, arr), (_, off, _, _) in zip(arrays, layout, strict=True):
             np.ndarray(arr.shape, arr.dtype, buffer=shm.buf, offset=off)[...] = arr
     except BaseException:
         shm.close()
@@ -79,7 +80,7 @@ def export_partition(part: SynthesizedPartition | WitnessPartition, public_input
     # The engine owns the block from here: it unlinks it (Python 3.11 has no track=False).
     resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
     shm.close()
-    pce = (part.circuit.path, part.pce.digest) if witness else (None, None)
+    pce = (part.circuit.path, part.pce.digest) if isinstance(part, WitnessPartition) else (None, None)
     return SharedPartitionRef(shm.name, tuple(layout), public_inputs, seconds, os.getpid(), *pce)
 
 
@@ -101,10 +102,11 @@ class SharedPartition:
     def __init__(self, ref: SharedPartitionRef):
         self._refs = 1
         self.ref = ref
-        self._shm = shared_memory.SharedMemory(name=ref.shm_name)  # registered here, unregistered by unlink
+        self._shm: shared_memory.SharedMemory | None = shared_memory.SharedMemory(name=ref.shm_name)  # unregistered by unlink
+        self.partition: SynthesizedPartition | WitnessPartition
         views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._shm.buf, offset=off) for name, off, shape, dt in ref.layout}
         try:
-            if ref.pce_path is None:
+            if ref.pce_path is None or ref.pce_digest is None:
                 self.partition = SynthesizedPartition(**views)
             else:
                 self.partition = WitnessPartition(mapped_circuit(ref.pce_path, ref.pce_digest), **views)
@@ -142,10 +144,8 @@ def discard(ref: SharedPartitionRef) -> None:
 
 
 def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         shm.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def run_task(task: PartitionTask) -> SharedPartitionRef:

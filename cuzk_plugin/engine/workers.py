@@ -106,7 +106,7 @@ def _child(fn: Callable[[], object], conn, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         fn()
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, then the process ends
+    except BaseException as exc:
         conn.send(f"{type(exc).__name__}: {exc}")
     else:
         conn.send("")
@@ -125,7 +125,11 @@ async def run_killable(fn: Callable[[], object], what: str, kill_wait: float = 1
     send.close()
     loop = asyncio.get_running_loop()
     ended = loop.create_future()
-    loop.add_reader(proc.sentinel, lambda: ended.done() or ended.set_result(None))
+    def child_ended() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(proc.sentinel, child_ended)
     try:
         await ended
     except asyncio.CancelledError:

@@ -14,7 +14,7 @@ from cuzk_plugin.backends.protocol import Backend, ProofSums, SrsHandle
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.bls12_381.points import g1_from_limbs, g2_from_limbs
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
-from cuzk_plugin.formats.partition import SynthesizedPartition
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.proof import Proof
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def random_fr() -> int:
     return secrets.randbelow(R)
 
 
-def check_shapes(key: ProvingKey, part: SynthesizedPartition) -> None:
+def check_shapes(key: ProvingKey, part: SynthesizedPartition | WitnessPartition) -> None:
     """Refuse a partition that does not belong to this key (before any heavy work)."""
     counts = key.counts()
     expect = {

@@ -37,13 +37,13 @@ def request_from_proto(msg: pb.SubmitProofRequest) -> ProofRequest:
 
 
 def _ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 def result_to_proto(result: JobResult) -> pb.AwaitProofResponse:
     t = result.timings
     return pb.AwaitProofResponse(
-        job_id=result.job_id, status=int(result.status), proof=result.proof, error_message=result.error_message,
+        job_id=result.job_id, status=pb.AwaitProofResponse.Status.Name(int(result.status)), proof=result.proof, error_message=result.error_message,
         queue_wait_ms=_ms(t.queue_wait), srs_load_ms=_ms(t.srs_load), synthesis_ms=_ms(t.synthesis),
         gpu_compute_ms=_ms(t.gpu_compute), total_ms=_ms(t.total),
         timeline=[pb.StageEvent(stage=e.stage, partition=e.partition, lane=e.lane, start_ms=e.start_ms,

@@ -50,7 +50,7 @@ class StatusHttpServer:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
             method, path, *_ = head[:_MAX_HEADER].decode("latin-1").split("\r\n", 1)[0].split(" ")
             code, ctype, body = self._route(method, path.split("?", 1)[0])
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             code, ctype, body = 400, "text/plain", b"bad request\n"
         except Exception:
             log.exception("status page failed")

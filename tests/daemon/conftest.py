@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from daemon_helpers import daemon_config
 
 from cuzk_plugin.adapters import builtin_providers
 from cuzk_plugin.backends.cpu import CpuBackend
@@ -19,9 +20,7 @@ from cuzk_plugin.engine.engine import Engine
 from cuzk_plugin.engine.synthesis import SynthesisPool
 from cuzk_plugin.server.app import RunningServer, start_server
 from cuzk_plugin.server.client import aio_channel
-
 from cuzk_plugin.server.proto import cuzk_pb2_grpc
-from daemon_helpers import daemon_config
 
 
 @pytest.fixture(scope="session")

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from cuzk_plugin.adapters.synthetic import SyntheticProvider, SyntheticTask, synthetic_circuit_id
 from cuzk_plugin.backends.cpu import CpuBackend
-from cuzk_plugin.config import Config, load_config
 from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
 from cuzk_plugin.circuit.examples import filecoin_like
-from cuzk_plugin.adapters.synthetic import SyntheticProvider, SyntheticTask, synthetic_circuit_id
+from cuzk_plugin.config import Config, load_config
 from cuzk_plugin.engine.circuits import JobPlan, ProviderRegistry
 from cuzk_plugin.engine.types import ProofRequest
 from cuzk_plugin.errors import BackendError, TransientBackendError

@@ -7,9 +7,9 @@ import json
 
 import grpc
 import pytest
+from daemon_helpers import synthetic_request, verify_synthetic
 
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import synthetic_request, verify_synthetic
 
 
 async def _still_serving(stub, param_cache, tag: str) -> None:
@@ -127,9 +127,10 @@ async def test_oversized_message_is_refused(make_daemon):
 
 async def test_witness_that_violates_the_circuit(make_daemon, tmp_path):
     """A registered circuit with a wrong witness: synthesis refuses it, the job FAILS."""
+    from daemon_helpers import circom_wtns, write_circom_r1cs
+
     from cuzk_plugin.circuit.examples import filecoin_like
     from cuzk_plugin.groth16.setup import setup
-    from daemon_helpers import circom_wtns, write_circom_r1cs
 
     d = await make_daemon()
     r1cs, inputs, aux = filecoin_like(40, seed=1).finish()

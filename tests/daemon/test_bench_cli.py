@@ -9,10 +9,11 @@ import functools
 import json
 import sys
 
+from daemon_helpers import verify_synthetic
+
 from cuzk_plugin.cli.bench_daemon import build_request
 from cuzk_plugin.cli.bench_daemon_plot import plot_timeline, timeline_bars
 from cuzk_plugin.server.batch import run_batch, summarize
-from daemon_helpers import verify_synthetic
 
 
 async def _bench(*args: str) -> tuple[int, str]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+from daemon_helpers import synthetic_public_inputs, synthetic_request
+
 from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import batch_verify
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import synthetic_public_inputs, synthetic_request
 
 CLIENTS, PROOFS, LOG2 = 16, 50, 4
 

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_daemon_cli import _wait_serving
 
 from cuzk_plugin.config import ConfigError, load_config
-from test_daemon_cli import _wait_serving
 
 #: Every key (and value) that cuzk's cuzk.example.toml sets.
 CUZK_EXAMPLE = """\

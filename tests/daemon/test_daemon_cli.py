@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import grpc
+from daemon_helpers import synthetic_request, verify_synthetic
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cuzk_plugin.server.client import aio_channel
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 from cuzk_plugin.server.proto import cuzk_pb2_grpc
-from daemon_helpers import synthetic_request, verify_synthetic
 
 
 def _daemon(config: Path, *args: str) -> subprocess.Popen:

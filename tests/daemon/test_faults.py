@@ -3,10 +3,10 @@ self-verification), and a lane that keeps failing (moved to another backend)."""
 
 from __future__ import annotations
 
+from daemon_helpers import BrokenBackend, CountingBackend, FlakyBackend, WrongProofBackend, synthetic_request, verify_synthetic
 from prometheus_client.parser import text_string_to_metric_families
 
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import BrokenBackend, CountingBackend, FlakyBackend, WrongProofBackend, synthetic_request, verify_synthetic
 
 
 def _metric(text: str, name: str, **labels) -> float:

@@ -10,10 +10,10 @@ import re
 import time
 
 import grpc
+from daemon_helpers import synthetic_request
 from google.protobuf.descriptor import FieldDescriptor
 
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import synthetic_request
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
 PER_METHOD = 100

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from daemon_helpers import SlowBackend, slow_synthesis_registry, synthetic_request, verify_synthetic
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cuzk_plugin.engine.workers import ChildFailed, reclaim_stale_blocks, run_killable
@@ -23,7 +24,6 @@ from cuzk_plugin.server.app import Security, socket_answers, start_server
 from cuzk_plugin.server.client import aio_channel
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 from cuzk_plugin.server.proto import cuzk_pb2_grpc
-from daemon_helpers import SlowBackend, slow_synthesis_registry, synthetic_request, verify_synthetic
 
 
 async def _refused(call, code: grpc.StatusCode) -> str:

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 import pytest
+from daemon_helpers import CountingBackend, daemon_config, synthetic_request, verify_synthetic
 from prometheus_client.parser import text_string_to_metric_families
 
 from cuzk_plugin.backends.protocol import DeviceInfo
@@ -21,7 +22,6 @@ from cuzk_plugin.engine.sched import SlotPool, WorkerSlot, order_key
 from cuzk_plugin.errors import BackendError, TransientBackendError
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import CountingBackend, daemon_config, synthetic_request, verify_synthetic
 
 
 @dataclass

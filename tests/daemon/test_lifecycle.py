@@ -8,10 +8,10 @@ import os
 import time
 
 import grpc
+from daemon_helpers import SlowBackend, slow_synthesis_registry, synthetic_request, verify_synthetic
 
 from cuzk_plugin.engine.types import JobStatus
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import SlowBackend, slow_synthesis_registry, synthetic_request, verify_synthetic
 
 
 async def _until(predicate, timeout: float = 10.0, step: float = 0.01) -> None:

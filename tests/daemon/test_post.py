@@ -193,6 +193,6 @@ async def test_winning_post_2kib_end_to_end_with_a_test_key(make_daemon, sectors
     for i in range(66):
         inputs += [ps.sector.comm_r, _leaf(ps.sector_id, i)]
     assert verify(vk, proof, inputs)
-    assert not verify(vk, proof, inputs[:-1] + [(inputs[-1] + 1) % 64])
+    assert not verify(vk, proof, [*inputs[:-1], (inputs[-1] + 1) % 64])
     metrics = (await stub.GetMetrics(pb.GetMetricsRequest())).prometheus_text
     assert 'cuzk_jobs_total{kind="winning_post",status="completed"} 1.0' in metrics

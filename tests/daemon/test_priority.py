@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from cuzk_plugin.server.proto import cuzk_pb2 as pb
 from daemon_helpers import SlowBackend, synthetic_request, verify_synthetic
+
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
 GPU_S = 0.25
 
@@ -30,7 +31,7 @@ async def test_critical_job_overtakes_queued_partitions(make_daemon):
     assert all(r.status == pb.AwaitProofResponse.COMPLETED for r in results)
     crit_gpu = min(e.start_ms for e in res.timeline if e.stage == "gpu_start")
     crit_abs = d.engine.job("winpost-critical").submitted * 1000 + crit_gpu
-    later = [d.engine.job(j).submitted * 1000 + e.start_ms for j, r in zip(long_ids, results)
+    later = [d.engine.job(j).submitted * 1000 + e.start_ms for j, r in zip(long_ids, results, strict=False)
              for e in r.timeline if e.stage == "gpu_start"]
     overtaken = sum(1 for t in later if t > crit_abs)
     assert overtaken >= 12, f"only {overtaken} of 16 long partitions ran after the critical one"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from daemon_helpers import circom_wtns, write_circom_r1cs
+
 from cuzk_plugin.bls12_381.fields import limbs_to_ints
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.formats.params import VerifyingKey
@@ -9,7 +11,6 @@ from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import batch_verify
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import circom_wtns, write_circom_r1cs
 
 
 async def test_prove_a_registered_circuit(make_daemon):

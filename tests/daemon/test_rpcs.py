@@ -7,11 +7,11 @@ import json
 
 import grpc
 import pytest
+from daemon_helpers import synthetic_request, verify_synthetic
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import synthetic_request, verify_synthetic
 
 pytestmark = pytest.mark.parametrize("transport", ["tcp", "unix"])
 

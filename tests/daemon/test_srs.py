@@ -6,10 +6,10 @@ import asyncio
 
 import grpc
 import pytest
+from daemon_helpers import SlowBackend, synthetic_request
 
 from cuzk_plugin.engine.srs import COLD, HOT
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from daemon_helpers import SlowBackend, synthetic_request
 
 
 def _tiers(engine) -> dict[str, int]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from daemon_helpers import verify_synthetic
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.server.proto import cuzk_pb2
-from daemon_helpers import verify_synthetic
 
 F = descriptor_pb2.FieldDescriptorProto
 T = {"string": F.TYPE_STRING, "uint64": F.TYPE_UINT64, "uint32": F.TYPE_UINT32, "bytes": F.TYPE_BYTES,
@@ -129,7 +129,7 @@ def test_our_proto_carries_every_spec_field():
 
 
 def _call(channel: grpc.aio.Channel, classes: dict, rpc: str):
-    req, resp = RPCS[rpc]
+    _req, resp = RPCS[rpc]
     return channel.unary_unary(f"/cuzk.v1.ProvingEngine/{rpc}", request_serializer=lambda m: m.SerializeToString(),
                                response_deserializer=classes[resp].FromString)
 
