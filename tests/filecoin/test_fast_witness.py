@@ -32,7 +32,7 @@ from cuzk_plugin.filecoin.witness.sha256 import sha256_many
 
 def _reference_sha(sig: str, message: list[int]):
     cs = FastConstraintSystem()
-    bits = [alloc_bit(cs, bool(b)) if c == "I" else (TRUE if c == "T" else FALSE) for b, c in zip(message, sig)]
+    bits = [alloc_bit(cs, bool(b)) if c == "I" else (TRUE if c == "T" else FALSE) for b, c in zip(message, sig, strict=True)]
     first = len(cs._aux)
     digest = sha256(cs, bits)
     return [int(x) for x in cs._aux[first:]], [int(b.value) for b in digest]
@@ -130,7 +130,7 @@ def test_sparse_2kib_witness_equals_sealed(c1_bytes):
     sealed = porep_partitions(c1_bytes)
     got = partition_assignment(sparse.params, sparse.witness(0))
     want = partition_assignment(sealed.params, sealed.witness(0))
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
 
 

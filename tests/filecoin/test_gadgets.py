@@ -173,7 +173,7 @@ def _tree_case(arities, hasher, seed):
 @pytest.mark.parametrize("arities,hasher", [([2, 2, 2], "sha256"), ([8, 8], "poseidon"),
                                             ([8, 8, 2], "poseidon"), ([8, 8, 8, 2], "poseidon")])
 def test_merkle_inclusion(arities, hasher, seed):
-    tree, path = _tree_case(arities, hasher, seed)
+    _, path = _tree_case(arities, hasher, seed)
     assert MerkleTree.verify(path, hasher)
     node_hash = sha256_node_hash if hasher == "sha256" else poseidon_node_hash
 
@@ -184,13 +184,13 @@ def test_merkle_inclusion(arities, hasher, seed):
         enforce_inclusion(cs, leaf, levels, root, node_hash)
         return cs
 
-    levels = [PathLevel(a, tuple(sib), pos) for (sib, pos), a in zip(path.levels, arities)]
+    levels = [PathLevel(a, tuple(sib), pos) for (sib, pos), a in zip(path.levels, arities, strict=True)]
     cs = synth(levels)
     cs.check()
-    r1cs, inputs, _ = cs.finish()
+    r1cs, _, _ = cs.finish()
     assert r1cs.num_inputs == 2  # ONE and the packed path index
     position, scale = 0, 1
-    for (_, pos), a in zip(path.levels, arities):
+    for (_, pos), a in zip(path.levels, arities, strict=True):
         position, scale = position + pos * scale, scale * a
     assert cs.value(inputs_var(cs)) == position
     bad = list(levels)
@@ -207,7 +207,7 @@ def test_fast_constraint_system_builds_the_same_r1cs(seed):
     from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
     from cuzk_plugin.filecoin.gadgets.num import inputize
 
-    tree, path = _tree_case([8, 2], "poseidon", seed)
+    _, path = _tree_case([8, 2], "poseidon", seed)
     msg = random.Random(seed).randbytes(40)
 
     def build(cs):
@@ -215,7 +215,7 @@ def test_fast_constraint_system_builds_the_same_r1cs(seed):
         digest = sha256(cs, bits)
         leaf, root = alloc_num(cs, path.leaf), alloc_num(cs, path.root)
         inputize(cs, root)
-        levels = [PathLevel(a, tuple(sib), pos) for (sib, pos), a in zip(path.levels, [8, 2])]
+        levels = [PathLevel(a, tuple(sib), pos) for (sib, pos), a in zip(path.levels, [8, 2], strict=True)]
         enforce_inclusion(cs, leaf, levels, root, poseidon_node_hash)
         pack_bits(cs, digest)
         return cs.finish()

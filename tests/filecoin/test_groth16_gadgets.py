@@ -25,7 +25,7 @@ from cuzk_plugin.groth16.verifier import verify
 def _column_opening(cs, rows, path, arities, root):
     cols = [alloc_num(cs, r) for r in rows]
     leaf = poseidon_hash(cs, cols)
-    levels = [PathLevel(a, tuple(sib) if sib else (None,) * (a - 1), pos) for (sib, pos), a in zip(path, arities)]
+    levels = [PathLevel(a, tuple(sib) if sib else (None,) * (a - 1), pos) for (sib, pos), a in zip(path, arities, strict=True)]
     enforce_inclusion(cs, leaf, levels, alloc_num(cs, root), poseidon_node_hash)
     return cs
 

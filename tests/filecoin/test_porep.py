@@ -63,10 +63,7 @@ def test_sealed_2kib_witness_satisfies_every_constraint(c1_bytes):
 ])
 def test_flipped_byte_in_merkle_path_fails_before_proving(c1_dict, tree, where):
     proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]
-    if tree == "drg0":
-        merkle = proof["replica_column_proofs"]["drg_parents"][0]["inclusion_proof"]
-    else:
-        merkle = proof[tree]
+    merkle = proof["replica_column_proofs"]["drg_parents"][0]["inclusion_proof"] if tree == "drg0" else proof[tree]
     merkle["data"]["Single"]["path"]["path"][1]["hashes"][0][7] ^= 0x01
     job = porep_partitions(json.dumps(c1_dict).encode())  # well-formed: parsing accepts it
     with pytest.raises(WitnessError, match=rf"challenge 0 \(node \d+\): {where}\); the C1 is corrupted"):

@@ -40,7 +40,7 @@ def small_filecoin_circuit(cs, seed: int = 3) -> None:
     h2 = poseidon_hash(cs, nums[2:])
     inputize(cs, h1)
     bits = [alloc_bit(cs, bool(b)) for b in rng.integers(0, 2, 64)]
-    mixed = [xor(cs, a, b.not_()) for a, b in zip(bits[:32], bits[32:])]
+    mixed = [xor(cs, a, b.not_()) for a, b in zip(bits[:32], bits[32:], strict=True)]
     inputize(cs, pack_bits(cs, mixed + bits))
     inputize(cs, h2)
 

@@ -49,7 +49,7 @@ def test_constants_structure(arity):
     t = c.width
     assert len(c.round_constants) == (c.full_rounds + c.partial_rounds) * t
     assert all(0 <= x < R for x in c.round_constants)
-    assert c.mds == [list(row) for row in zip(*c.mds)]  # symmetric (Cauchy, x_i = i, y_j = t + j)
+    assert c.mds == [list(row) for row in zip(*c.mds, strict=True)]  # symmetric (Cauchy, x_i = i, y_j = t + j)
     assert _mat_mul(c.mds, c.mds_inv) == [[int(i == j) for j in range(t)] for i in range(t)]
     m_prime, m_dprime = _prime_and_double_prime(c.mds)
     assert _mat_mul(m_prime, m_dprime) == c.mds

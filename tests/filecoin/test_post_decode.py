@@ -76,10 +76,7 @@ def _fields_2kib(raw: bytes, prefix: str = "vanilla_proof") -> list[tuple[int, i
 ])
 def test_round_trip_of_the_sealers_encodings(number, size, sectors, length):
     proof = post_proof_by_number(number)
-    if size == 2 << 10:
-        ps = list(sealed_post_sectors()[:sectors])
-    else:
-        ps = [ProvenSector(77, post_test_sector(size, seed=number))]
+    ps = list(sealed_post_sectors()[:sectors]) if size == 2 << 10 else [ProvenSector(77, post_test_sector(size, seed=number))]
     for raw in post_vanilla_proofs(proof, ps, RAND):
         decoded = decode_sector_proof(raw)
         assert encode_sector_proof(decoded) == raw
@@ -165,7 +162,7 @@ def test_low_bit_flip_of_every_field_is_refused_naming_it(window_raw):
     the decoder, the request checks or the circuit, and the message names the field (or, for a
     value inside an inclusion proof, that inclusion proof)."""
     keep = ("inclusion_proofs[0]", "inclusion_proofs[9]")
-    for start, end, name in _fields_2kib(window_raw, "vanilla_proofs[0]"):
+    for start, _end, name in _fields_2kib(window_raw, "vanilla_proofs[0]"):
         if ".inclusion_proofs[" in name and not any(k in name for k in keep):
             continue
         raw = bytearray(window_raw)
