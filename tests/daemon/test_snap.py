@@ -87,6 +87,7 @@ def _key_cache() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 async def test_snap_2kib_end_to_end_with_a_test_key(make_daemon, update, fil_dir, param_cache):
     key = test_key_path(param_cache, "snap-2k")
     cached = _key_cache() / key.name

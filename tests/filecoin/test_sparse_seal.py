@@ -142,6 +142,7 @@ def test_cli_refuses_a_full_sealing_beyond_2kib(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_sparse_8mib_witness_satisfies_every_constraint():
     # 3.84 M constraints in the reference synthesis: about 40 s and 2.8 GB on the 2-core machine
     job = porep_partitions(_sparse_c1("8MiB", sector_id=6, data_seed=2))
