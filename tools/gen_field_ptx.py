@@ -262,7 +262,7 @@ def render(name: str, args: str, code: list[Instr], arrays: dict[str, tuple[int,
     lines = [f"{ins[0]} {', '.join(fmt(x) for x in ins[1:])};" for ins in code]
     local = sorted({x[0] for ins in code for x in ins[1:] if isinstance(x, tuple) and x not in index})
     if local:
-        lines = ["{", f".reg .u32 {', '.join(local)};"] + lines + ["}"]
+        lines = ["{", f".reg .u32 {', '.join(local)};", *lines, "}"]
     body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
     outs = [f"{c}({e})" for c, e in operands if c[1] in "+="]
     ins = [f"{c}({e})" for c, e in operands if c[1] not in "+="]
@@ -317,7 +317,7 @@ def header_text() -> str:
         parts += [add_chain(n), sub_chain(n)]
     parts += [sub_modulus("fr"), sub_modulus("fq")]
     parts += mont_functions("fr") + mont_functions("fq")
-    parts += [sub_chain_borrow_in(12)] + lazy_functions("fq")
+    parts += [sub_chain_borrow_in(12), *lazy_functions("fq")]
     return "\n".join(parts)
 
 
