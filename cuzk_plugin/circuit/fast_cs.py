@@ -15,10 +15,10 @@ from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ONE, ConstraintSystem, LinearCombination
 from cuzk_plugin.errors import CircuitError
 
-__all__ = ["FastConstraintSystem"]
+__all__ = ["FastConstraintSystem", "IntVariable"]
 
 
-class _Var(int):
+class IntVariable(int):
     """A variable as its column code: index >= 1 for an input, ~index (< 0) for an aux."""
 
     __slots__ = ()
@@ -47,14 +47,14 @@ class FastConstraintSystem(ConstraintSystem):
         super().__init__()
         self.check_as_you_go = check_as_you_go
 
-    def alloc(self, value: int | None = None) -> _Var:  # type: ignore[override]  # _Var duck-types Variable (is_input, index) as an int: see the module doc
+    def alloc(self, value: int | None = None) -> IntVariable:  # type: ignore[override]  # _Var duck-types Variable (is_input, index) as an int: see the module doc
         aux = self._aux
         aux.append(None if value is None else (value if 0 <= value < 2 else int(value) % R))
-        return _Var(~(len(aux) - 1))
+        return IntVariable(~(len(aux) - 1))
 
-    def alloc_input(self, value: int | None = None) -> _Var:  # type: ignore[override]  # _Var duck-types Variable (is_input, index) as an int: see the module doc
+    def alloc_input(self, value: int | None = None) -> IntVariable:  # type: ignore[override]  # _Var duck-types Variable (is_input, index) as an int: see the module doc
         self._inputs.append(None if value is None else int(value) % R)
-        return _Var(len(self._inputs) - 1)
+        return IntVariable(len(self._inputs) - 1)
 
     def enforce(self, a, b, c) -> None:
         row = self._num_constraints

@@ -38,6 +38,7 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
 from cuzk_plugin.circuit.constraint_system import ONE, LinearCombination
+from cuzk_plugin.circuit.fast_cs import IntVariable
 from cuzk_plugin.circuit.r1cs import R1CS
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.formats.pce import CsrMatrix, PceWriter, PrecompiledCircuit, digest_of
@@ -52,36 +53,19 @@ _CODE_MASK = AUX_FLAG - 1
 _NOT_REPLAYABLE = object()
 
 
-class _Var(int):
-    """A variable as its column code: index >= 1 for an input, ~index (< 0) for an aux."""
-
-    __slots__ = ()
-
-    @property
-    def is_input(self) -> bool:
-        return self >= 0
-
-    @property
-    def index(self) -> int:
-        return int(self) if self >= 0 else ~int(self)
-
-    def __repr__(self) -> str:
-        return f"Variable(is_input={self.is_input}, index={self.index})"
-
-
 def _code(v) -> int:
     """Recording column code of a variable: inputs as is, aux flagged."""
     if v is ONE:
         return 0
-    if type(v) is _Var:
+    if type(v) is IntVariable:
         return int(v) if v >= 0 else AUX_FLAG | ~int(v)
     if getattr(v, "is_input", None) is not None:  # a plain Variable from another system
         return v.index if v.is_input else AUX_FLAG | v.index
     raise CircuitError(f"not a variable of this constraint system: {v!r}")
 
 
-def _var(code: int) -> _Var:
-    return _Var(~(code & _CODE_MASK)) if code & AUX_FLAG else _Var(code)
+def _var(code: int) -> IntVariable:
+    return IntVariable(~(code & _CODE_MASK)) if code & AUX_FLAG else IntVariable(code)
 
 
 class _Spill:
@@ -156,13 +140,13 @@ class RecordingConstraintSystem:
         self._next_progress = progress_every
 
     # -- the gadget interface -------------------------------------------------------------------
-    def alloc(self, value=None) -> _Var:
+    def alloc(self, value=None) -> IntVariable:
         self.num_aux += 1
-        return _Var(~(self.num_aux - 1))
+        return IntVariable(~(self.num_aux - 1))
 
-    def alloc_input(self, value=None) -> _Var:
+    def alloc_input(self, value=None) -> IntVariable:
         self.num_inputs += 1
-        return _Var(self.num_inputs - 1)
+        return IntVariable(self.num_inputs - 1)
 
     def value(self, lc) -> None:
         return None
@@ -336,7 +320,7 @@ class RecordingConstraintSystem:
                 outputs.append(item[1])
             elif item[0] == "new":
                 _, j, neg, proto = item
-                outputs.append(_rebuild(proto, _Var(~(base + j)), neg))
+                outputs.append(_rebuild(proto, IntVariable(~(base + j)), neg))
             else:
                 _, pos, rel_neg, proto = item
                 src = inputs[pos]
