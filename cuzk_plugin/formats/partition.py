@@ -5,15 +5,56 @@ resident on the backend)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 
 
+class _Assignment:
+    """What both partition forms derive from their assignment and densities."""
+
+    input_assignment: np.ndarray
+    aux_assignment: np.ndarray
+
+    if TYPE_CHECKING:  # fields of one subclass, properties of the other
+        @property
+        def a_aux_density(self) -> np.ndarray: ...
+
+        @property
+        def b_input_density(self) -> np.ndarray: ...
+
+        @property
+        def b_aux_density(self) -> np.ndarray: ...
+
+        @property
+        def num_constraints(self) -> int: ...
+
+    @property
+    def num_inputs(self) -> int:
+        return int(self.input_assignment.shape[0])
+
+    @property
+    def num_aux(self) -> int:
+        return int(self.aux_assignment.shape[0])
+
+    @property
+    def domain_size(self) -> int:
+        """N: the smallest power of two >= the number of constraints."""
+        return 1 << max(0, (self.num_constraints - 1).bit_length())
+
+    def a_scalars(self) -> np.ndarray:
+        """Scalars of the A query in key order: every input, then the dense aux variables."""
+        return np.concatenate([self.input_assignment, self.aux_assignment[self.a_aux_density]])
+
+    def b_scalars(self) -> np.ndarray:
+        """Scalars of the B queries: dense inputs, then dense aux variables."""
+        return np.concatenate([self.input_assignment[self.b_input_density], self.aux_assignment[self.b_aux_density]])
+
+
 @dataclass(frozen=True)
-class SynthesizedPartition:
+class SynthesizedPartition(_Assignment):
     """One circuit instance, synthesized: everything the prover needs besides the key.
 
     Rows are the circuit's constraints followed by one ``x_i * 0 = 0`` constraint per public
@@ -55,32 +96,10 @@ class SynthesizedPartition:
     def num_constraints(self) -> int:
         return int(self.a.shape[0])
 
-    @property
-    def num_inputs(self) -> int:
-        return int(self.input_assignment.shape[0])
-
-    @property
-    def num_aux(self) -> int:
-        return int(self.aux_assignment.shape[0])
-
-    @property
-    def domain_size(self) -> int:
-        """N: the smallest power of two >= the number of constraints."""
-        return 1 << max(0, (self.num_constraints - 1).bit_length())
-
-    def a_scalars(self) -> np.ndarray:
-        """Scalars of the A query in key order: every input, then the dense aux variables."""
-        return np.concatenate([self.input_assignment, self.aux_assignment[self.a_aux_density]])
-
-    def b_scalars(self) -> np.ndarray:
-        """Scalars of the B queries: dense inputs, then dense aux variables."""
-        return np.concatenate(
-            [self.input_assignment[self.b_input_density], self.aux_assignment[self.b_aux_density]]
-        )
 
 
 @dataclass(frozen=True)
-class WitnessPartition:
+class WitnessPartition(_Assignment):
     """One circuit instance as its assignment alone: the backend evaluates a, b, c itself from a
     pre-compiled circuit it holds (``circuit``, the handle :meth:`Backend.load_circuit` returned),
     and takes the densities from it, so the matrices never cross the boundary per proof."""
@@ -110,17 +129,6 @@ class WitnessPartition:
     def num_constraints(self) -> int:
         return int(self.pce.num_constraints)
 
-    @property
-    def num_inputs(self) -> int:
-        return int(self.input_assignment.shape[0])
-
-    @property
-    def num_aux(self) -> int:
-        return int(self.aux_assignment.shape[0])
-
-    @property
-    def domain_size(self) -> int:
-        return 1 << max(0, (self.num_constraints - 1).bit_length())
 
     @property
     def a_aux_density(self) -> np.ndarray:
@@ -145,9 +153,3 @@ class WitnessPartition:
         """The full assignment: inputs then aux, (num_vars, 4) uint64."""
         return np.concatenate([self.input_assignment, self.aux_assignment])
 
-    def a_scalars(self) -> np.ndarray:
-        """As :meth:`SynthesizedPartition.a_scalars`, densities from the circuit."""
-        return np.concatenate([self.input_assignment, self.aux_assignment[self.a_aux_density]])
-
-    def b_scalars(self) -> np.ndarray:
-        return np.concatenate([self.input_assignment[self.b_input_density], self.aux_assignment[self.b_aux_density]])
