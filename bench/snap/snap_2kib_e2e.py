@@ -1,7 +1,9 @@
-"""A 2 KiB SnapDeals update proved through an in-process daemon (gRPC Prove, CPU backend) with
+"""A 2 KiB SnapDeals update proved through an in-process daemon (gRPC Prove) with
 our test key; prints each run's stage times. Run from the repository root:
 
-    python bench/snap/snap_2kib_e2e.py KEY.params [RUNS]
+    python bench/snap/snap_2kib_e2e.py KEY.params [RUNS [BACKEND]]
+
+BACKEND: cpu (default) or opencl (PoCL on a machine without a GPU).
 
 KEY.params: a snap-2k test key (SnapKeyGenerator(2048, path)(), or the one the slow daemon test
 keeps in $CUZK_TEST_KEY_CACHE).
@@ -18,7 +20,7 @@ sys.path.insert(0, "tests/daemon")
 from daemon_helpers import daemon_config
 
 from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
-from cuzk_plugin.backends.cpu import CpuBackend
+from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.engine import Engine
 from cuzk_plugin.engine.synthesis import SynthesisPool
@@ -30,14 +32,14 @@ from cuzk_plugin.server.proto import cuzk_pb2 as pb
 from cuzk_plugin.server.proto import cuzk_pb2_grpc
 
 
-async def main(key: Path, runs: int) -> None:
+async def main(key: Path, runs: int, backend: str) -> None:
     cache = Path(tempfile.mkdtemp(prefix="snap-bench-"))
     shutil.copyfile(key, cache / "snap-2k-test-key.params")
     pool = SynthesisPool(2)
     pool.warm_up()
     cfg = daemon_config(cache, srs={"allow_test_keys": True, "max_generated_log2": 21})
     providers = ProviderRegistry([SnapCircuitProvider(allow_test_keys=True)], load_plugins=False)
-    engine = Engine(cfg, backends=[CpuBackend()], providers=providers, synthesis_pool=pool)
+    engine = Engine(cfg, backends=[get_backend(backend)], providers=providers, synthesis_pool=pool)
     await engine.start()
     server = await start_server(engine, ["127.0.0.1:0"], "")
     stub = cuzk_pb2_grpc.ProvingEngineStub(aio_channel(server.addresses[0]))
@@ -56,4 +58,5 @@ async def main(key: Path, runs: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 3))
+    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 3,
+                     sys.argv[3] if len(sys.argv) > 3 else "cpu"))
