@@ -96,7 +96,7 @@ def _chacha20_block(key: bytes, counter: int, nonce: bytes) -> bytes:
         _quarter(s, 1, 6, 11, 12)
         _quarter(s, 2, 7, 8, 13)
         _quarter(s, 3, 4, 9, 14)
-    return struct.pack("<16I", *((x + y) & _MASK for x, y in zip(s, init)))
+    return struct.pack("<16I", *((x + y) & _MASK for x, y in zip(s, init, strict=False)))
 
 
 def chacha20_keystream(key: bytes, nonce: bytes, offset: int, length: int) -> bytes:

@@ -76,7 +76,7 @@ def test_synthetic_challenges_direct():
     assert idx == [x % (1 << 18) for x in struct.unpack("<18I", raw)]
     gen_key = hashlib.blake2b(rid + comm_r, digest_size=32, key=b"filecoin.io|PoRep|1|Synthetic|1|Generation").digest()
     got = synthetic_challenges(rid, comm_r, seed, nodes, 18, 9)
-    for s, c in zip(idx, got):
+    for s, c in zip(idx, got, strict=False):
         block = chacha20_keystream(gen_key, b"synth-porep\x00", 32 * s, 32)
         assert c == int.from_bytes(block, "little") % (nodes - 1) + 1
     # 2 KiB: the synthetic count is the sector's 64 nodes

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 from cuzk_plugin.errors import CuzkError
+from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 
 __all__ = [
     "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",

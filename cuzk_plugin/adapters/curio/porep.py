@@ -26,21 +26,25 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from cuzk_plugin.adapters.curio.c1 import (
-    C1Error, C1Output, ColumnProof, MerkleProof, parse_c1, parse_envelope,
+    C1Error,
+    C1Output,
+    ColumnProof,
+    MerkleProof,
+    parse_c1,
+    parse_envelope,
 )
-from cuzk_plugin.filecoin.proofs import RegisteredSealProof
 from cuzk_plugin.bls12_381.fields import R, limbs_to_objects
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
-from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
+from cuzk_plugin.circuit.pce_record import record_circuit
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, PartitionWitness, synthesize_partition
+from cuzk_plugin.filecoin.challenges import porep_challenges
+from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, PartitionWitness, blank_partition, synthesize_partition
+from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
 from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
-from cuzk_plugin.filecoin.challenges import porep_challenges
-from cuzk_plugin.circuit.pce_record import record_circuit
-from cuzk_plugin.filecoin.circuit import blank_partition
+from cuzk_plugin.filecoin.proofs import RegisteredSealProof
 from cuzk_plugin.filecoin.witness import partition_assignment
 from cuzk_plugin.formats.pce import PceError, load_pce, pce_path
 
@@ -103,7 +107,7 @@ def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: s
         raise C1Error(f"{path}.data.{expect_variant}", f"{len(levels)} path levels, expected {len(arities)}")
     n_base = len(arities) - {"Single": 0, "Sub": 1, "Top": 2}[expect_variant]
     out = []
-    for i, (el, arity) in enumerate(zip(levels, arities)):
+    for i, (el, arity) in enumerate(zip(levels, arities, strict=False)):
         where = _level_path(path, expect_variant, i, n_base)
         if len(el.hashes) != arity - 1:
             raise C1Error(f"{where}.hashes", f"{len(el.hashes)} siblings, arity {arity} needs {arity - 1}")
@@ -116,6 +120,7 @@ def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: s
 def _path_index(levels: list[PathLevel]) -> int:
     index, scale = 0, 1
     for lv in levels:
+        assert lv.index is not None  # parsed levels always carry their position
         index += lv.index * scale
         scale *= lv.arity
     return index
@@ -177,7 +182,8 @@ class PorepJob:
         if len(parts) != p.partitions:
             raise C1Error(base, f"{len(parts)} partitions, {c1.registered_proof} has {p.partitions}")
         tree_variant = "Top" if p.top_arity else ("Sub" if p.sub_arity else "Single")
-        comm_r_last = comm_c = None
+        comm_r_last: int | None = None
+        comm_c: int | None = None
         out = []
         for k, proofs in enumerate(parts):
             if len(proofs) != p.challenges_per_partition:
@@ -186,7 +192,7 @@ class PorepJob:
                                         comm_r=bytes(c1.comm_r), seed=bytes(c1.seed), nodes=p.nodes,
                                         challenges_per_partition=p.challenges_per_partition, partition=k)
             challenges, inputs = [], [replica_id, comm_d, comm_r]
-            for i, (vp, challenge) in enumerate(zip(proofs, expected)):
+            for i, (vp, challenge) in enumerate(zip(proofs, expected, strict=False)):
                 path = f"{base}[{k}][{i}]"
                 ch = self._challenge(vp, challenge, path, tree_variant, comm_d)
                 root_r = _fr(vp.comm_r_last_proof.data.proof.root, f"{path}.comm_r_last_proof.root")
@@ -203,6 +209,8 @@ class PorepJob:
                 exp = self.graph.exp_parents(challenge)
                 inputs += [challenge, *drg, *exp, challenge, challenge, challenge]
             out.append((challenges, inputs))
+        if comm_c is None or comm_r_last is None:  # every partition holds challenges (counts checked above)
+            raise C1Error(base, "no vanilla proofs")
         if poseidon_hash([comm_c, comm_r_last]) != comm_r:
             raise C1Error(f"{pre}.comm_r", "is not Poseidon(comm_c, comm_r_last) of the vanilla proofs")
         return [
@@ -219,7 +227,7 @@ class PorepJob:
         levels = _levels(cp.inclusion_proof, p.tree_arities, f"{path}.inclusion_proof", variant)
         if _path_index(levels) != node:
             raise C1Error(f"{path}.inclusion_proof", f"path indices address node {_path_index(levels)}, not {node}")
-        rows = [_fr(r, f"{path}.column.rows[{j}]") for j, r in enumerate(cp.column.rows)]
+        rows: list[int | None] = [_fr(r, f"{path}.column.rows[{j}]") for j, r in enumerate(cp.column.rows)]
         return ColumnOpening(rows, levels)
 
     def _challenge(self, vp, challenge: int, path: str, variant: str, comm_d: int) -> ChallengeWitness:
@@ -247,9 +255,9 @@ class PorepJob:
         if len(rcp.exp_parents) != EXP_DEGREE:
             raise C1Error(f"{path}.replica_column_proofs.exp_parents", f"{len(rcp.exp_parents)} columns, expected {EXP_DEGREE}")
         drg = [self._column(cp, n, f"{path}.replica_column_proofs.drg_parents[{j}]", variant)
-               for j, (cp, n) in enumerate(zip(rcp.drg_parents, drg_nodes))]
+               for j, (cp, n) in enumerate(zip(rcp.drg_parents, drg_nodes, strict=False))]
         exp = [self._column(cp, n, f"{path}.replica_column_proofs.exp_parents[{j}]", variant)
-               for j, (cp, n) in enumerate(zip(rcp.exp_parents, exp_nodes))]
+               for j, (cp, n) in enumerate(zip(rcp.exp_parents, exp_nodes, strict=False))]
         data_leaf = _fr(vp.comm_d_proofs.data.proof.leaf, f"{path}.comm_d_proofs.data.Single.leaf")
         return ChallengeWitness(challenge, data_leaf, d_levels, drg, exp, r_levels, c_levels)
 

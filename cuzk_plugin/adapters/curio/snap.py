@@ -204,7 +204,7 @@ def _check_structure(p: UpdateParams, proof: PartitionProof, k: int, comm_r_old:
     tree, comm_r_old / comm_r_new = Poseidon(comm_c, root)."""
     challenges = partition_challenges(p, comm_r_new, k)
     first = proof.challenge_proofs[0]
-    for i, (cp, c) in enumerate(zip(proof.challenge_proofs, challenges)):
+    for i, (cp, c) in enumerate(zip(proof.challenge_proofs, challenges, strict=False)):
         for name in ("proof_r_old", "proof_d_new", "proof_r_new"):
             path = getattr(cp, name)
             if path_index(path) != c:
@@ -336,7 +336,7 @@ class SnapCircuitProvider:
     """SNAP_DEALS_UPDATE: the EmptySectorUpdate circuit of every sector size, proved with
     Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
-    kinds = (ProofKind.SNAP_DEALS_UPDATE,)
+    kinds: tuple[ProofKind, ...] = (ProofKind.SNAP_DEALS_UPDATE,)
 
     def __init__(self, *, allow_test_keys: bool = False):
         self.allow_test_keys = allow_test_keys

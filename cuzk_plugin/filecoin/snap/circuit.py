@@ -84,7 +84,10 @@ class UpdatePartitionWitness:
 
     def public_inputs(self) -> list[int]:
         """In rust-fil-proofs' order (PublicInputs::to_vec), ONE excluded."""
-        return [self.k_and_h_select, self.comm_r_old, self.comm_d_new, self.comm_r_new]
+        values = [self.k_and_h_select, self.comm_r_old, self.comm_d_new, self.comm_r_new]
+        if any(v is None for v in values):
+            raise ValueError("a blank update partition has no public inputs")
+        return [int(v) for v in values if v is not None]
 
 
 def blank_update_partition(p: UpdateParams) -> UpdatePartitionWitness:
@@ -145,14 +148,14 @@ def _por(cs, bits: list[Boolean], leaf: AllocatedNum, path: list[list[AllocatedN
 def _challenge_high(cs, c_bits: list[Boolean], h_select_bits: list[Boolean], hs: tuple[int, ...]) -> AllocatedNum:
     """gadgets.rs get_challenge_high_bits."""
     picked = []
-    for h, sel in zip(hs, h_select_bits):
+    for h, sel in zip(hs, h_select_bits, strict=False):
         c_high = pack_bits(cs, c_bits[len(c_bits) - h:])
         v = None if sel.value is None or c_high.value is None else (c_high.value if sel.value else 0)
         out = alloc_num(cs, v)
         cs.enforce(LinearCombination({c_high.var: 1}), LinearCombination(sel.lc_dict()),
                    LinearCombination({out.var: 1}))
         picked.append(out)
-    total = None if any(x.value is None for x in picked) else sum(x.value for x in picked) % R
+    total = None if any(x.value is None for x in picked) else sum(x.value or 0 for x in picked) % R
     selected = alloc_num(cs, total)
     terms: dict = {}
     for x in picked:
@@ -231,7 +234,7 @@ def synthesize_update_partition(cs, p: UpdateParams, w: UpdatePartitionWitness, 
     generated = _gen_challenge_bits(cs, p, comm_r_new, partition)
 
     start = p.apex_start
-    for i, (c_random, cw) in enumerate(zip(generated, w.challenges)):
+    for i, (c_random, cw) in enumerate(zip(generated, w.challenges, strict=False)):
         c_bits = list(c_random) + list(partition_bits)
         mark(f"challenge {i}: rho and the encoding")
         c_high = _challenge_high(cs, c_bits, h_select_bits, p.hs)

@@ -54,7 +54,7 @@ def partition_challenges(p: UpdateParams, comm_r_new: int, k: int) -> list[int]:
     its LE bits cut into ``random_bits`` chunks, each OR (k << random_bits)."""
     if not 0 <= k < p.partitions:
         raise ValueError(f"partition {k} out of range: this sector size has {p.partitions}")
-    rb, out = p.random_bits, []
+    rb, out = p.random_bits, list[int]()
     j = k * p.digests_per_partition
     while len(out) < p.challenges:
         digest = poseidon_hash([comm_r_new, j], GEN_RANDOMNESS)
@@ -70,7 +70,7 @@ def encode(p: UpdateParams, sector_key: list[int], staged: list[int], phi_: int,
         raise ValueError(f"encoding needs {p.nodes} nodes of sector key and data")
     shift = p.challenge_bit_len - h
     rhos = [rho(phi_, high) for high in range(1 << h)]
-    return [(key + d * rhos[i >> shift]) % R for i, (key, d) in enumerate(zip(sector_key, staged))]
+    return [(key + d * rhos[i >> shift]) % R for i, (key, d) in enumerate(zip(sector_key, staged, strict=False))]
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class UpdateProofError(CircuitError):
 
 def path_index(path: MerklePath) -> int:
     index, scale = 0, 1
-    for (_, pos), arity in zip(path.levels, path.arities):
+    for (_, pos), arity in zip(path.levels, path.arities, strict=False):
         index += pos * scale
         scale *= arity
     return index
@@ -126,7 +126,7 @@ def verify_partition(p: UpdateParams, proof: PartitionProof, k: int, comm_r_old:
            "Poseidon(comm_c, root of challenge 0's proof_r_new) is not comm_r_new")
     apex = MerkleTree(list(proof.apex_leafs), [2] * p.apex_leaf_bit_len, "sha256")
     phi_ = phi(comm_d_new, comm_r_old)
-    for i, (cp, c) in enumerate(zip(proof.challenge_proofs, partition_challenges(p, comm_r_new, k))):
+    for i, (cp, c) in enumerate(zip(proof.challenge_proofs, partition_challenges(p, comm_r_new, k), strict=False)):
         where = f"{prefix}.challenge_proofs[{i}]"
         for name, path, root, arities in (
             ("proof_r_old", cp.proof_r_old, root_r_old, p.tree_r_arities),
