@@ -14,10 +14,7 @@ and the byte offset where it starts.
 
 from __future__ import annotations
 
-import struct
-
-from cuzk_plugin.bls12_381.fields import R
-from cuzk_plugin.errors import CuzkError
+from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
 from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.post_vanilla import (
     VARIANTS,
@@ -37,71 +34,15 @@ _MIN_MERKLE = 4 + 64 + 8
 _MIN_SECTOR = 8 + 64
 
 
-class PostDecodeError(CuzkError, ValueError):
+class PostDecodeError(BincodeError):
     """A malformed vanilla proof; ``path`` names the field, ``offset`` its first byte."""
 
-    def __init__(self, path: str, offset: int, message: str):
-        super().__init__(f"{path} (byte {offset}): {message}")
-        self.path = path
-        self.offset = offset
-        self.message = message
+
+def _reader(raw: bytes) -> BincodeReader:
+    return BincodeReader(raw, PostDecodeError)
 
 
-class _Reader:
-    def __init__(self, raw: bytes):
-        self.raw = memoryview(raw)
-        self.pos = 0
-
-    @property
-    def left(self) -> int:
-        return len(self.raw) - self.pos
-
-    def take(self, n: int, path: str) -> bytes:
-        if self.left < n:
-            raise PostDecodeError(path, self.pos, f"truncated: needs {n} bytes, {self.left} left")
-        out = bytes(self.raw[self.pos:self.pos + n])
-        self.pos += n
-        return out
-
-    def u32(self, path: str) -> int:
-        return struct.unpack("<I", self.take(4, path))[0]
-
-    def u64(self, path: str) -> int:
-        return struct.unpack("<Q", self.take(8, path))[0]
-
-    def count(self, path: str, min_size: int, expect: int | None = None) -> int:
-        """A u64 length, refused unless it is ``expect`` (when given) and its elements could fit
-        in the bytes left."""
-        at = self.pos
-        n = self.u64(path)
-        if expect is not None and n != expect:
-            raise PostDecodeError(path, at, f"count {n}, expected {expect}")
-        if n * min_size > self.left:
-            raise PostDecodeError(path, at, f"count {n} cannot fit in the {self.left} bytes left "
-                                            f"(each element takes at least {min_size})")
-        return n
-
-    def frs(self, n: int, path: str) -> tuple[int, ...]:
-        """``n`` field elements ``path[0..n-1]``: one slice when all are there and canonical,
-        else element by element, so the refusal names the element."""
-        at = self.pos
-        if self.left >= 32 * n:
-            blob = self.raw[at:at + 32 * n]
-            out = tuple(int.from_bytes(blob[k:k + 32], "little") for k in range(0, 32 * n, 32))
-            if all(x < R for x in out):
-                self.pos += 32 * n
-                return out
-        return tuple(self.fr(f"{path}[{j}]") for j in range(n))
-
-    def fr(self, path: str) -> int:
-        at = self.pos
-        x = int.from_bytes(self.take(32, path), "little")
-        if x >= R:
-            raise PostDecodeError(path, at, "not a canonical field element (>= r)")
-        return x
-
-
-def _path(r: _Reader, path: str, arities: list[int] | None) -> tuple[PathElement, ...]:
+def _path(r: BincodeReader, path: str, arities: list[int] | None) -> tuple[PathElement, ...]:
     out = []
     for i in range(r.count(path, _MIN_ELEMENT, None if arities is None else len(arities))):
         el = f"{path}[{i}]"
@@ -116,7 +57,7 @@ def _path(r: _Reader, path: str, arities: list[int] | None) -> tuple[PathElement
     return tuple(out)
 
 
-def _merkle(r: _Reader, path: str, shape: PostShape | None) -> PostMerkleProof:
+def _merkle(r: BincodeReader, path: str, shape: PostShape | None) -> PostMerkleProof:
     at = r.pos
     tag = r.u32(f"{path}.variant")
     if tag >= len(VARIANTS):
@@ -148,7 +89,7 @@ def _merkle(r: _Reader, path: str, shape: PostShape | None) -> PostMerkleProof:
 def decode_sector_proof(raw: bytes, path: str = "vanilla_proof", shape: PostShape | None = None) -> FallbackPoStSectorProof:
     """One bincode FallbackPoStSectorProof; :class:`PostDecodeError` names any bad field. With
     ``shape``, every count, variant and index must also be the one of that circuit."""
-    r = _Reader(raw)
+    r = _reader(raw)
     sector_id = r.u64(f"{path}.sector_id")
     comm_r = r.fr(f"{path}.comm_r")
     sectors = []

@@ -11,16 +11,16 @@ field element; variant tags must be the size's; nothing may trail. A refusal is 
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
 from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
-from cuzk_plugin.errors import CircuitError, CuzkError
+from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.snap.params import (
     UpdateParams,
@@ -55,66 +55,24 @@ _VARIANTS = ("Single", "Sub", "Top")
 OWN_SETUP_CIRCUITS = ("snap-2k",)
 
 
-class SnapDecodeError(CuzkError, ValueError):
+class SnapDecodeError(BincodeError):
     """A malformed PartitionProof; ``path`` names the field, ``offset`` its first byte."""
-
-    def __init__(self, path: str, offset: int, message: str):
-        super().__init__(f"{path} (byte {offset}): {message}")
-        self.path = path
-        self.offset = offset
-        self.message = message
 
 
 class SnapWitnessError(CircuitError):
     """A well-formed PartitionProof whose values the vanilla verifier or the circuit refuses."""
 
 
-class _Reader:
-    def __init__(self, raw: bytes):
-        self.raw = memoryview(raw)
-        self.pos = 0
-
-    @property
-    def left(self) -> int:
-        return len(self.raw) - self.pos
-
-    def take(self, n: int, path: str) -> bytes:
-        if self.left < n:
-            raise SnapDecodeError(path, self.pos, f"truncated: needs {n} bytes, {self.left} left")
-        out = bytes(self.raw[self.pos:self.pos + n])
-        self.pos += n
-        return out
-
-    def u32(self, path: str) -> int:
-        return struct.unpack("<I", self.take(4, path))[0]
-
-    def u64(self, path: str) -> int:
-        return struct.unpack("<Q", self.take(8, path))[0]
-
-    def count(self, path: str, expected: int, min_size: int) -> int:
-        """A u64 length that must equal ``expected`` and fit in the bytes left."""
-        at = self.pos
-        n = self.u64(path)
-        if n != expected:
-            raise SnapDecodeError(path, at, f"count {n}, this sector size has {expected}")
-        if n * min_size > self.left:
-            raise SnapDecodeError(path, at, f"count {n} cannot fit in the {self.left} bytes left")
-        return n
-
-    def fr(self, path: str) -> int:
-        at = self.pos
-        x = int.from_bytes(self.take(32, path), "little")
-        if x >= R:
-            raise SnapDecodeError(path, at, "not a canonical field element (>= r)")
-        return x
+def _reader(raw: bytes) -> BincodeReader:
+    return BincodeReader(raw, SnapDecodeError)
 
 
-def _inclusion_path(r: _Reader, path: str, arities: list[int]) -> list[tuple[list[int], int]]:
-    r.count(path, len(arities), 16)
+def _inclusion_path(r: BincodeReader, path: str, arities: list[int]) -> list[tuple[list[int], int]]:
+    r.count(path, 16, len(arities))
     levels = []
     for i, arity in enumerate(arities):
         where = f"{path}[{i}]"
-        r.count(f"{where}.hashes", arity - 1, 32)
+        r.count(f"{where}.hashes", 32, arity - 1)
         siblings = [r.fr(f"{where}.hashes[{j}]") for j in range(arity - 1)]
         at = r.pos
         index = r.u64(f"{where}.index")
@@ -124,7 +82,7 @@ def _inclusion_path(r: _Reader, path: str, arities: list[int]) -> list[tuple[lis
     return levels
 
 
-def _merkle(r: _Reader, path: str, arities: list[int], upper: int) -> MerklePath:
+def _merkle(r: BincodeReader, path: str, arities: list[int], upper: int) -> MerklePath:
     """A bincode MerkleProof of the expected variant (0 Single, 1 Sub, 2 Top) as a MerklePath."""
     at = r.pos
     tag = r.u32(f"{path}.variant")
@@ -147,13 +105,13 @@ def _merkle(r: _Reader, path: str, arities: list[int], upper: int) -> MerklePath
 
 def decode_partition_proof(raw: bytes, p: UpdateParams, path: str = "vanilla_proof") -> PartitionProof:
     """One bincode PartitionProof {comm_c, apex_leafs, challenge_proofs} of sector size ``p``."""
-    r = _Reader(raw)
+    r = _reader(raw)
     upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
     tree_r, tree_d = p.tree_r_arities, [2] * p.challenge_bit_len
     comm_c = r.fr(f"{path}.comm_c")
-    r.count(f"{path}.apex_leafs", p.apex_leaves, 32)
+    r.count(f"{path}.apex_leafs", 32, p.apex_leaves)
     apex = [r.fr(f"{path}.apex_leafs[{i}]") for i in range(p.apex_leaves)]
-    r.count(f"{path}.challenge_proofs", p.challenges, 3 * (4 + 64 + 8))
+    r.count(f"{path}.challenge_proofs", 3 * (4 + 64 + 8), p.challenges)
     proofs = []
     for i in range(p.challenges):
         where = f"{path}.challenge_proofs[{i}]"
