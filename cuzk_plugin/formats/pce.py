@@ -25,11 +25,15 @@ Files are written to a temporary name, fsynced and renamed: never half-written.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import logging
 import os
 import struct
+import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +48,7 @@ __all__ = [
     "PceError",
     "PceWriter",
     "PrecompiledCircuit",
+    "ensure_pce",
     "load_pce",
     "pce_path",
     "read_header",
@@ -64,6 +69,7 @@ SECTIONS = (
 )
 _COUNTS = struct.Struct("<8sII7Q32s64s")  # magic, version, header bytes, 7 counts, digest, name
 _SECTION = struct.Struct("<QQ")
+_log = logging.getLogger(__name__)
 
 
 class PceError(CuzkError, ValueError):
@@ -73,6 +79,29 @@ class PceError(CuzkError, ValueError):
 def pce_path(param_cache: str | os.PathLike, name: str) -> Path:
     """Where the pre-compiled circuit ``name`` lives in the param cache."""
     return Path(param_cache) / f"pce-{name}.pce"
+
+
+def ensure_pce(name: str, param_cache: str | os.PathLike, record: Callable[[str, Path], str]) -> str:
+    """The path of ``name``'s pre-compiled circuit in ``param_cache``: recorded first (``record(name,
+    path) -> digest``) when missing, and again when the file there is truncated or corrupted (never
+    used as is). Concurrent callers (synthesis workers) wait for one recording (a lock file beside it)."""
+    path = pce_path(param_cache, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            try:
+                load_pce(path, expect_name=name)
+                return str(path)
+            except PceError as exc:
+                _log.warning("pce %s: %s; recording it again", name, exc)
+                path.unlink()
+        _log.info("pce %s: no pre-compiled circuit in the param cache, recording %s (once)", name, path)
+        t0 = time.perf_counter()
+        digest = record(name, path)
+        _log.info("pce %s: recorded in %.1fs, %.1f MB, digest %s", name, time.perf_counter() - t0,
+                  path.stat().st_size / 1e6, digest[:16])
+        return str(path)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ the graph), not read from the C1, and the C1 is checked against them.
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import json
 import logging
@@ -46,7 +45,7 @@ from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, po
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.proofs import RegisteredSealProof
 from cuzk_plugin.filecoin.witness import partition_assignment
-from cuzk_plugin.formats.pce import PceError, load_pce, pce_path
+from cuzk_plugin.formats.pce import ensure_pce
 
 __all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
            "extract_porep_pce", "PCE_CIRCUITS"]
@@ -350,23 +349,5 @@ def extract_porep_pce(circuit_id: str, path, *, progress_every_s: float = 10.0) 
 
 
 def ensure_porep_pce(circuit_id: str, param_cache) -> str:
-    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache``, extracted first when
-    missing, and again when the file there is truncated or corrupted (never used as is).
-    Concurrent callers (synthesis workers) wait for one extraction (a lock file beside it)."""
-    path = pce_path(param_cache, circuit_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
-            try:
-                load_pce(path, expect_name=circuit_id)
-                return str(path)
-            except PceError as exc:
-                log.warning("pce %s: %s; extracting it again", circuit_id, exc)
-                path.unlink()
-        log.info("pce %s: no pre-compiled circuit in the param cache, extracting %s (once)", circuit_id, path)
-        t0 = time.perf_counter()
-        digest = extract_porep_pce(circuit_id, path)
-        log.info("pce %s: extracted in %.1fs, %.1f MB, digest %s", circuit_id, time.perf_counter() - t0,
-                 path.stat().st_size / 1e6, digest[:16])
-        return str(path)
+    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache`` (recorded on first use)."""
+    return ensure_pce(circuit_id, param_cache, extract_porep_pce)

@@ -12,9 +12,7 @@ one, and the engine self-verifies the proof before it is returned.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,26 +50,10 @@ def extract_post_pce(circuit_id: str, path) -> str:
 
 
 def ensure_post_pce(circuit_id: str, param_cache) -> str:
-    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache``, recorded first when
-    missing or damaged; concurrent workers wait for one recording (a lock file beside it)."""
-    from cuzk_plugin.formats.pce import PceError, load_pce, pce_path
+    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache`` (recorded on first use)."""
+    from cuzk_plugin.formats.pce import ensure_pce
 
-    path = pce_path(param_cache, circuit_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
-            try:
-                load_pce(path, expect_name=circuit_id)
-                return str(path)
-            except PceError as exc:
-                log.warning("pce %s: %s; recording it again", circuit_id, exc)
-                path.unlink()
-        t0 = time.perf_counter()
-        log.info("pce %s: no pre-compiled circuit in the param cache, recording %s (once)", circuit_id, path)
-        digest = extract_post_pce(circuit_id, path)
-        log.info("pce %s: recorded in %.1fs, digest %s", circuit_id, time.perf_counter() - t0, digest[:16])
-        return str(path)
+    return ensure_pce(circuit_id, param_cache, extract_post_pce)
 
 
 @dataclass(frozen=True)
