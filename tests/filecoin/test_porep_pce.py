@@ -104,7 +104,7 @@ def test_corrupted_pce_in_the_param_cache_is_extracted_again(tmp_path, caplog):
     with caplog.at_level(logging.INFO):
         again = ensure_porep_pce("porep-2k", tmp_path)
     assert again == path and load_pce(path).digest == digest
-    assert any("digest" in r.getMessage() and "extracting it again" in r.getMessage() for r in caplog.records)
+    assert any("digest" in r.getMessage() and "recording it again" in r.getMessage() for r in caplog.records)
 
 
 def test_lane_loads_the_circuit_once_beside_its_srs(tmp_path):
