@@ -42,13 +42,46 @@ from cuzk_plugin.filecoin.param_files import (
     test_key_path,
 )
 
-__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "verdict_store"]
+__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "BlankCircuitKey", "verdict_store"]
 
 log = logging.getLogger(__name__)
 
 #: (Filecoin circuit id, path to write) -> a picklable zero-argument callable writing a test key
 #: there, or None when this provider cannot make a key of that size.
 MakeTestKey = Callable[[str, Path], object | None]
+
+
+class BlankCircuitKey:
+    """A TEST key ([srs] allow_test_keys) made by a single-party setup of a circuit's blank shape,
+    synthesized through the circuit's own code; Filecoin's verifier rejects its proofs.
+
+    A subclass (a frozen dataclass, so it pickles into the generating process) says how to
+    synthesize its blank circuit into a constraint system and where the key goes (``path``)."""
+
+    path: Path
+
+    def synthesize_blank(self, cs) -> None:
+        raise NotImplementedError
+
+    @property
+    def log2_constraints(self) -> int:
+        """The key's domain (constraints + input rows, from the shape pass), checked by the engine
+        against [srs] max_generated_log2 before anything is generated."""
+        from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
+
+        cs = ShapeConstraintSystem()
+        self.synthesize_blank(cs)
+        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
+
+    def __call__(self) -> None:
+        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+        from cuzk_plugin.groth16.setup import setup
+
+        cs = FastConstraintSystem()
+        self.synthesize_blank(cs)
+        r1cs, _, _ = cs.finish()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        setup(r1cs).save(self.path)  # atomic: tmp file + rename
 
 
 def verdict_store(param_cache: Path | None) -> Path | None:

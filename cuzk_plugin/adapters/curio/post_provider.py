@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.post import PostDecodeError
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
 from cuzk_plugin.adapters.curio.provider import pce_enabled
@@ -82,38 +82,18 @@ class PostPartitionTask:
 
 
 @dataclass(frozen=True)
-class PostKeyGenerator:
-    """A TEST key for a small PoSt circuit ([srs] allow_test_keys): a single-party setup of its
-    blank shape through the same code; Filecoin's verifier rejects its proofs."""
+class PostKeyGenerator(BlankCircuitKey):
+    """A TEST key for a small PoSt circuit (see :class:`BlankCircuitKey`)."""
 
     kind: PostKind
     sector_size: int
     path: Path
 
-    @property
-    def log2_constraints(self) -> int:
-        """The key's domain (constraints + inputs), checked against [srs] max_generated_log2."""
-        from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
+    def synthesize_blank(self, cs) -> None:
         from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
-        from cuzk_plugin.filecoin.post_proofs import post_shape
 
         shape = post_shape(self.kind, self.sector_size)
-        cs = ShapeConstraintSystem()
         synthesize_post(cs, shape, blank_slots(shape))
-        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
-
-    def __call__(self) -> None:
-        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
-        from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
-        from cuzk_plugin.filecoin.post_proofs import post_shape
-        from cuzk_plugin.groth16.setup import setup
-
-        shape = post_shape(self.kind, self.sector_size)
-        cs = FastConstraintSystem()
-        synthesize_post(cs, shape, blank_slots(shape))
-        r1cs, _, _ = cs.finish()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        setup(r1cs).save(self.path)
 
 
 def post_test_key(circuit_id: str, path: Path) -> PostKeyGenerator | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
-from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, ensure_porep_pce, porep_partitions
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -58,34 +58,18 @@ class PorepPartitionTask:
 
 
 @dataclass(frozen=True)
-class PorepKeyGenerator:
-    """A TEST key for a small PoRep circuit ([srs] allow_test_keys): a single-party setup of its
-    blank shape through the same code. Never Filecoin's key: Filecoin's verifier rejects its proofs."""
+class PorepKeyGenerator(BlankCircuitKey):
+    """A TEST key for a small PoRep circuit (see :class:`BlankCircuitKey`)."""
 
     sector_size: str
     path: Path
 
-    @property
-    def log2_constraints(self) -> int:
-        """The key's domain (constraints + input rows, from the shape pass), checked by the engine
-        against [srs] max_generated_log2 before anything is generated."""
-        from cuzk_plugin.filecoin.count import count_partition
-
-        cs = count_partition(self.sector_size)
-        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
-
-    def __call__(self) -> None:
-        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+    def synthesize_blank(self, cs) -> None:
         from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
         from cuzk_plugin.filecoin.params import porep_params
-        from cuzk_plugin.groth16.setup import setup
 
         params = porep_params(self.sector_size)
-        cs = FastConstraintSystem()
         synthesize_partition(cs, params, blank_partition(params))
-        shape, _, _ = cs.finish()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        setup(shape).save(self.path)
 
 
 def porep_test_key(circuit_id: str, path: Path) -> PorepKeyGenerator | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
-from cuzk_plugin.adapters.curio.keys import filecoin_key_source, plan_filecoin_key
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -254,35 +254,17 @@ class SnapPartitionTask:
 
 
 @dataclass(frozen=True)
-class SnapKeyGenerator:
-    """Our own single-party key for a small update circuit (its blank shape, same code)."""
+class SnapKeyGenerator(BlankCircuitKey):
+    """A TEST key for a small update circuit (see :class:`BlankCircuitKey`)."""
 
     sector_size: int
     path: Path
 
-    @property
-    def log2_constraints(self) -> int:
-        """The key's domain (constraints + input rows, from the shape pass), checked by the engine
-        against [srs] max_generated_log2 before anything is generated."""
-        from cuzk_plugin.filecoin.snap.count import count_update_partition
-
-        cs = count_update_partition(self.sector_size)
-        return (cs.num_constraints + cs.num_inputs - 1).bit_length()
-
-    def __call__(self) -> None:
-        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
-        from cuzk_plugin.filecoin.snap.circuit import (
-            blank_update_partition,
-            synthesize_update_partition,
-        )
-        from cuzk_plugin.groth16.setup import setup
+    def synthesize_blank(self, cs) -> None:
+        from cuzk_plugin.filecoin.snap.circuit import blank_update_partition, synthesize_update_partition
 
         p = update_params(self.sector_size)
-        cs = FastConstraintSystem()
         synthesize_update_partition(cs, p, blank_update_partition(p))
-        shape, _, _ = cs.finish()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        setup(shape).save(self.path)  # atomic: tmp file + rename
 
 
 def snap_test_key(circuit_id: str, path: Path) -> SnapKeyGenerator | None:
