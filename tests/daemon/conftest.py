@@ -18,6 +18,7 @@ from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.engine import Engine
 from cuzk_plugin.engine.synthesis import SynthesisPool
+from cuzk_plugin.filecoin import param_files
 from cuzk_plugin.server.app import RunningServer, start_server
 from cuzk_plugin.server.client import aio_channel
 from cuzk_plugin.server.proto import cuzk_pb2_grpc
@@ -83,3 +84,13 @@ async def make_daemon(synth_pool, param_cache) -> AsyncIterator[Callable]:
         await d.server.stop(0.5)
         await d.engine.stop()
     shutil.rmtree(sockdir, ignore_errors=True)
+
+
+@pytest.fixture
+def fil_dir(tmp_path, monkeypatch) -> Path:
+    """An empty $FIL_PROOFS_PARAMETER_CACHE (no Filecoin file is found) and fresh check verdicts."""
+    fil = tmp_path / "filecoin-proof-parameters"
+    fil.mkdir()
+    monkeypatch.setenv(param_files.FIL_CACHE_ENV, str(fil))
+    monkeypatch.setattr(param_files, "VERDICTS", param_files.VerdictCache())
+    return fil

@@ -59,15 +59,6 @@ def _winning(sector, blobs=None, request_id="winpost-1000-0", **fields) -> pb.Su
     return pb.SubmitProofRequest(**args)
 
 
-@pytest.fixture
-def fil_dir(tmp_path, monkeypatch) -> Path:
-    """An empty $FIL_PROOFS_PARAMETER_CACHE: no Filecoin file is found."""
-    fil = tmp_path / "filecoin-proof-parameters"
-    fil.mkdir()
-    monkeypatch.setenv(pf.FIL_CACHE_ENV, str(fil))
-    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache())
-    return fil
-
 
 async def test_malformed_post_requests_are_refused_naming_the_field(make_daemon, sectors, fil_dir):
     d = await make_daemon()

@@ -3,8 +3,6 @@ before synthesis naming the path, the verifying key pinned (a swapped key file i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import grpc
 import pytest
 
@@ -15,7 +13,6 @@ from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.engine.srs import pin_verifying_key, vk_pin_path
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
 from cuzk_plugin.errors import ParamsError
-from cuzk_plugin.filecoin import param_files as pf
 from cuzk_plugin.filecoin.param_files import FILECOIN_CIRCUITS, KNOWN_DIGESTS, find_filecoin_params, params_digest
 from cuzk_plugin.filecoin.seal import c1_json, seal
 from cuzk_plugin.formats.params import ProvingKey
@@ -34,15 +31,6 @@ def _key(n_inputs_with_one: int, seed: int) -> ProvingKey:
 def c1_2k() -> bytes:
     return c1_json(seal("StackedDrg2KiBV1_1", miner_id=1000, sector_id=7, data_seed=1))
 
-
-@pytest.fixture
-def fil_dir(tmp_path, monkeypatch) -> Path:
-    """An empty $FIL_PROOFS_PARAMETER_CACHE, fresh check verdicts."""
-    fil = tmp_path / "filecoin-proof-parameters"
-    fil.mkdir()
-    monkeypatch.setenv(pf.FIL_CACHE_ENV, str(fil))
-    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache())
-    return fil
 
 
 def _porep_request(c1: bytes, request_id: str) -> pb.SubmitProofRequest:
