@@ -20,7 +20,7 @@ from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 
 __all__ = [
     "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
-    "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "domain_bytes",
+    "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json", "domain_bytes",
 ]
 
 Byte = Annotated[int, Field(ge=0, le=255)]
@@ -228,7 +228,12 @@ def _loads(raw: bytes | str, what: str) -> Any:
 
 def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
     """Curio's envelope and the C1 output inside it."""
-    env = _validate(C1Envelope, _loads(raw, "the C1 envelope"))
+    return envelope_from_json(_loads(raw, "the C1 envelope"))
+
+
+def envelope_from_json(top: Any) -> tuple[C1Envelope, C1Output]:
+    """:func:`parse_envelope` on JSON already decoded (a large body is decoded once)."""
+    env = _validate(C1Envelope, top)
     c1 = parse_c1(env.c1_bytes(), prefix="$.Phase1Out")
     if c1.seal_proof.sector_size != env.SectorSize:
         raise C1Error("$.SectorSize", f"{env.SectorSize} but the C1 is for {c1.registered_proof}")
@@ -237,7 +242,11 @@ def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
 
 def parse_c1(raw: bytes | str, *, prefix: str = "$") -> C1Output:
     """Parse and structurally check C1 JSON bytes (see :func:`check_c1` for consistency)."""
-    top = _loads(raw, "the C1 output")
+    return c1_from_json(_loads(raw, "the C1 output"), prefix=prefix)
+
+
+def c1_from_json(top: Any, *, prefix: str = "$") -> C1Output:
+    """:func:`parse_c1` on JSON already decoded."""
     if isinstance(top, dict) and "registered_proof" in top:  # name the proof type before the rest
         try:
             seal_proof_by_name(str(top["registered_proof"]))

@@ -29,8 +29,8 @@ from cuzk_plugin.adapters.curio.c1 import (
     C1Output,
     ColumnProof,
     MerkleProof,
-    parse_c1,
-    parse_envelope,
+    c1_from_json,
+    envelope_from_json,
 )
 from cuzk_plugin.bls12_381.fields import R, limbs_to_objects
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
@@ -324,9 +324,9 @@ def porep_partitions(raw: bytes | str) -> PorepJob:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
     if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
-        env, c1 = parse_envelope(raw)
+        env, c1 = envelope_from_json(top)
         return PorepJob(c1, sector_id=env.SectorNum, prefix="$.Phase1Out")
-    return PorepJob(parse_c1(raw))
+    return PorepJob(c1_from_json(top))
 
 
 def extract_porep_pce(circuit_id: str, path, *, progress_every_s: float = 10.0) -> str:
