@@ -60,6 +60,10 @@ class KeySource:
     filecoin: ParamFiles | None = None
     #: A key made here for a Filecoin circuit (tests only): never Filecoin's, named so everywhere.
     test_key: bool = False
+    #: A test key made on each lane instead of a file (see :mod:`cuzk_plugin.engine.device_key`):
+    #: a picklable zero-argument callable returning the pre-compiled circuit's path (recording it
+    #: first if missing). ``path`` is then never written.
+    device_key: object | None = None
 
 
 @runtime_checkable

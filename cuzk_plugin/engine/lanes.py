@@ -22,6 +22,8 @@ from typing import Any
 from cuzk_plugin.backends.protocol import Backend, DeviceInfo
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.config import Config, ConfigError
+from cuzk_plugin.engine.device_key import DeviceKey
+from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.proof import Proof
@@ -38,8 +40,38 @@ class Lane:
     backend: Backend
     device: DeviceInfo
 
-    def load_srs(self, key: ProvingKey) -> LaneKey:
+    #: Largest key (log2 of its domain) a backend that makes keys on the host may make for a
+    #: DeviceKey ([srs] max_generated_log2); a backend making them on its device is bounded by
+    #: the memory budget alone.
+    max_host_keygen_log2: int = 30
+
+    def load_srs(self, key: ProvingKey | DeviceKey) -> LaneKey:
+        if isinstance(key, DeviceKey):
+            return self._make_key(key)
         return LaneKey(self, self.backend.load_srs(key, self.device.index))
+
+    def _make_key(self, key: DeviceKey) -> LaneKey:
+        """Make ``key``'s copy on this lane from the lane's resident copy of its circuit."""
+        generate = getattr(self.backend, "generate_srs", None)
+        if not callable(generate):
+            raise CircuitUnavailable(f"key of '{key.circuit_id}' is made on the lanes, and backend "
+                                     f"{self.backend.name} cannot make keys")
+        log2 = (key.mapped.circuit.domain_size - 1).bit_length()
+        if not getattr(self.backend, "keygen_on_device", False) and log2 > self.max_host_keygen_log2:
+            raise CircuitUnavailable(f"key of '{key.circuit_id}' (2^{log2}) would be made on the host by backend "
+                                     f"{self.backend.name}: refused, [srs] max_generated_log2 = {self.max_host_keygen_log2}")
+        handle = LaneKey(self, None)
+        try:
+            t0 = time.perf_counter()
+            srs, input_sums = generate(handle.circuit(key.mapped), key.secrets)
+            handle.srs = srs
+            key.accept(input_sums, self.name)
+        except BaseException:
+            handle.release()
+            raise
+        log.warning("srs %s: TEST KEY made on %s in %.2fs (%.1f GB)", key.circuit_id, self.name,
+                    time.perf_counter() - t0, handle.nbytes / 1e9)
+        return handle
 
 
 class LaneKey:
@@ -85,7 +117,8 @@ class LaneKey:
             for handle in self._circuits.values():
                 handle.release()
             self._circuits.clear()
-        self.srs.release()
+        if self.srs is not None:
+            self.srs.release()
 
 
 class PartitionCancelled(Exception):
@@ -135,7 +168,7 @@ def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[
             name = f"{backend.name}:{dev.index}"
             while any(lane.name == name for lane in lanes):
                 name += "'"
-            lanes.append(Lane(name, backend, dev))
+            lanes.append(Lane(name, backend, dev, max_host_keygen_log2=config.srs.max_generated_log2))
     if not lanes:
         raise ConfigError("no device to prove on (the backend reports none)")
     summary = "; ".join(chosen) + "; lanes " + ", ".join(f"{ln.name} ({ln.device.name})" for ln in lanes)

@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from cuzk_plugin.engine.circuits import KeySource
+from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import SrsBudgetExceeded, SrsInUse
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.formats.params import VK_BYTES, ProvingKey
+from cuzk_plugin.formats.pce import MappedCircuit
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class SrsEntry:
 
     circuit_id: str
     path: Path
-    key: ProvingKey | None = None
+    key: ProvingKey | DeviceKey | None = None
     handles: dict[str, Any] = field(default_factory=dict)
     ref_count: int = 0
     last_used: float = field(default_factory=time.monotonic)
@@ -81,7 +83,7 @@ class SrsEntry:
 
     @property
     def warm_bytes(self) -> int:
-        return self.path.stat().st_size if self.key is not None and self.path.exists() else 0
+        return self.path.stat().st_size if isinstance(self.key, ProvingKey) and self.path.exists() else 0
 
     @property
     def hot_bytes(self) -> int:
@@ -210,12 +212,17 @@ class SrsManager:
             entry = self._entries[circuit_id] = SrsEntry(circuit_id, source.path)
         return entry
 
-    async def warm(self, circuit_id: str) -> ProvingKey:
-        """The key mapped and checked (generated first when it is ours and missing)."""
+    async def warm(self, circuit_id: str) -> ProvingKey | DeviceKey:
+        """The key mapped and checked (generated first when it is ours and missing); for a key
+        made on the lanes, its circuit mapped and its secrets drawn."""
         entry = self._entry(circuit_id)
         async with entry.load_lock:
             if entry.key is None:
                 source = self._resolve(circuit_id)
+                if source.device_key is not None:
+                    entry.key = await self._draw_device_key(source)
+                    entry.last_used = time.monotonic()
+                    return entry.key
                 what = "TEST KEY (made here, not Filecoin's)" if source.test_key else "key"
                 if not source.path.exists():
                     if source.generate is None:
@@ -242,7 +249,17 @@ class SrsManager:
             entry.last_used = time.monotonic()
             return entry.key
 
-    async def hot(self, circuit_id: str, lane: str, load: Callable[[ProvingKey], Any]) -> tuple[ProvingKey, Any]:
+    async def _draw_device_key(self, source: KeySource) -> DeviceKey:
+        t0 = time.perf_counter()
+        pce_path = await self._run_blocking(source.device_key)
+        mapped = await self._run_blocking(MappedCircuit.open, pce_path)
+        key = await self._run_blocking(DeviceKey.draw, source.circuit_id, mapped)
+        log.warning("srs %s: a TEST KEY (not Filecoin's) will be made on each lane from the pre-compiled circuit %s "
+                    "(%.1f GB a lane, held in device memory only; %.2fs)", source.circuit_id, Path(pce_path).name,
+                    key.vectors_nbytes / 1e9, time.perf_counter() - t0)
+        return key
+
+    async def hot(self, circuit_id: str, lane: str, load: Callable[[Any], Any]) -> tuple[Any, Any]:
         """The key's handle on ``lane`` (``load(key)`` makes one: backend.load_srs on a device)."""
         entry = self._entry(circuit_id)
         entry.loading += 1  # held from here: the mapping is not evicted under the load

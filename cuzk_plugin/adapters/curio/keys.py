@@ -6,7 +6,9 @@ A missing file is refused when the request is planned, naming every path looked 
 anything is synthesized. Only with ``[srs] allow_test_keys = true`` does the daemon make its own
 key instead, and such a key is a different circuit id (``porep-2k-test-key``): its file name,
 the logs, the status and the job's circuit id all say so, and its proofs never pass Filecoin's
-verifier.
+verifier. A small circuit's test key is a `.params` file made once by a single-party setup of the
+blank circuit (``make_test_key``); a large one with a pre-compiled circuit (``test_key_circuit``)
+is made by each lane in its own memory from that circuit (:mod:`cuzk_plugin.engine.device_key`).
 
 A provider calls two functions::
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.engine.circuits import KeySource
@@ -42,13 +45,17 @@ from cuzk_plugin.filecoin.param_files import (
     test_key_path,
 )
 
-__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "BlankCircuitKey", "verdict_store"]
+__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "TestKeyCircuit", "CircuitFile", "BlankCircuitKey", "verdict_store"]
 
 log = logging.getLogger(__name__)
 
 #: (Filecoin circuit id, path to write) -> a picklable zero-argument callable writing a test key
 #: there, or None when this provider cannot make a key of that size.
 MakeTestKey = Callable[[str, Path], object | None]
+#: (Filecoin circuit id, param cache) -> a picklable zero-argument callable returning the path of
+#: the circuit's pre-compiled file, from which each lane makes a test key in its own memory
+#: (:mod:`cuzk_plugin.engine.device_key`); None where the provider has no such circuit.
+TestKeyCircuit = Callable[[str, Path], object | None]
 
 
 class BlankCircuitKey:
@@ -84,6 +91,19 @@ class BlankCircuitKey:
         setup(r1cs).save(self.path)  # atomic: tmp file + rename
 
 
+@dataclass(frozen=True)
+class CircuitFile:
+    """A circuit's pre-compiled file, recorded on first use: what each lane makes a test key from
+    (picklable: ``ensure`` is a module-level ``(circuit_id, param_cache) -> path`` function)."""
+
+    ensure: Callable[[str, str], str]
+    circuit_id: str
+    param_cache: str
+
+    def __call__(self) -> str:
+        return self.ensure(self.circuit_id, self.param_cache)
+
+
 def verdict_store(param_cache: Path | None) -> Path | None:
     """Where check verdicts of parameter files are remembered (our param cache, not Filecoin's)."""
     return Path(param_cache) / ".cuzk-param-checks.json" if param_cache is not None else None
@@ -99,7 +119,7 @@ def _missing(circuit: FilecoinCircuit, circuit_id: str, param_cache: Path | None
 
 
 def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_keys: bool,
-                      make_test_key: MakeTestKey | None) -> str:
+                      make_test_key: MakeTestKey | None, test_key_circuit: TestKeyCircuit | None = None) -> str:
     """The circuit id a job proves with: ``circuit_id`` when Filecoin's files are there, their
     sizes add up and no earlier load found their digest wrong (cheap checks, verdicts cached),
     else its test-key id when test keys are allowed and can be made. Raises
@@ -116,9 +136,10 @@ def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_k
             raise CircuitUnavailable(f"circuit {circuit_id}: {exc}") from None
         return circuit_id
     test_id = test_key_id(circuit_id)
-    if allow_test_keys and param_cache is not None and make_test_key is not None:
+    if allow_test_keys and param_cache is not None and (make_test_key is not None or test_key_circuit is not None):
         path = test_key_path(param_cache, circuit_id)
-        if path.is_file() or make_test_key(circuit_id, path) is not None:
+        if (path.is_file() or (make_test_key is not None and make_test_key(circuit_id, path) is not None)
+                or (test_key_circuit is not None and test_key_circuit(circuit_id, param_cache) is not None)):
             log.warning("circuit %s: Filecoin's parameter file is missing; proving with the TEST KEY %s "
                         "([srs] allow_test_keys = true): Filecoin's verifier rejects these proofs", circuit_id, test_id)
             return test_id
@@ -126,7 +147,8 @@ def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_k
 
 
 def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tuple[str, ...], allow_test_keys: bool,
-                        make_test_key: MakeTestKey | None) -> KeySource | None:
+                        make_test_key: MakeTestKey | None,
+                        test_key_circuit: TestKeyCircuit | None = None) -> KeySource | None:
     """The key of ``circuit_id`` when it is a Filecoin circuit of ``kinds`` (``porep``, ``wpost``,
     ``winning``, ``snap``) or a test key of one; None for any other id. Raises
     :class:`CircuitUnavailable` for such an id whose file is missing (naming the paths) or for a
@@ -143,6 +165,10 @@ def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tup
             return None
         path = test_key_path(param_cache, base)
         generate = make_test_key(base, path) if make_test_key is not None else None
+        if generate is None and not path.is_file() and test_key_circuit is not None:
+            device_key = test_key_circuit(base, param_cache)
+            if device_key is not None:
+                return KeySource(circuit_id, path, test_key=True, device_key=device_key)
         return KeySource(circuit_id, path, generate, test_key=True)
     files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
     if files is None:

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, filecoin_key_source, plan_filecoin_key
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.post import PostDecodeError
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
 from cuzk_plugin.adapters.curio.provider import pce_enabled
@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 #: Every PoSt circuit id: (kind, sector size).
 POST_CIRCUITS = {post_circuit_id(k, size): (k, size) for k in PostKind for size in WINDOW_SECTORS}
 
-#: Test keys ([srs] allow_test_keys) can be made here for these circuits; others need Filecoin's files.
+#: Test keys ([srs] allow_test_keys) made as files here; the other sizes' test keys are made on
+#: each lane from the pre-compiled circuit (:func:`post_test_key_circuit`).
 TEST_KEY_CIRCUITS = {"winning-2k": (PostKind.WINNING, 2 << 10), "wpost-2k": (PostKind.WINDOW, 2 << 10)}
 
 _KINDS = {ProofKind.WINNING_POST: PostKind.WINNING, ProofKind.WINDOW_POST_PARTITION: PostKind.WINDOW}
@@ -102,6 +103,13 @@ def post_test_key(circuit_id: str, path: Path) -> PostKeyGenerator | None:
     return PostKeyGenerator(spec[0], spec[1], path) if spec else None
 
 
+def post_test_key_circuit(circuit_id: str, param_cache: Path) -> CircuitFile | None:
+    """Sizes without a file test key get one made on each lane from the pre-compiled circuit."""
+    if circuit_id in TEST_KEY_CIRCUITS or circuit_id not in POST_CIRCUITS or not pce_enabled():
+        return None
+    return CircuitFile(ensure_post_pce, circuit_id, str(param_cache))
+
+
 class PostCircuitProvider:
     """WINDOW_POST_PARTITION and WINNING_POST: the Fallback PoSt circuit of every sector size,
     proved with Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
@@ -122,7 +130,7 @@ class PostCircuitProvider:
             raise InvalidRequest(str(exc)) from None
         # The key before any synthesis: a missing Filecoin file fails the job here, naming the paths.
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
-                                       make_test_key=post_test_key)
+                                       make_test_key=post_test_key, test_key_circuit=post_test_key_circuit)
         task = PostPartitionTask(request.registered_proof, bytes(request.randomness),
                                  tuple(bytes(v) for v in request.vanilla_proofs), request.partition_index,
                                  str(param_cache) if param_cache is not None else None)
@@ -130,4 +138,5 @@ class PostCircuitProvider:
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
         return filecoin_key_source(circuit_id, param_cache, kinds=("wpost", "winning"),
-                                   allow_test_keys=self.allow_test_keys, make_test_key=post_test_key)
+                                   allow_test_keys=self.allow_test_keys, make_test_key=post_test_key,
+                                   test_key_circuit=post_test_key_circuit)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
-from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, filecoin_key_source, plan_filecoin_key
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, ensure_porep_pce, porep_partitions
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -24,8 +24,9 @@ from cuzk_plugin.engine.types import ProofKind
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 
-#: Sector sizes whose test key can be made here (a single-party setup of the blank circuit);
-#: larger ones take hours and tens of GB, so they need Filecoin's files.
+#: Sector sizes whose test key is a file made here (a single-party setup of the blank circuit on
+#: the host); larger ones take hours and tens of GB that way, so their test keys are made on the
+#: lanes from the pre-compiled circuit (:func:`porep_test_key_circuit`).
 TEST_KEY_SIZES = {"porep-2k": "2KiB"}
 
 
@@ -78,6 +79,13 @@ def porep_test_key(circuit_id: str, path: Path) -> PorepKeyGenerator | None:
     return PorepKeyGenerator(size, path) if size else None
 
 
+def porep_test_key_circuit(circuit_id: str, param_cache: Path) -> CircuitFile | None:
+    """Sizes without a file test key get one made on each lane from the pre-compiled circuit."""
+    if circuit_id in TEST_KEY_SIZES or circuit_id not in PCE_CIRCUITS or not pce_enabled():
+        return None
+    return CircuitFile(ensure_porep_pce, circuit_id, str(param_cache))
+
+
 class PorepCircuitProvider:
     """POREP_SEAL_COMMIT: the stacked DRG PoRep circuit of every sector size, proved with
     Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
@@ -93,11 +101,11 @@ class PorepCircuitProvider:
         except C1Error as exc:
             raise InvalidRequest(f"vanilla_proof{exc.path[1:]}: {exc.message}") from None
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
-                                       make_test_key=porep_test_key)
+                                       make_test_key=porep_test_key, test_key_circuit=porep_test_key_circuit)
         pce_cache = str(param_cache) if param_cache is not None else None
         tasks = tuple(PorepPartitionTask(bytes(request.vanilla_proof), k, pce_cache) for k in range(job.num_partitions))
         return JobPlan(circuit_id, tasks)
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
         return filecoin_key_source(circuit_id, param_cache, kinds=("porep",), allow_test_keys=self.allow_test_keys,
-                                   make_test_key=porep_test_key)
+                                   make_test_key=porep_test_key, test_key_circuit=porep_test_key_circuit)
