@@ -6,14 +6,16 @@ allow_test_keys`` such a circuit gets a :class:`DeviceKey` instead: the secrets 
 beta, gamma, delta) are drawn once here, and every lane that proves with the key makes its copy
 on its own device from the lane's resident circuit (``backend.generate_srs``: seconds on a
 GPU). The same secrets give every lane the same key; the verifying key comes from the first
-lane's input columns and every later lane's must equal it. Like every test key its proofs never
-pass Filecoin's verifier, and its id says so (``porep-32g-test-key``).
+lane's input columns and every later lane's must equal it. The verifying key alone is written
+(``<param_cache>/<id>.vk``, bellperson's layout) so that a client can check the proofs. Like every
+test key its proofs never pass Filecoin's verifier, and its id says so (``porep-32g-test-key``).
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,13 +41,15 @@ class DeviceKey:
     circuit_id: str
     mapped: MappedCircuit
     secrets: SetupSecrets
+    #: Where the verifying key is written once made (None: not written).
+    vk_path: Path | None = None
     _vk: VerifyingKey | None = None
     _input_sums: np.ndarray | None = None
     _counts: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def draw(cls, circuit_id: str, mapped: MappedCircuit) -> DeviceKey:
+    def draw(cls, circuit_id: str, mapped: MappedCircuit, vk_path: Path | None = None) -> DeviceKey:
         """A key of ``mapped``'s circuit with fresh secrets."""
         from cuzk_plugin.formats.params import SetupSecrets
         pce = mapped.circuit
@@ -58,7 +62,7 @@ class DeviceKey:
             "b_g1": n_b,
             "b_g2": n_b,
         }
-        return cls(circuit_id, mapped, SetupSecrets.draw(), _counts=counts)
+        return cls(circuit_id, mapped, SetupSecrets.draw(), vk_path, _counts=counts)
 
     def counts(self) -> dict[str, int]:
         """Points per vector, as ProvingKey.counts gives them."""
@@ -89,8 +93,10 @@ class DeviceKey:
             raise ParamsError(f"key of '{self.circuit_id}' made on {lane}: input columns {sums.shape}, expected {expect}")
         with self._lock:
             if self._input_sums is None:
-                self._vk = verifying_key_from(self.secrets, sums)
-                self._input_sums = sums
+                vk = verifying_key_from(self.secrets, sums)
+                if self.vk_path is not None:
+                    vk.save(self.vk_path)  # tmp file + rename
+                self._vk, self._input_sums = vk, sums
             elif not np.array_equal(self._input_sums, sums):
                 raise ParamsError(f"key of '{self.circuit_id}' made on {lane} differs from the other lanes' copies "
                                   "(same secrets, different input columns): refusing it")

@@ -253,7 +253,7 @@ class SrsManager:
         t0 = time.perf_counter()
         pce_path = await self._run_blocking(source.device_key)
         mapped = await self._run_blocking(MappedCircuit.open, pce_path)
-        key = await self._run_blocking(DeviceKey.draw, source.circuit_id, mapped)
+        key = await self._run_blocking(DeviceKey.draw, source.circuit_id, mapped, source.path.with_suffix(".vk"))
         log.warning("srs %s: a TEST KEY (not Filecoin's) will be made on each lane from the pre-compiled circuit %s "
                     "(%.1f GB a lane, held in device memory only; %.2fs)", source.circuit_id, Path(pce_path).name,
                     key.vectors_nbytes / 1e9, time.perf_counter() - t0)

@@ -19,6 +19,7 @@ from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.engine import Engine
 from cuzk_plugin.engine.types import JobStatus, ProofKind, ProofRequest
 from cuzk_plugin.errors import ParamsError
+from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.pce import MappedCircuit
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import batch_verify, verify
@@ -90,10 +91,11 @@ async def test_engine_proves_with_a_key_made_on_each_lane(tmp_path, pce_file):
         await engine.stop()
     assert res.status == JobStatus.COMPLETED, res.error_message
     assert not key_path.exists()
+    assert VerifyingKey.load(key_path.with_suffix(".vk")).to_bytes() == key.vk.to_bytes()  # for clients
     proofs, publics = decode_proofs(res.proof), _publics()
     assert batch_verify(key.vk, proofs, publics)
     assert not verify(key.vk, proofs[0], publics[1])
-    tampered = publics[0][:-1] + [(publics[0][-1] + 1)]
+    tampered = [*publics[0][:-1], publics[0][-1] + 1]
     assert not verify(key.vk, proofs[0], tampered)
 
 
@@ -101,7 +103,7 @@ def test_a_lane_whose_copy_differs_is_refused(pce_file):
     key = DeviceKey.draw(CIRCUIT_ID, MappedCircuit.open(pce_file))
     with pytest.raises(ParamsError, match="no lane has made it yet"):
         _ = key.vk
-    srs, sums = CpuBackend().generate_srs(CpuBackend().load_circuit(key.mapped.circuit), key.secrets)
+    _srs, sums = CpuBackend().generate_srs(CpuBackend().load_circuit(key.mapped.circuit), key.secrets)
     key.accept(sums, "cpu:0")
     key.accept(sums.copy(), "cpu:1")  # the same copy: accepted
     bad = sums.copy()
@@ -113,7 +115,7 @@ def test_a_lane_whose_copy_differs_is_refused(pce_file):
 
 
 async def test_a_host_made_key_above_the_limit_is_refused(tmp_path, pce_file):
-    engine, key_path = _engine(tmp_path, pce_file, [CpuBackend()], max_generated_log2=4)
+    engine, _key_path = _engine(tmp_path, pce_file, [CpuBackend()], max_generated_log2=4)
     await engine.start()
     try:
         res = await engine.prove(ProofRequest("device-key-2", ProofKind.SYNTHETIC))
