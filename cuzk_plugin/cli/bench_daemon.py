@@ -173,23 +173,86 @@ def _c1_sector_size(raw: bytes) -> int:
         return 32 << 30
 
 
+# -- client-side verification ----------------------------------------------------------------------
+def request_public_inputs(req) -> list[list[int]]:
+    """Each partition's public inputs (ONE excluded) as the client derives them from its own request:
+    PoRep from the C1, PoSt from the vanilla proofs and randomness."""
+    from cuzk_plugin.server.proto import cuzk_pb2 as pb
+
+    if req.proof_kind == pb.POREP_SEAL_COMMIT:
+        from cuzk_plugin.adapters.curio.porep import porep_partitions
+
+        job = porep_partitions(req.vanilla_proof)
+        return [job.public_inputs(k) for k in range(job.num_partitions)]
+    if req.proof_kind in (pb.WINDOW_POST_PARTITION, pb.WINNING_POST):
+        from cuzk_plugin.adapters.curio.post_job import PostJob
+
+        job = PostJob.from_fields(req.registered_proof, req.randomness, list(req.vanilla_proofs), req.partition_index)
+        return [list(job.public_inputs)]
+    raise BenchInputError("--verify-vk: only porep, wpost and winning proofs are checked on the client")
+
+
+def verify_records(records, make_request, vk_path: str) -> list[str]:
+    """Check every completed proof against the verifying key in ``vk_path`` (bellperson's `.vk`
+    layout, e.g. the one the daemon writes beside a test key made on its lanes); the problems."""
+    from cuzk_plugin.formats.params import VerifyingKey
+    from cuzk_plugin.formats.proof import decode_proofs
+    from cuzk_plugin.groth16.verifier import batch_verify
+
+    vk = VerifyingKey.load(vk_path)
+    publics_by_request: dict[bytes, list[list[int]]] = {}
+    problems = []
+    for i, r in enumerate(sorted(records, key=lambda r: r.job_id)):
+        if r.status != "COMPLETED":
+            continue
+        req = make_request("", i)  # the id aside, requests of one batch repeat: derive once
+        digest = req.SerializeToString(deterministic=True)
+        if digest not in publics_by_request:
+            publics_by_request[digest] = request_public_inputs(req)
+        publics = publics_by_request[digest]
+        try:
+            proofs = decode_proofs(r.proof)
+        except ValueError as exc:
+            problems.append(f"{r.job_id}: {exc}")
+            continue
+        if len(proofs) != len(publics):
+            problems.append(f"{r.job_id}: {len(proofs)} partition proofs, the request has {len(publics)} partitions")
+        elif not batch_verify(vk, proofs, publics):
+            problems.append(f"{r.job_id}: a partition proof does not verify against {vk_path}")
+    return problems
+
+
+def _report_verification(args: argparse.Namespace, records) -> bool:
+    if not getattr(args, "verify_vk", None):
+        return True
+    problems = verify_records(records, functools.partial(build_request, args), args.verify_vk)
+    done = sum(r.status == "COMPLETED" for r in records)
+    print(f"client verification against {args.verify_vk}: {done - len(problems)} of {done} proofs verify",
+          file=sys.stderr if args.json else sys.stdout)
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    return not problems
+
+
 # -- commands -----------------------------------------------------------------------------------
 def cmd_single(args: argparse.Namespace) -> int:
     records, _wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), 1, 1, False))
     r = records[0]
+    verified = _report_verification(args, records)
     if args.out and r.proof:
         Path(args.out).write_bytes(r.proof)
     if args.json:
         print(json.dumps({k: v for k, v in asdict(r).items() if k != "proof"}, indent=2))
     else:
         print(format_record(r))
-    return 0 if r.status == "COMPLETED" else 1
+    return 0 if r.status == "COMPLETED" and verified else 1
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
     show = not args.json and (args.progress or sys.stderr.isatty())
     records, wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), args.count, args.concurrency, show))
     summary = summarize(records, wall, args.partitions)
+    verified = _report_verification(args, records)
     if args.plot:
         from cuzk_plugin.cli.bench_daemon_plot import plot_timeline
 
@@ -202,7 +265,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print_summary(summary)
         if args.plot:
             print(f"timeline: {args.plot}")
-    return 0 if summary["failed"] == 0 else 1
+    return 0 if summary["failed"] == 0 and verified else 1
 
 
 def _unary(args: argparse.Namespace, rpc: str, request):
@@ -306,6 +369,9 @@ def _proof_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partitions", type=int, default=1, help="synthetic: partitions per proof (default 1)")
     p.add_argument("--seed", type=int, default=1, help="synthetic: witness seed (default 1)")
     p.add_argument("--priority", choices=["low", "normal", "high", "critical"], help="default: the kind's")
+    p.add_argument("--verify-vk", metavar="FILE",
+                   help="porep/wpost/winning: check every returned proof on the client against this verifying key "
+                        "(a .vk file), with public inputs derived from the request")
 
 
 def _circuit_arg(p: argparse.ArgumentParser) -> None:

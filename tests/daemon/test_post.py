@@ -19,6 +19,7 @@ import pytest
 
 from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider
 from cuzk_plugin.adapters.synthetic import SyntheticProvider
+from cuzk_plugin.cli.bench_daemon import request_public_inputs, verify_records
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.types import Priority
 from cuzk_plugin.filecoin import param_files as pf
@@ -29,6 +30,7 @@ from cuzk_plugin.filecoin.seal import seal
 from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import verify
+from cuzk_plugin.server.batch import record
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
 MINER = 1000
@@ -187,3 +189,10 @@ async def test_winning_post_2kib_end_to_end_with_a_test_key(make_daemon, sectors
     assert not verify(vk, proof, [*inputs[:-1], (inputs[-1] + 1) % 64])
     metrics = (await stub.GetMetrics(pb.GetMetricsRequest())).prometheus_text
     assert 'cuzk_jobs_total{kind="winning_post",status="completed"} 1.0' in metrics
+
+    # cuzk-bench --verify-vk: the client derives the same public inputs from its own request.
+    req = _winning(ps)
+    assert request_public_inputs(req) == [inputs]
+    assert verify_records([record(res, 0.0, 0.0)], lambda _id, _i: req, str(key)) == []
+    res.proof = res.proof[:-1] + bytes([res.proof[-1] ^ 1])
+    assert verify_records([record(res, 0.0, 0.0)], lambda _id, _i: req, str(key)) != []
