@@ -1,0 +1,134 @@
+#!/bin/bash
+# A 32 GiB PoRep C2 end to end on one H200 (issue 13), in two device calls back to back (the
+# machine stays warm 30 s; .device-cache/ survives between calls):
+#   PHASE=prep  the GPU tests, the pre-compiled porep-32g circuit, a sparse 32 GiB C1 (test
+#               fixture), the witness timing of one partition
+#   PHASE=e2e   cuzk-daemon (CUDA, a TEST key made on the GPU from the pre-compiled circuit),
+#               PreloadSRS (cold start), 3 x `cuzk-bench single -t porep`, `cuzk-bench batch -c 4 -j 2`,
+#               a C1 with one flipped Merkle byte, every proof checked again on the client
+#               (--verify-vk); device memory sampled, the daemon's peak RSS from /usr/bin/time.
+# Device tool: run with carry [".whl", ".device-carry"], command
+#   PHASE=prep bash bench/e2e/porep32g_h200.sh   then   PHASE=e2e bash bench/e2e/porep32g_h200.sh
+# .device-carry/cuda holds the library built here:
+#   .venv/bin/python -m cuzk_plugin.backends.cuda.build --arch 90 --out .device-carry/cuda
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+CACHE=$PWD/.device-cache; PARAMS=$CACHE/params; mkdir -p "$PARAMS"
+export PYTHONUNBUFFERED=1
+if [ ! -d /tmp/site/grpc ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
+PY=python3
+C1=$CACHE/c1-32g.json
+stamp() { date -u +%H:%M:%S; }
+
+if [ "${PHASE:-prep}" = prep ]; then
+    {
+        date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $(cat .device-carry/commit.txt 2>/dev/null)"
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; free -g | head -2
+    } | tee "$OUT/device.txt"
+    # The circuit (single-threaded recording) and the C1 run beside the GPU tests.
+    ( /usr/bin/time -v $PY -m cuzk_plugin.cli.main pce extract --circuit porep-32g --param-cache "$PARAMS" \
+        >"$OUT/pce-extract.txt" 2>&1; echo "pce extract rc=$? at $(stamp)" >>"$OUT/pce-extract.txt" ) &
+    pce=$!
+    ( [ -s "$C1" ] || /usr/bin/time -v $PY -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out "$C1" \
+        >"$OUT/seal.txt" 2>&1; echo "seal rc=$? at $(stamp)" >>"$OUT/seal.txt" ) &
+    seal=$!
+    timeout "${TEST_TIMEOUT:-300}" $PY -m pytest tests/gpu -q -rfEs -p no:cacheprovider --backend cuda \
+        ${TEST_K:+-k "$TEST_K"} >"$OUT/tests.txt" 2>&1
+    echo "gpu tests rc=$? at $(stamp)"; tail -6 "$OUT/tests.txt"
+    wait $seal; tail -3 "$OUT/seal.txt"
+    if [ -x bench/synthesis/witness_h200.sh ] || [ -f bench/synthesis/witness_h200.sh ]; then
+        C1="$C1" timeout 200 bash bench/synthesis/witness_h200.sh >"$OUT/witness.txt" 2>&1
+        echo "witness rc=$? at $(stamp)"; tail -12 "$OUT/witness.txt"
+    fi
+    wait $pce; grep -E "pce|Elapsed|Maximum resident|rc=" "$OUT/pce-extract.txt" | tail -8
+    ls -l "$PARAMS"
+    exit 0
+fi
+
+# -- PHASE=e2e ----------------------------------------------------------------------------------
+SOCK=/tmp/cuzk-e2e.sock; ADDR=unix://$SOCK
+cat >"$CACHE/daemon.toml" <<EOF
+[daemon]
+listen = "$ADDR"
+status_listen = ""
+[srs]
+param_cache = "$PARAMS"
+allow_test_keys = true
+[memory]
+total_budget = "${BUDGET:-120GiB}"
+safety_margin = "0"
+[gpus]
+backend = "cuda"
+gpu_workers_per_device = ${GPU_WORKERS:-2}
+[synthesis]
+threads = ${SYNTH_THREADS:-10}
+[pipeline]
+synthesis_lookahead = ${LOOKAHEAD:-3}
+EOF
+cat "$CACHE/daemon.toml" >"$OUT/daemon.toml"
+nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 500 >"$OUT/gpu-mem.csv" 2>/dev/null &
+smi=$!
+rm -f "$SOCK"
+CUZK_TIMING=1 /usr/bin/time -v $PY -m cuzk_plugin.cli.daemon -c "$CACHE/daemon.toml" >"$OUT/daemon.log" 2>&1 &
+daemon=$!
+t_start=$(date +%s%N)
+for _ in $(seq 1 120); do
+    $PY -m cuzk_plugin.cli.bench status -a "$ADDR" --timeout 2 >/dev/null 2>&1 && break
+    sleep 0.5
+done
+echo "daemon up in $(( ($(date +%s%N) - t_start) / 1000000 )) ms at $(stamp)"
+BENCH="$PY -m cuzk_plugin.cli.bench"
+VK=$PARAMS/porep-32g-test-key.vk
+rm -f "$VK"
+t0=$(date +%s%N)
+$BENCH preload -a "$ADDR" -c porep-32g-test-key --timeout 600 --json | tee "$OUT/preload.json"
+echo "cold start (daemon start -> key on the GPU): $(( ($(date +%s%N) - t_start) / 1000000 )) ms; preload $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+for i in 1 2 3; do
+    timeout 240 $BENCH single -a "$ADDR" -t porep --c1 "$C1" --verify-vk "$VK" --json >"$OUT/single-$i.json" 2>"$OUT/single-$i.err"
+    echo "single $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"' "$OUT/single-$i.json"; cat "$OUT/single-$i.err"
+done
+timeout 300 $BENCH batch -a "$ADDR" -t porep --c1 "$C1" -c 4 -j 2 --verify-vk "$VK" --json --plot "$OUT/batch-timeline.png" \
+    >"$OUT/batch.json" 2>"$OUT/batch.err"
+echo "batch rc=$? at $(stamp)"; head -30 "$OUT/batch.json"; cat "$OUT/batch.err"
+# One flipped byte in a Merkle path of partition 0: refused before the GPU, naming where.
+$PY - "$C1" "$CACHE/c1-bad.json" <<'PY'
+import json, sys
+c1 = json.load(open(sys.argv[1]))
+def first_path(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "path" and isinstance(v, list) and v:
+                return v
+            r = first_path(v)
+            if r is not None:
+                return r
+    elif isinstance(node, list):
+        for v in node:
+            r = first_path(v)
+            if r is not None:
+                return r
+path = first_path(c1["vanilla_proofs"])
+def flip(node):
+    if isinstance(node, list) and node and all(isinstance(x, int) for x in node):
+        node[0] ^= 1
+        return True
+    if isinstance(node, list):
+        return any(flip(x) for x in node)
+    if isinstance(node, dict):
+        return any(flip(v) for v in node.values())
+    return False
+assert flip(path)
+json.dump(c1, open(sys.argv[2], "w"))
+PY
+timeout 120 $BENCH single -a "$ADDR" -t porep --c1 "$CACHE/c1-bad.json" --json >"$OUT/single-bad.json" 2>&1
+echo "bad C1 rc=$? (expect 1)"; grep -E '"status"|"error"' "$OUT/single-bad.json" | cut -c1-400
+$BENCH status -a "$ADDR" >"$OUT/status.txt" 2>&1; cat "$OUT/status.txt"
+$BENCH metrics -a "$ADDR" >"$OUT/metrics.txt" 2>&1
+kill -TERM $daemon; wait $daemon; echo "daemon rc=$?"
+kill $smi 2>/dev/null
+grep -E "Maximum resident|Elapsed" "$OUT/daemon.log"
+echo "device memory peak: $(sort -t, -k2 -n "$OUT/gpu-mem.csv" | tail -1)"
+grep -E "TEST KEY|keygen|srs porep|CUZK_TIMING" "$OUT/daemon.log" | head -40 | cut -c1-300
