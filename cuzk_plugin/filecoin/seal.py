@@ -186,7 +186,9 @@ def _labeling_parents(s: Sector, node: int, layer: int) -> list[int]:
     return expand_parents(parents, layer)
 
 
-def _challenge_proof(s: Sector, c: int) -> dict:
+def challenge_proof(s: Sector, c: int) -> dict:
+    """Challenge ``c``'s vanilla proof in the C1 JSON layout (paths, columns, labels, encoding);
+    every PoRep variant's C1 is a list of these per partition."""
     layers = s.params.layers
     return {
         "comm_d_proofs": _merkle_json(s.tree_d.path(c), s.params, binary=True),
@@ -211,7 +213,7 @@ def c1_output(s: Sector) -> dict:
     parts = []
     for k in range(s.params.partitions):
         chs = interactive_challenges(s.replica_id, s.seed, s.params.nodes, s.params.challenges_per_partition, k)
-        parts.append([_challenge_proof(s, c) for c in chs])
+        parts.append([challenge_proof(s, c) for c in chs])
     return {
         "registered_proof": s.proof.name,
         "vanilla_proofs": {s.proof.v1_name: parts},

@@ -18,7 +18,7 @@ import json
 
 from cuzk_plugin.filecoin.challenges import porep_challenges
 from cuzk_plugin.filecoin.params import porep_params
-from cuzk_plugin.filecoin.seal import SealedSector, _challenge_proof, c1_output, seal
+from cuzk_plugin.filecoin.seal import SealedSector, c1_output, challenge_proof, seal
 from cuzk_plugin.filecoin.trees import fr_to_bytes
 
 __all__ = ["VARIANT_PROOFS", "seal_variant", "variant_c1_json", "variant_c1_output"]
@@ -41,7 +41,7 @@ def variant_c1_output(s: SealedSector) -> dict:
         chs = porep_challenges(proof.challenge_kind, replica_id=s.replica_id, comm_r=fr_to_bytes(s.comm_r),
                                seed=s.seed, nodes=params.nodes,
                                challenges_per_partition=params.challenges_per_partition, partition=k)
-        parts.append([_challenge_proof(s, c) for c in chs])
+        parts.append([challenge_proof(s, c) for c in chs])
     out = c1_output(s)  # header fields as the sealer writes them
     out["vanilla_proofs"] = {proof.v1_name: parts}
     return out
