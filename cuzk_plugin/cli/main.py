@@ -5,7 +5,7 @@
     cuzk verify --vk V --proof proof.bin --public public.json   (exit 0 valid, 1 invalid)
     cuzk export-snarkjs --vk V --proof proof.bin --public public.json --out DIR
     cuzk params inspect FILE [--json]
-    cuzk pce extract --circuit porep-32g [--param-cache DIR] [--force]
+    cuzk pce extract --circuit porep-32g|snap-32g [--param-cache DIR] [--force]
     cuzk demo [--log2 K] [--backend NAME]
 """
 
@@ -195,13 +195,15 @@ def cmd_params_inspect(args: argparse.Namespace) -> int:
 
 def cmd_pce_extract(args: argparse.Namespace) -> int:
     from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.snap import ensure_snap_pce
     from cuzk_plugin.formats.pce import pce_path, read_header
 
     cache = Path(args.param_cache).expanduser()
     if args.force:
         pce_path(cache, args.circuit).unlink(missing_ok=True)
     t0 = time.perf_counter()
-    path = ensure_porep_pce(args.circuit, cache)
+    ensure = ensure_snap_pce if args.circuit.startswith("snap-") else ensure_porep_pce
+    path = ensure(args.circuit, cache)
     hdr = read_header(path)
     print(f"{path}: {hdr.name}, {hdr.num_constraints:,} rows ({hdr.num_inputs} inputs, {hdr.num_aux:,} aux), "
           f"nnz A/B/C {hdr.nnz[0]:,}/{hdr.nnz[1]:,}/{hdr.nnz[2]:,}, {hdr.num_coeffs} coefficients, "
@@ -263,8 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pce", help="pre-compiled circuits (R1CS recorded once per circuit shape)")
     psub = p.add_subparsers(dest="pce_command", required=True, metavar="SUBCOMMAND")
     pe = psub.add_parser("extract", help="record a circuit into {param-cache}/pce-{circuit}.pce (checked if present)")
-    pe.add_argument("--circuit", required=True, choices=["porep-2k", "porep-8m", "porep-512m", "porep-32g", "porep-64g"],
-                    help="the PoRep circuit to record, by sector size")
+    pe.add_argument("--circuit", required=True, choices=[f"{kind}-{size}" for kind in ("porep", "snap")
+                                                          for size in ("2k", "8m", "512m", "32g", "64g")],
+                    help="the PoRep or SnapDeals (update) circuit to record, by sector size")
     pe.add_argument("--param-cache", default="/var/tmp/filecoin-proof-parameters",
                     help="the daemon's [srs] param_cache (default /var/tmp/filecoin-proof-parameters)")
     pe.add_argument("--force", action="store_true", help="extract again even if a valid file exists")

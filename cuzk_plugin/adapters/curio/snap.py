@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
-from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, filecoin_key_source, plan_filecoin_key
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -42,17 +42,23 @@ __all__ = [
     "SnapJob",
     "SnapKeyGenerator",
     "snap_test_key",
+    "snap_test_key_circuit",
     "SnapPartitionTask",
     "SnapWitnessError",
     "decode_partition_proof",
     "snap_circuit_id",
     "snap_job",
+    "SNAP_CIRCUITS",
+    "ensure_snap_pce",
+    "extract_snap_pce",
 ]
 
 _SIZE_IDS = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
 _VARIANTS = ("Single", "Sub", "Top")
 #: Test keys ([srs] allow_test_keys) can be made here for these circuits; others need Filecoin's files.
 OWN_SETUP_CIRCUITS = ("snap-2k",)
+#: Every update circuit id (``snap-2k`` ... ``snap-64g``) -> its sector size.
+SNAP_CIRCUITS = {f"snap-{name}": size for size, name in _SIZE_IDS.items()}
 
 
 class SnapDecodeError(BincodeError):
@@ -125,6 +131,25 @@ def decode_partition_proof(raw: bytes, p: UpdateParams, path: str = "vanilla_pro
 
 def snap_circuit_id(sector_size: int) -> str:
     return f"snap-{_SIZE_IDS[sector_size]}"
+
+
+def extract_snap_pce(circuit_id: str, path) -> str:
+    """Record the update circuit ``circuit_id`` (e.g. ``snap-32g``) into ``path`` by streaming its
+    blank partition through the recorder (bounded memory); the digest."""
+    from cuzk_plugin.circuit.pce_record import record_circuit
+    from cuzk_plugin.filecoin.snap.circuit import blank_update_partition, synthesize_update_partition
+
+    if circuit_id not in SNAP_CIRCUITS:
+        raise ValueError(f"no pre-compiled update circuit '{circuit_id}' (known: {', '.join(SNAP_CIRCUITS)})")
+    p = update_params(SNAP_CIRCUITS[circuit_id])
+    return record_circuit(lambda cs: synthesize_update_partition(cs, p, blank_update_partition(p)), path, circuit_id)
+
+
+def ensure_snap_pce(circuit_id: str, param_cache) -> str:
+    """The path of ``circuit_id``'s pre-compiled circuit in ``param_cache`` (recorded on first use)."""
+    from cuzk_plugin.formats.pce import ensure_pce
+
+    return ensure_pce(circuit_id, param_cache, extract_snap_pce)
 
 
 def _comm(request: ProofRequest, name: str) -> int:
@@ -202,7 +227,8 @@ def snap_job(request: ProofRequest) -> SnapJob:
 
 @dataclass(frozen=True)
 class SnapPartitionTask:
-    """Synthesize partition ``k`` from its bincode PartitionProof (a worker process re-decodes)."""
+    """Partition ``k`` from its bincode PartitionProof (a worker process re-decodes); ``pce_cache``
+    is the param cache holding (or to hold) the pre-compiled circuit, None for the reference path."""
 
     registered_proof: int
     raw: bytes
@@ -210,14 +236,11 @@ class SnapPartitionTask:
     comm_r_old: int
     comm_d_new: int
     comm_r_new: int
+    pce_cache: str | None = None
 
-    def circuit(self):
-        """(R1CS, inputs, aux), the vanilla relations and every constraint checked first."""
-        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
-        from cuzk_plugin.filecoin.snap.circuit import (
-            synthesize_update_partition,
-            witness_from_proof,
-        )
+    def _witness(self):
+        """(params, the partition's UpdatePartitionWitness), the vanilla relations checked first."""
+        from cuzk_plugin.filecoin.snap.circuit import witness_from_proof
         from cuzk_plugin.filecoin.snap.vanilla import UpdateProofError
 
         p = update_params(update_proof_size(self.registered_proof))
@@ -227,7 +250,14 @@ class SnapPartitionTask:
             verify_partition(p, proof, self.k, self.comm_r_old, self.comm_d_new, self.comm_r_new, prefix=where)
         except UpdateProofError as exc:
             raise SnapWitnessError(f"{exc}; nothing was proved") from None
-        w = witness_from_proof(p, proof, self.k, self.comm_r_old, self.comm_d_new, self.comm_r_new)
+        return p, witness_from_proof(p, proof, self.k, self.comm_r_old, self.comm_d_new, self.comm_r_new)
+
+    def circuit(self):
+        """(R1CS, inputs, aux) by the reference synthesis, every constraint checked as it is enforced."""
+        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+        from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition
+
+        p, w = self._witness()
         cs = FastConstraintSystem(check_as_you_go=True)
         regions: list[tuple[int, str]] = []
         try:
@@ -241,15 +271,44 @@ class SnapPartitionTask:
                                    f"nothing was proved") from None
         return cs.finish()
 
-    def synthesize(self):
-        from cuzk_plugin.bls12_381.fields import limbs_to_objects
-        from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
+    def assignment(self):
+        """(inputs, aux) as (n, 4) uint64 canonical, ONE first, in the circuit's variable order,
+        computed without synthesis (:mod:`cuzk_plugin.filecoin.witness.snap`)."""
+        from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment
 
-        r1cs, inputs, aux = self.circuit()
+        p, w = self._witness()
+        try:
+            return update_assignment(p, w, partition=self.k)
+        except UpdateWitnessMismatch as exc:
+            raise SnapWitnessError(f"{exc}; nothing was proved") from None
+
+    def _checked_inputs(self, inputs) -> list[int]:
+        from cuzk_plugin.bls12_381.fields import limbs_to_objects
+
         got = [int(x) for x in limbs_to_objects(inputs[1:])]
         expected = update_params(update_proof_size(self.registered_proof)).k_and_h_select(self.k)
         if got != [expected, self.comm_r_old, self.comm_d_new, self.comm_r_new]:
-            raise SnapWitnessError(f"partition {self.k}: synthesized public inputs differ from the verifier's")
+            raise SnapWitnessError(f"partition {self.k}: the witness's public inputs differ from the verifier's")
+        return got
+
+    def synthesize(self):
+        """(WitnessPartition on the mapped pre-compiled circuit, or SynthesizedPartition on the
+        reference path (``CUZK_DISABLE_PCE=1`` or no param cache); public inputs without ONE)."""
+        from cuzk_plugin.adapters.curio.provider import pce_enabled
+
+        if self.pce_cache is not None and pce_enabled():
+            from cuzk_plugin.formats.partition import WitnessPartition
+            from cuzk_plugin.formats.pce import MappedCircuit
+
+            inputs, aux = self.assignment()
+            got = self._checked_inputs(inputs)
+            circuit = MappedCircuit.open(ensure_snap_pce(snap_circuit_id(update_proof_size(self.registered_proof)),
+                                                         self.pce_cache))
+            return WitnessPartition(circuit, inputs, aux), got
+        from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
+
+        r1cs, inputs, aux = self.circuit()
+        got = self._checked_inputs(inputs)
         return synthesize_r1cs(r1cs, inputs, aux, check=False), got
 
 
@@ -272,6 +331,15 @@ def snap_test_key(circuit_id: str, path: Path) -> SnapKeyGenerator | None:
     return SnapKeyGenerator(2 << 10, path) if circuit_id in OWN_SETUP_CIRCUITS else None
 
 
+def snap_test_key_circuit(circuit_id: str, param_cache: Path) -> CircuitFile | None:
+    """Sizes without a file test key get one made on each lane from the pre-compiled circuit."""
+    from cuzk_plugin.adapters.curio.provider import pce_enabled
+
+    if circuit_id in OWN_SETUP_CIRCUITS or circuit_id not in SNAP_CIRCUITS or not pce_enabled():
+        return None
+    return CircuitFile(ensure_snap_pce, circuit_id, str(param_cache))
+
+
 class SnapCircuitProvider:
     """SNAP_DEALS_UPDATE: the EmptySectorUpdate circuit of every sector size, proved with
     Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
@@ -284,11 +352,12 @@ class SnapCircuitProvider:
     def plan(self, request: ProofRequest, param_cache: Path | None) -> JobPlan:
         job = snap_job(request)
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
-                                       make_test_key=snap_test_key)
+                                       make_test_key=snap_test_key, test_key_circuit=snap_test_key_circuit)
+        pce_cache = str(param_cache) if param_cache is not None else None
         tasks = tuple(SnapPartitionTask(request.registered_proof, bytes(raw), k, job.comm_r_old, job.comm_d_new,
-                                        job.comm_r_new) for k, raw in enumerate(request.vanilla_proofs))
+                                        job.comm_r_new, pce_cache) for k, raw in enumerate(request.vanilla_proofs))
         return JobPlan(circuit_id, tasks)
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
         return filecoin_key_source(circuit_id, param_cache, kinds=("snap",), allow_test_keys=self.allow_test_keys,
-                                   make_test_key=snap_test_key)
+                                   make_test_key=snap_test_key, test_key_circuit=snap_test_key_circuit)

@@ -45,10 +45,13 @@ def _matrices(arity: int):
     return c, mds_t, pre_t, sparse
 
 
-def poseidon_many(preimage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``preimage`` (arity, N) object ints in [0, r) -> (aux (num_aux, N) object, digest (N,))."""
+def poseidon_many(preimage: np.ndarray, domain_tag: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``preimage`` (arity, N) object ints in [0, r) -> (aux (num_aux, N) object, digest (N,)).
+    ``domain_tag`` replaces the MerkleTree tag (a custom hash type, e.g. SnapDeals' 2^40); the
+    tag only enters the first round's constant S-box."""
     arity, n = preimage.shape
     c, mds_t, pre_t, sparse = _matrices(arity)
+    tag = c.domain_tag if domain_tag is None else domain_tag
     t, half = c.width, c.full_rounds // 2
     keys = c.compressed_round_constants
     aux: list[np.ndarray] = []
@@ -58,7 +61,7 @@ def poseidon_many(preimage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # first full round: the tag is a constant; preimage elements are already allocated
     pre, post = keys[:t], keys[t:2 * t]
     offset = 2 * t
-    s[0] = (pow((c.domain_tag + pre[0]) % R, 5, R) + post[0]) % R
+    s[0] = (pow((tag + pre[0]) % R, 5, R) + post[0]) % R
     for i in range(1, t):
         xp = (s[i] + pre[i]) % R
         l2 = xp * xp % R
