@@ -6,6 +6,7 @@
     cuzk export-snarkjs --vk V --proof proof.bin --public public.json --out DIR
     cuzk params inspect FILE [--json]
     cuzk pce extract --circuit porep-32g|snap-32g [--param-cache DIR] [--force]
+    cuzk pce check --c1 c1.json [--param-cache DIR] [--backend cuda] [--partitions 0,3]
     cuzk demo [--log2 K] [--backend NAME]
 """
 
@@ -220,6 +221,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from cuzk_plugin import __version__
     from cuzk_plugin.backends.registry import backend_names
+    from cuzk_plugin.cli.pce_check import add_check_parser
 
     backends = ["auto", *backend_names()]
     backend_help = f"{', '.join(backends)}; auto (default) picks cuda, else opencl, else cpu"
@@ -272,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the daemon's [srs] param_cache (default /var/tmp/filecoin-proof-parameters)")
     pe.add_argument("--force", action="store_true", help="extract again even if a valid file exists")
     pe.set_defaults(func=cmd_pce_extract)
+    add_check_parser(psub, backends)
 
     p = sub.add_parser("demo", help="set up, prove and verify an example circuit, with timings")
     p.add_argument("--log2", type=int, default=12, help="constraints per partition, log2 (default 12)")

@@ -123,3 +123,26 @@ def test_witness_partitions_back_to_back(cuda, rng):
         handle.release()
         srs.release()
 
+
+
+def test_check_r1cs_finds_the_rows_that_fail(cuda, rng):
+    """On the device: a satisfying witness of a Filecoin-like circuit has no failing row; one
+    changed aux value makes exactly the rows the host check finds fail, the first one named."""
+    from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
+    from cuzk_plugin.cli.pce_check import _violations
+
+    cs = filecoin_like(3000, seed=5)
+    r1cs, inputs, aux = cs.finish_witness()
+    pce = precompile_r1cs(r1cs, "check")
+    z = np.concatenate([inputs, aux])
+    handle = cuda.load_circuit(pce)
+    try:
+        assert cuda.check_r1cs(handle, z) == (0, None)
+        bad = z.copy()
+        bad[len(inputs) + 40] = ints_to_limbs([7])[0]
+        want = unsatisfied_rows(*cuda.evaluate_r1cs(handle, bad))
+        assert want.size > 0
+        assert cuda.check_r1cs(handle, bad) == (int(want.size), int(want[0]))
+        assert _violations(cuda, handle, bad) == (int(want.size), int(want[0]))
+    finally:
+        handle.release()

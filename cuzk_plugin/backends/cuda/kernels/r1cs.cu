@@ -61,7 +61,31 @@ __global__ void coeff_table_kernel(fr_t* mont, const fr_t* canon, uint8_t* kinds
     mont[i] = x.to_mont();
 }
 
+// M(a R, b) = a b: one Montgomery product a row, compared with c.
+__global__ void r1cs_check_kernel(const fr_t* __restrict__ a, const fr_t* __restrict__ b, const fr_t* __restrict__ c,
+                                  uint64_t m, unsigned long long* count, unsigned long long* first) {
+    const uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= m) return;
+    if (a[row].to_mont() * b[row] == c[row]) return;
+    atomicAdd(count, 1ull);
+    atomicMin(first, (unsigned long long)row);
+}
+
 }  // namespace
+
+r1cs_violations r1cs_check(cudaStream_t stream, const fr_t* a, const fr_t* b, const fr_t* c, size_t m) {
+    dev_buf<unsigned long long> out(2, stream);
+    const unsigned long long init[2] = {0ull, ~0ull};
+    CZ_CHECK(cudaMemcpyAsync(out.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
+    if (m) {
+        r1cs_check_kernel<<<blocks_for(m, 256), 256, 0, stream>>>(a, b, c, m, out.get(), out.get() + 1);
+        CZ_CHECK_LAUNCH();
+    }
+    unsigned long long host[2];
+    CZ_CHECK(cudaMemcpyAsync(host, out.get(), sizeof host, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+    return {host[0], host[1]};
+}
 
 cz_circuit::~cz_circuit() {
     cudaSetDevice(device);

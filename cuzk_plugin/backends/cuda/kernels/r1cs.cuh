@@ -1,6 +1,7 @@
 // A pre-compiled circuit (cuzk_plugin/formats/pce.py) resident on the device, and the R1CS
 // evaluation a = A z, b = B z, c = C z over its rows, which feeds H without leaving the device.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -51,3 +52,11 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
 // a, b, c (canonical, circuit.m rows each, rows m .. n - 1 set to zero) from z (canonical,
 // inputs then aux) on `stream`.
 void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c, size_t n);
+
+// Rows j < m with a_j * b_j != c_j (canonical a, b, c on the device): how many, and the first
+// (UINT64_MAX when every row holds). Blocks until the count is on the host.
+struct r1cs_violations {
+    uint64_t count = 0;
+    uint64_t first = UINT64_MAX;
+};
+r1cs_violations r1cs_check(cudaStream_t stream, const fr_t* a, const fr_t* b, const fr_t* c, size_t m);
