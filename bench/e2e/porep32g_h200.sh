@@ -2,7 +2,8 @@
 # A 32 GiB PoRep C2 end to end on one H200 (issue 13), in two device calls back to back (the
 # machine stays warm 30 s; .device-cache/ survives between calls):
 #   PHASE=prep  the GPU tests, the pre-compiled porep-32g circuit, a sparse 32 GiB C1 (test
-#               fixture), the witness timing of one partition
+#               fixture), the witness timing of one partition, every partition checked against
+#               every recorded row on the GPU (cuzk pce check)
 #   PHASE=e2e   cuzk-daemon (CUDA, a TEST key made on the GPU from the pre-compiled circuit),
 #               PreloadSRS (cold start), 3 x `cuzk-bench single -t porep`, `cuzk-bench batch -c 4 -j 2`,
 #               a C1 with one flipped Merkle byte, every proof checked again on the client
@@ -45,6 +46,10 @@ if [ "${PHASE:-prep}" = prep ]; then
     fi
     wait $pce; grep -E "pce|Elapsed|Maximum resident|rc=" "$OUT/pce-extract.txt" | tail -8
     ls -l "$PARAMS"
+    # Every partition's witness against every recorded row, a, b, c compared on the GPU.
+    timeout "${CHECK_TIMEOUT:-150}" /usr/bin/time -v $PY -m cuzk_plugin.cli.main pce check --c1 "$C1" --param-cache "$PARAMS" \
+        --backend cuda >"$OUT/pce-check.txt" 2>&1
+    echo "pce check rc=$? at $(stamp)"; grep -E "partition|Maximum resident|Error|error" "$OUT/pce-check.txt" | cut -c1-300
     exit 0
 fi
 
