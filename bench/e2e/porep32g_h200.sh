@@ -95,7 +95,7 @@ for i in 1 2 3; do
     timeout 240 $BENCH single -a "$ADDR" -t porep --c1 "$C1" --verify-vk "$VK" --json >"$OUT/single-$i.json" 2>"$OUT/single-$i.err"
     echo "single $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"' "$OUT/single-$i.json"; cat "$OUT/single-$i.err"
 done
-timeout 300 $BENCH batch -a "$ADDR" -t porep --c1 "$C1" -c 4 -j 2 --verify-vk "$VK" --json --plot "$OUT/batch-timeline.png" \
+timeout 300 $BENCH batch -a "$ADDR" -t porep --c1 "$C1" -c 4 -j 2 --verify-vk "$VK" --json --timeline-out "$OUT/batch-records.json" \
     >"$OUT/batch.json" 2>"$OUT/batch.err"
 echo "batch rc=$? at $(stamp)"; head -30 "$OUT/batch.json"; cat "$OUT/batch.err"
 # One flipped byte in a Merkle path of partition 0: refused before the GPU, naming where.

@@ -253,6 +253,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     records, wall = asyncio.run(run_batch(args.addr, functools.partial(build_request, args), args.count, args.concurrency, show))
     summary = summarize(records, wall, args.partitions)
     verified = _report_verification(args, records)
+    if args.timeline_out:
+        Path(args.timeline_out).write_text(json.dumps([{k: v for k, v in asdict(r).items() if k != "proof"}
+                                                       for r in records], indent=1))
     if args.plot:
         from cuzk_plugin.cli.bench_daemon_plot import plot_timeline
 
@@ -393,6 +396,8 @@ def add_daemon_commands(subparsers) -> None:
     p.add_argument("-c", "--count", type=int, default=10, help="proofs (default 10)")
     p.add_argument("-j", "--concurrency", type=int, default=2, help="proofs in flight at once (default 2)")
     p.add_argument("--plot", help="write a PNG timeline of the batch (stages per partition and worker)")
+    p.add_argument("--timeline-out", metavar="FILE",
+                   help="write every record with its stage timeline as JSON (to plot elsewhere)")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
     p.set_defaults(handler=cmd_batch)
 
