@@ -5,7 +5,7 @@
     cuzk verify --vk V --proof proof.bin --public public.json   (exit 0 valid, 1 invalid)
     cuzk export-snarkjs --vk V --proof proof.bin --public public.json --out DIR
     cuzk params inspect FILE [--json]
-    cuzk pce extract --circuit porep-32g|snap-32g [--param-cache DIR] [--force]
+    cuzk pce extract --circuit porep-32g|snap-32g|wpost-32g|winning-32g [--param-cache DIR] [--force]
     cuzk pce check --c1 c1.json [--param-cache DIR] [--backend cuda] [--partitions 0,3]
     cuzk demo [--log2 K] [--backend NAME]
 """
@@ -196,6 +196,7 @@ def cmd_params_inspect(args: argparse.Namespace) -> int:
 
 def cmd_pce_extract(args: argparse.Namespace) -> int:
     from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.post_provider import ensure_post_pce
     from cuzk_plugin.adapters.curio.snap import ensure_snap_pce
     from cuzk_plugin.formats.pce import pce_path, read_header
 
@@ -203,7 +204,8 @@ def cmd_pce_extract(args: argparse.Namespace) -> int:
     if args.force:
         pce_path(cache, args.circuit).unlink(missing_ok=True)
     t0 = time.perf_counter()
-    ensure = ensure_snap_pce if args.circuit.startswith("snap-") else ensure_porep_pce
+    kind = args.circuit.split("-")[0]
+    ensure = {"snap": ensure_snap_pce, "wpost": ensure_post_pce, "winning": ensure_post_pce}.get(kind, ensure_porep_pce)
     path = ensure(args.circuit, cache)
     hdr = read_header(path)
     print(f"{path}: {hdr.name}, {hdr.num_constraints:,} rows ({hdr.num_inputs} inputs, {hdr.num_aux:,} aux), "
@@ -267,9 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pce", help="pre-compiled circuits (R1CS recorded once per circuit shape)")
     psub = p.add_subparsers(dest="pce_command", required=True, metavar="SUBCOMMAND")
     pe = psub.add_parser("extract", help="record a circuit into {param-cache}/pce-{circuit}.pce (checked if present)")
-    pe.add_argument("--circuit", required=True, choices=[f"{kind}-{size}" for kind in ("porep", "snap")
+    pe.add_argument("--circuit", required=True, choices=[f"{kind}-{size}" for kind in ("porep", "snap", "wpost", "winning")
                                                           for size in ("2k", "8m", "512m", "32g", "64g")],
-                    help="the PoRep or SnapDeals (update) circuit to record, by sector size")
+                    help="the PoRep, SnapDeals (update), WindowPoSt or WinningPoSt circuit to record, by sector size")
     pe.add_argument("--param-cache", default="/var/tmp/filecoin-proof-parameters",
                     help="the daemon's [srs] param_cache (default /var/tmp/filecoin-proof-parameters)")
     pe.add_argument("--force", action="store_true", help="extract again even if a valid file exists")
