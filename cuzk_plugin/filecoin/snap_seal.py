@@ -6,7 +6,13 @@ and write its vanilla PartitionProofs as Curio sends them (bincode, one blob per
     blobs = vanilla_proofs(u)            # request.vanilla_proofs, partition k at index k
     u.comm_r_old, u.comm_d_new, u.comm_r_new   # request fields (32 bytes LE each)
 
-Pure Python over every node: for the 2 KiB test sector (the sealer's size).
+:func:`snap_update` is pure Python over every node: for the 2 KiB test sector (the sealer's
+size). :func:`sparse_snap_update` updates a sparse test sector of any size
+(:mod:`cuzk_plugin.filecoin.sparse_seal`) without visiting its nodes; a TEST FIXTURE like that
+sector: the new data repeats a 64-node block, so TreeD new is periodic, and the new replica is
+periodic within each h-region (rho depends on the region only), so TreeR new is built region by
+region (an h whose region is a whole sub-tree of TreeR is chosen) from sparse sub-trees under a
+dense top. Every opened value is real: the vanilla verifier and the circuit accept its proofs.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import os
 import random
 import struct
 from dataclasses import dataclass
+from math import prod
 
+from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.seal import SealedSector, seal
 from cuzk_plugin.filecoin.snap.params import UpdateParams, update_params
@@ -27,7 +35,10 @@ from cuzk_plugin.filecoin.snap.vanilla import (
     encode,
     partition_challenges,
     phi,
+    rho,
 )
+from cuzk_plugin.filecoin.sparse_seal import BLOCK_NODES, SparseSector
+from cuzk_plugin.filecoin.sparse_tree import SparseMerkleTree
 from cuzk_plugin.filecoin.trees import MerklePath, MerkleTree, fr_to_bytes
 
 __all__ = [
@@ -38,6 +49,8 @@ __all__ = [
     "partition_proof",
     "snap_update",
     "snap_vproof_json",
+    "sparse_snap_update",
+    "SparseSnapUpdate",
     "vanilla_proofs",
 ]
 
@@ -93,13 +106,103 @@ def snap_update(sector: SealedSector | None = None, *, data_seed: int = 0, h: in
     return SnapUpdate(p, sector, staged, h, tree_d_new, tree_r_new)
 
 
-def partition_proof(u: SnapUpdate, k: int) -> PartitionProof:
+class _RegionTree:
+    """TreeR new of a sparse update: sparse sub-trees (each within one h-region, so its leaves
+    are periodic but for the sector key's overrides) under a dense top over their roots."""
+
+    def __init__(self, subtrees: list[SparseMerkleTree], top_arities: list[int]):
+        self.subtrees = subtrees
+        self.top = MerkleTree([t.root for t in subtrees], top_arities, "poseidon")
+        self.span = subtrees[0].leaves
+
+    @property
+    def root(self) -> int:
+        return self.top.root
+
+    def path(self, index: int) -> MerklePath:
+        t, j = divmod(index, self.span)
+        low, high = self.subtrees[t].path(j), self.top.path(t)
+        return MerklePath(low.leaf, high.root, low.levels + high.levels, low.arities + high.arities)
+
+
+@dataclass
+class SparseSnapUpdate:
+    """A sparse test sector updated with block-periodic new data (module doc)."""
+
+    params: UpdateParams
+    sector: SparseSector
+    block_staged: list[int]  #: staged(n) = block_staged[n % BLOCK_NODES]
+    h: int
+    tree_d_new: SparseMerkleTree
+    tree_r_new: _RegionTree
+
+    @property
+    def registered_proof(self) -> int:
+        return UPDATE_PROOF_IDS[self.params.sector_size]
+
+    @property
+    def comm_c(self) -> int:
+        return self.sector.tree_c.root
+
+    @property
+    def comm_r_old(self) -> bytes:
+        return fr_to_bytes(self.sector.comm_r)
+
+    @property
+    def comm_d_new(self) -> bytes:
+        return fr_to_bytes(self.tree_d_new.root)
+
+    @property
+    def comm_r_new(self) -> bytes:
+        return fr_to_bytes(poseidon_hash([self.comm_c, self.tree_r_new.root]))
+
+
+def sparse_snap_update(sector: SparseSector, *, data_seed: int = 0, h: int | None = None) -> SparseSnapUpdate:
+    """Update a sparse test sector with block-periodic new data (module doc). TreeR new's
+    sub-trees are the largest that fit in an h-region: one per region is built, plus one per
+    sub-tree holding a sector-key override (32 GiB, h = 10: 1,024 regions of 4 sub-trees)."""
+    p = update_params(sector.params.sector_size)
+    h = p.h_default if h is None else h
+    rng = random.Random(data_seed)
+    block = [rng.getrandbits(254) for _ in range(BLOCK_NODES)]
+    tree_d_new = SparseMerkleTree(p.nodes, [2] * p.challenge_bit_len, "sha256", block)
+    phi_ = phi(tree_d_new.root, sector.comm_r)
+    key = sector.tree_r_last
+    key_bg, key_over = key.background[0], key.materialized[0]
+    region = p.nodes >> h
+    arities = p.tree_r_arities
+    levels = max(n for n in range(1, len(arities)) if region % prod(arities[:n]) == 0)
+    span = prod(arities[:levels])
+    if span % BLOCK_NODES and BLOCK_NODES % span:
+        raise ValueError(f"a sub-tree of {span} leaves does not tile the {BLOCK_NODES}-node block")
+    per_region = region // span
+    subtrees: list[SparseMerkleTree] = []
+    for r in range(1 << h):
+        rho_r = rho(phi_, r)
+        bg = [(key_bg[j % len(key_bg)] + block[j] * rho_r) % R for j in range(BLOCK_NODES)]
+        plain = None
+        for t in range(r * per_region, (r + 1) * per_region):
+            lo = t * span
+            over = {i - lo: (v + block[i % BLOCK_NODES] * rho_r) % R for i, v in key_over.items() if lo <= i < lo + span}
+            if over or span < BLOCK_NODES:  # a sub-tree smaller than the block is a slice of it
+                leaves = bg if span >= BLOCK_NODES else [bg[(lo + j) % BLOCK_NODES] for j in range(span)]
+                subtrees.append(SparseMerkleTree(span, arities[:levels], "poseidon", leaves, over))
+            else:
+                plain = plain or SparseMerkleTree(span, arities[:levels], "poseidon", bg)
+                subtrees.append(plain)
+    return SparseSnapUpdate(p, sector, block, h, tree_d_new, _RegionTree(subtrees, arities[levels:]))
+
+
+def _tree_node(tree: MerkleTree | SparseMerkleTree, level: int, index: int) -> int:
+    return tree.layers[level][index] if isinstance(tree, MerkleTree) else tree.node(level, index)
+
+
+def partition_proof(u: SnapUpdate | SparseSnapUpdate, k: int) -> PartitionProof:
     """The vanilla PartitionProof of partition k (what GenerateUpdateVanillaProofs returns)."""
     p = u.params
     comm_r_new = int.from_bytes(u.comm_r_new, "little")
     challenges = partition_challenges(p, comm_r_new, k)
-    apex_row = u.tree_d_new.layers[p.apex_start]
-    apex = apex_row[k * p.apex_leaves:(k + 1) * p.apex_leaves]
+    apex = [_tree_node(u.tree_d_new, p.apex_start, k * p.apex_leaves + i) for i in range(p.apex_leaves)]
     proofs = [ChallengeProof(u.sector.tree_r_last.path(c), u.tree_d_new.path(c), u.tree_r_new.path(c)) for c in challenges]
     return PartitionProof(u.comm_c, apex, proofs)
 
@@ -138,12 +241,12 @@ def encode_partition_proof(p: UpdateParams, proof: PartitionProof) -> bytes:
     return b"".join(out)
 
 
-def vanilla_proofs(u: SnapUpdate) -> list[bytes]:
+def vanilla_proofs(u: SnapUpdate | SparseSnapUpdate) -> list[bytes]:
     """One bincode PartitionProof per partition, in k order (the request's vanilla_proofs)."""
     return [encode_partition_proof(u.params, partition_proof(u, k)) for k in range(u.params.partitions)]
 
 
-def snap_vproof_json(u: SnapUpdate) -> bytes:
+def snap_vproof_json(u: SnapUpdate | SparseSnapUpdate) -> bytes:
     """Curio's update cache file snap-vproof.json: a JSON list of base64 blobs."""
     return json.dumps([base64.b64encode(b).decode() for b in vanilla_proofs(u)]).encode()
 

@@ -2,8 +2,9 @@
 bit (Filecoin's 2 KiB shape, and a 2 KiB sector split in two partitions with six distinct h
 values and four apex leaves, which exercises what the large sizes do), its layout counts equal
 the shape pass's for every size (32 GiB: rust-fil-proofs' published 81,049,499), a corrupted
-value is named at the constraint the reference synthesis fails first, and the provider hands
-the backend a WitnessPartition on the recorded circuit whose every row holds."""
+value is named at the constraint the reference synthesis fails first, the provider hands the
+backend a WitnessPartition on the recorded circuit whose every row holds, and the sparse
+update (large-size test data) is the dense sealer's update at 2 KiB."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
 from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.errors import CircuitError
+from cuzk_plugin.filecoin.seal import seal
 from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition, witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
-from cuzk_plugin.filecoin.snap_seal import partition_proof, snap_update, vanilla_proofs
+from cuzk_plugin.filecoin.snap_seal import partition_proof, snap_update, sparse_snap_update, vanilla_proofs
+from cuzk_plugin.filecoin.sparse_seal import sparse_seal
 from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import MappedCircuit, pce_path, read_header
@@ -102,8 +105,9 @@ def test_provider_hands_a_witness_partition_on_the_recorded_circuit(sealed, tmp_
     assert unsatisfied_rows(got.a, got.b, got.c).size == 0  # every recorded constraint holds
 
     bad = bytearray(blob)
-    bad[-40] ^= 1  # a TreeR new sibling of the last challenge: caught before any witness
-    with pytest.raises(SnapWitnessError, match=r"vanilla_proofs\[0\]\.challenge_proofs\[9\]"):
+    bad[-40] ^= 1  # the last challenge's top TreeR new sibling: its path misses root_r_new
+    with pytest.raises(SnapWitnessError, match=r"vanilla_proofs\[0\]\.challenge_proofs\[9\]\.proof_r_new: .*"
+                                               r"TreeR new inclusion"):
         SnapPartitionTask(0, bytes(bad), 0, *comms, pce_cache=str(tmp_path)).synthesize()
 
 
@@ -116,3 +120,14 @@ def test_disable_pce_takes_the_reference_path(sealed, tmp_path, monkeypatch):
     part, _ = SnapPartitionTask(0, b"", 0, 0, 0, 0, pce_cache=str(tmp_path)).synthesize()
     assert part == "reference" and calls == [0]
     assert not pce_path(tmp_path, "snap-2k").exists()
+
+
+def test_sparse_update_of_2kib_is_the_dense_update():
+    # at 2 KiB the sparse sector is the sealed one and the 64-node block is the whole new data,
+    # so the region-wise TreeR new must give the dense sealer's proofs byte for byte
+    sector = sparse_seal("StackedDrg2KiBV1_1", miner_id=1000, sector_id=7, data_seed=1)
+    dense = snap_update(seal("StackedDrg2KiBV1_1", miner_id=1000, sector_id=7, data_seed=1), data_seed=3)
+    sparse = sparse_snap_update(sector, data_seed=3)
+    assert (sparse.comm_r_old, sparse.comm_d_new, sparse.comm_r_new) == (dense.comm_r_old, dense.comm_d_new,
+                                                                         dense.comm_r_new)
+    assert vanilla_proofs(sparse) == vanilla_proofs(dense)
