@@ -32,9 +32,11 @@ from cuzk_plugin.formats.pce import MappedCircuit, pce_path, read_header
 SHAPES = {"2KiB": (1_705_039, 1_703_569), "8MiB": (10_007_503, 9_998_039), "512MiB": (57_450_479, 57_401_314),
           "32GiB": (81_049_499, 80_978_488), "64GiB": (85_006_101, 84_931_220)}
 
-#: a 2 KiB sector in two partitions: a partition bit in k_and_h_select and the partition path,
-#: distinct h values (h = hs[3] = 4), a two-level apex tree
-SPLIT = {"partitions": 2, "hs": (1, 2, 3, 4, 5, 6), "apex_leaves": 4}
+
+def _split():
+    """A 2 KiB sector in two partitions: a partition bit in k_and_h_select and the partition
+    path, distinct h values (h = hs[3] = 4), a two-level apex tree."""
+    return replace(update_params("2KiB"), partitions=2, hs=(1, 2, 3, 4, 5, 6), apex_leaves=4)
 
 
 def _witness(sealed, params, k: int, data_seed: int = 3):
@@ -58,7 +60,7 @@ def test_layout_counts_equal_the_shape_pass(size):
 @pytest.mark.slow
 @pytest.mark.parametrize("split", [False, True], ids=["2KiB", "2KiB-in-2-partitions"])
 def test_fast_witness_equals_the_reference_synthesis(sealed, split):
-    p = replace(update_params("2KiB"), **SPLIT) if split else update_params("2KiB")
+    p = _split() if split else update_params("2KiB")
     k = p.partitions - 1
     w = _witness(sealed, p, k)
     inputs, aux = update_assignment(p, w)
@@ -69,7 +71,7 @@ def test_fast_witness_equals_the_reference_synthesis(sealed, split):
 
 @pytest.mark.slow
 def test_a_corrupted_sibling_is_named_at_the_reference_constraint(sealed):
-    p = replace(update_params("2KiB"), **SPLIT)
+    p = _split()
     w = _witness(sealed, p, 1)
     ch = w.challenges[3]
     ch.path_r_new[1] = (ch.path_r_new[1][0] + 1, *ch.path_r_new[1][1:])
@@ -114,7 +116,12 @@ def test_provider_hands_a_witness_partition_on_the_recorded_circuit(sealed, tmp_
 def test_disable_pce_takes_the_reference_path(sealed, tmp_path, monkeypatch):
     monkeypatch.setenv("CUZK_DISABLE_PCE", "1")
     calls = []
-    monkeypatch.setattr(SnapPartitionTask, "circuit", lambda self: calls.append(self.k) or (None, None, None))
+
+    def reference(self):
+        calls.append(self.k)
+        return None, None, None
+
+    monkeypatch.setattr(SnapPartitionTask, "circuit", reference)
     monkeypatch.setattr(SnapPartitionTask, "_checked_inputs", lambda self, inputs: [])
     monkeypatch.setattr("cuzk_plugin.circuit.r1cs.synthesize", lambda *a, **kw: "reference")
     part, _ = SnapPartitionTask(0, b"", 0, 0, 0, 0, pce_cache=str(tmp_path)).synthesize()
