@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
 from cuzk_plugin.bls12_381.points import (
     G1_UNCOMPRESSED,
     G2_UNCOMPRESSED,
@@ -36,6 +38,34 @@ _VK_FIELDS = (
 )
 #: The five vectors after ic, in file order, with their group.
 VECTOR_FIELDS = (("h", 1), ("l", 1), ("a", 1), ("b_g1", 1), ("b_g2", 2))
+
+
+@dataclass(frozen=True)
+class SetupSecrets:
+    """The toxic waste of a single-party Groth16 setup: test keys only (whoever holds these can
+    forge proofs). Each is an Fr element in [1, r); the values stay out of ``repr``."""
+
+    tau: int = field(repr=False)
+    alpha: int = field(repr=False)
+    beta: int = field(repr=False)
+    gamma: int = field(repr=False)
+    delta: int = field(repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("tau", "alpha", "beta", "gamma", "delta"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 1 <= value < R:
+                raise ValueError(f"setup secret {name} must be an integer in [1, r)")
+
+    @classmethod
+    def draw(cls) -> SetupSecrets:
+        """Five fresh secrets from the OS's CSPRNG."""
+        return cls(*(secrets.randbelow(R - 1) + 1 for _ in range(5)))
+
+    def limbs(self) -> np.ndarray:
+        """``(5, 4) uint64`` canonical limbs in the order tau, alpha, beta, gamma, delta (the
+        device key generator's argument)."""
+        return ints_to_limbs([self.tau, self.alpha, self.beta, self.gamma, self.delta], FR_LIMBS)
 
 
 @dataclass(frozen=True)
