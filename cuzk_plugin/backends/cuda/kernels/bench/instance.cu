@@ -26,19 +26,14 @@ bench_instance::bench_instance(cz_context& ctx, int log_n, size_t n_inputs, cons
     cudaStream_t s = ctx.stream;
     const size_t n = 1ull << log_n;
     CZ_REQUIRE(log_n >= 1 && n_inputs >= 1 && n_inputs < n, "benchmark instance: need 1 <= inputs < 2^log_n");
-    const fr_t n_inv = fr_from_u64(n).inverse();
     fr_t tau_n = k.tau;
     for (int i = 0; i < log_n; i++) tau_n = tau_n.sqr();
     const fr_t z_tau = tau_n - fr_t::one();  // Z(tau) = tau^N - 1
     CZ_REQUIRE(!z_tau.is_zero(), "benchmark instance: tau lies in the domain");
 
-    // L_i(tau) = (1/N) sum_k tau^k w^(-i k): the inverse transform of the powers of tau.
     lagrange_ = dev_buf<fr_t>(n, s);
+    lagrange_at_tau(ctx, log_n, k.tau, lagrange_.get());
     dev_buf<fr_t> scalars(n, s);
-    fill(s, scalars.get(), n, fr_t::one());
-    scale_by_powers(ctx, scalars.get(), log_n, k.tau, n_inv, false);
-    ntt_dif(ctx, scalars.get(), log_n, true);  // bit-reversed out
-    bit_reverse(ctx, scalars.get(), lagrange_.get(), log_n);
 
     srs_ = std::make_unique<cz_srs>();
     cz_srs& key = *srs_;
