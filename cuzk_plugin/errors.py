@@ -34,3 +34,8 @@ class DeviceOutOfMemory(BackendError):
 
 class TransientBackendError(BackendError):
     """A fault worth retrying (a lost device context, a timeout)."""
+
+
+class ProveCancelled(CuzkError):
+    """A partition stopped by ``Backend.prove_cancel`` before it finished (no result; the
+    backend and its key stay usable). Not a BackendError: nothing to retry."""

@@ -83,7 +83,15 @@ class Backend(Protocol):
         ...
 
     def prove_finish(self, pending: Any) -> ProofSums:
-        """Wait for ``prove_start``'s work (and the G2 MSM) and return the five sums."""
+        """Wait for ``prove_start``'s work (and the G2 MSM) and return the five sums; raises
+        :class:`~cuzk_plugin.errors.ProveCancelled` if :meth:`prove_cancel` stopped it."""
+        ...
+
+    def prove_cancel(self, pending: Any) -> None:
+        """Ask ``prove_start``'s work to stop at its next check (between kernels / stages / MSMs),
+        so that a waiting :meth:`prove_finish` returns (raising ProveCancelled) within a second
+        and frees what the partition held; the backend stays usable. Returns at once, from any
+        thread; idempotent, and a no-op once the work is done or finished."""
         ...
 
     def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> CircuitHandle:

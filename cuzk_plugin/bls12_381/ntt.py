@@ -6,6 +6,8 @@ elements are Python ints so the modular arithmetic is exact. Reference speed, no
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_GENERATOR, R, root_of_unity
@@ -75,21 +77,27 @@ def ntt_objects(x: np.ndarray, *, inverse: bool = False, coset: bool = False) ->
     return data
 
 
-def quotient_h_objects(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+def quotient_h_objects(a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                       between: Callable[[], None] | None = None) -> np.ndarray:
     """Filecoin/bellperson H: coefficients of (A*B - C) / Z over the domain, N - 1 of them.
 
     A, B, C are interpolated from their evaluations on the size-N domain, evaluated on the
     coset 7*<w>, where Z(7 w^k) = 7^N - 1 is constant, so the division is one scalar multiply.
+    ``between`` runs before each of the seven transforms (a cancellation check may raise there).
     """
+    step = between or (lambda: None)
     m = a.shape[0]
     n = 1 << max(0, (m - 1).bit_length())
     evals = []
     for v in (a, b, c):
         padded = np.zeros(n, dtype=object)
         padded[:m] = v
+        step()
         coeffs = ntt_objects(padded, inverse=True)
+        step()
         evals.append(ntt_objects(coeffs, coset=True))
     z_inv = pow((pow(FR_GENERATOR, n, R) - 1) % R, R - 2, R)
     quotient = ((evals[0] * evals[1] - evals[2]) * z_inv) % R
+    step()
     h = ntt_objects(quotient, inverse=True, coset=True)
     return h[: n - 1]

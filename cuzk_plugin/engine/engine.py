@@ -11,7 +11,8 @@ Every wait is ordered by (priority, job age, partition), so a CRITICAL job takes
 free slot of each stage, inside the same bounds as every other job (the lookahead window,
 [scheduler] max_pending). Cancelling a job (CancelProof, or its last Prove caller leaving)
 cancels its waits at once and kills a key generation it started; a backend call already
-running is not started again after the cancellation and its slot frees when it returns.
+running is interrupted (the backend's prove_cancel, through the job's CancelFlag) and its slot
+frees as soon as the call returns, within a second.
 
 Everything from a client is checked before it touches a path, a key or a job: request and
 circuit ids (bounded, one ASCII form), a repeated request id (attaches only to the same
@@ -459,6 +460,7 @@ class Engine:
                 raise
             self._finish(job, JobStatus.CANCELLED, error="cancelled")
         except Exception as exc:
+            job.cancel_flag.set()  # the other partitions' running backend calls are of no use now
             self._cancel_all(parts, key_task)
             if not isinstance(exc, (BackendError, SelfVerificationFailed)) and not _is_expected(exc):
                 log.exception("job %s: unexpected error", loggable(job.id))
@@ -582,8 +584,8 @@ class Engine:
             raise asyncio.CancelledError() from None
         finally:
             if fut is not None and not fut.done():
-                # Cancelled while the backend call runs: its slot, key and partition memory stay
-                # taken until the call returns.
+                # Cancelled while the backend call runs (the cancel flag interrupts it): its slot,
+                # key and partition memory stay taken until the call returns.
                 fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id, shared))
             else:
                 self._release_gpu(slot, job.circuit_id, shared if fut is not None else None)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from dataclasses import dataclass, field
 
 from cuzk_plugin.engine.circuits import JobPlan
+from cuzk_plugin.engine.lanes import CancelFlag
 from cuzk_plugin.engine.types import JobResult, JobStatus, JobTimings, Priority, ProofKind, ProofRequest, StageEvent
 
 
@@ -31,8 +31,9 @@ class Job:
     #: Submitted only through Prove: cancelled when its last caller goes away.
     prove_only: bool = False
     cancel_requested: bool = False
-    #: Seen by backend threads between prove_start and assembly.
-    cancel_flag: threading.Event = field(default_factory=threading.Event)
+    #: Seen by backend threads between prove_start and assembly; setting it interrupts the
+    #: job's running backend calls (prove_cancel).
+    cancel_flag: CancelFlag = field(default_factory=CancelFlag)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     #: Set once the request is planned (or refused: then plan_error says why).
     planned: asyncio.Event = field(default_factory=asyncio.Event)

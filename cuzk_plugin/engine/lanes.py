@@ -1,8 +1,10 @@
 """Lanes: one (backend, device) pair each, with ``gpu_workers_per_device`` worker slots, and the
 blocking per-partition GPU step that runs on a worker's thread.
 
-The step is prove_start (H and the G1 MSMs), a cancellation check, prove_finish (the G2 MSM,
-wait for the device), then the backend-agnostic assembly with fresh r, s.
+The step is prove_start (H and the G1 MSMs), prove_finish (the G2 MSM, wait for the device),
+a cancellation check, then the backend-agnostic assembly with fresh r, s. A job's
+:class:`CancelFlag` interrupts the step while prove_finish waits: setting it calls the backend's
+``prove_cancel``, so the call returns (and the worker slot frees) within a second.
 
 A lane's key handle (:class:`LaneKey`) holds the backend's SRS and, beside it, the pre-compiled
 circuits its partitions come with (``load_circuit`` once per circuit, counted in the handle's
@@ -13,9 +15,11 @@ reaches the backend on the lane's resident copy of its circuit; a backend withou
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +28,7 @@ from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.config import Config, ConfigError
 from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import CircuitUnavailable
+from cuzk_plugin.errors import ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.proof import Proof
@@ -125,6 +130,42 @@ class PartitionCancelled(Exception):
     """The job was cancelled while its partition was on the device (result dropped)."""
 
 
+class CancelFlag(threading.Event):
+    """A job's cancellation, seen by GPU worker threads: :meth:`set` also interrupts the backend
+    calls running for the job (the hooks :meth:`interrupting` registered: their prove_cancel)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hooks: dict[int, Callable[[], None]] = {}
+        self._hooks_lock = threading.Lock()
+        self._next = 0
+
+    def set(self) -> None:
+        super().set()
+        with self._hooks_lock:
+            hooks = list(self._hooks.values())
+        for hook in hooks:  # the flag first, then the hooks: a hook registered meanwhile sees the flag
+            try:
+                hook()
+            except Exception:
+                log.exception("interrupting a backend call failed (it will end on its own)")
+
+    @contextlib.contextmanager
+    def interrupting(self, hook: Callable[[], None]) -> Iterator[None]:
+        """While the block runs, :meth:`set` calls ``hook`` (at once when already set)."""
+        with self._hooks_lock:
+            key = self._next
+            self._next += 1
+            self._hooks[key] = hook
+        try:
+            if self.is_set():
+                hook()
+            yield
+        finally:
+            with self._hooks_lock:
+                del self._hooks[key]
+
+
 @dataclass(frozen=True)
 class GpuStepTimes:
     """perf_counter stamps of one GPU step."""
@@ -197,7 +238,14 @@ def prove_step(lane: Lane, handle: LaneKey, part: SynthesizedPartition | Witness
     t_eval = time.perf_counter() - t0 if witness and isinstance(part, SynthesizedPartition) else 0.0
     pending = lane.backend.prove_start(handle.srs, part)
     t1 = time.perf_counter()
-    sums = lane.backend.prove_finish(pending)  # always: it frees what prove_start holds
+    prove_cancel = getattr(lane.backend, "prove_cancel", None)
+    interrupt = (cancelled.interrupting(lambda: prove_cancel(pending))
+                 if isinstance(cancelled, CancelFlag) and callable(prove_cancel) else contextlib.nullcontext())
+    try:
+        with interrupt:
+            sums = lane.backend.prove_finish(pending)  # always: it frees what prove_start holds
+    except ProveCancelled:
+        raise PartitionCancelled() from None
     t2 = time.perf_counter()
     if cancelled.is_set():
         raise PartitionCancelled()

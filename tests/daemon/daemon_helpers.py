@@ -92,9 +92,10 @@ class WrongProofBackend(CountingBackend):
     def __init__(self, name: str = "liar") -> None:
         super().__init__(name)
 
-    def prove_finish(self, pending: ProofSums) -> ProofSums:
+    def prove_finish(self, pending) -> ProofSums:
         self._count()
-        return ProofSums(h=pending.l, l=pending.l, a=pending.a, b_g1=pending.b_g1, b_g2=pending.b_g2)
+        sums = super().prove_finish(pending)
+        return ProofSums(h=sums.l, l=sums.l, a=sums.a, b_g1=sums.b_g1, b_g2=sums.b_g2)
 
 
 # -- slow synthesis --------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +24,7 @@ from cuzk_plugin.bls12_381.points import (
     g2_raw_to_limbs,
     g2_to_limbs,
 )
-from cuzk_plugin.errors import EncodingError
+from cuzk_plugin.errors import EncodingError, ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
@@ -34,13 +36,28 @@ def scalars_from_limbs(scalars: np.ndarray) -> list[Scalar]:
     return [Scalar.from_le_bytes_mod_order(raw[i : i + 32]) for i in range(0, len(raw), 32)]
 
 
-def _msm(group, bases: list, scalars: np.ndarray):
+#: Points per arkworks call in a partition's MSMs, by group: a cancel is seen between chunks
+#: (each ~0.3 s or less on one core; a G2 addition costs ~3 G1 ones).
+MSM_CHUNK = {G1Point: 1 << 12, G2Point: 1 << 10}
+
+
+def _msm(group, bases: list, scalars: np.ndarray, between: Callable[[], None] | None = None):
+    """sum scalars[i] * bases[i]; with ``between``, in chunks of MSM_CHUNK[group] points,
+    calling it before each (a cancellation check may raise there)."""
     if len(bases) != scalars.shape[0]:
         # arkworks silently truncates mismatched lists; refuse instead.
         raise ValueError(f"MSM: {len(bases)} bases but {scalars.shape[0]} scalars")
     if not bases:
         return group.identity()
-    return group.multiexp_unchecked(bases, scalars_from_limbs(scalars))
+    if between is None:
+        return group.multiexp_unchecked(bases, scalars_from_limbs(scalars))
+    acc = group.identity()
+    chunk = MSM_CHUNK[group]
+    for start in range(0, len(bases), chunk):
+        between()
+        stop = start + chunk
+        acc = acc + group.multiexp_unchecked(bases[start:stop], scalars_from_limbs(scalars[start:stop]))
+    return acc
 
 
 def _points_from_raw(group, data: bytes, width: int, what: str) -> list:
@@ -96,6 +113,20 @@ class CpuCircuit:
         self.split = ()
 
 
+@dataclass
+class CpuPending:
+    """A partition :meth:`CpuBackend.prove_finish` proves on its caller's thread, checking
+    ``cancel`` (set by prove_cancel) between stages and MSM chunks."""
+
+    srs: CpuSrs
+    part: SynthesizedPartition | WitnessPartition
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def check(self) -> None:
+        if self.cancel.is_set():
+            raise ProveCancelled("partition cancelled (prove_cancel)")
+
+
 def witness_to_synthesized(part: WitnessPartition, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> SynthesizedPartition:
     """The SynthesizedPartition of a witness whose a, b, c were evaluated from its circuit."""
     return SynthesizedPartition(
@@ -147,20 +178,29 @@ class CpuBackend:
             circuit = self.load_circuit(circuit.circuit)
         return evaluate_r1cs(circuit.circuit, z, circuit.table, circuit.split)
 
-    def prove_start(self, srs: CpuSrs, part: SynthesizedPartition | WitnessPartition) -> ProofSums:
+    def prove_start(self, srs: CpuSrs, part: SynthesizedPartition | WitnessPartition) -> CpuPending:
+        """Nothing runs yet: the work is prove_finish's, on its caller's thread (cancellable)."""
+        return CpuPending(srs, part)
+
+    def prove_finish(self, pending: CpuPending) -> ProofSums:
+        srs, part, check = pending.srs, pending.part, pending.check
+        check()
         if isinstance(part, WitnessPartition):
             part = witness_to_synthesized(part, *self.evaluate_r1cs(part.circuit, part.z()))
-        h = self.quotient_h(part.a, part.b, part.c)
+        a, b, c = (limbs_to_objects(v) for v in (part.a, part.b, part.c))
+        h = ints_to_limbs(quotient_h_objects(a, b, c, between=check), FR_LIMBS)
         if h.shape[0] != len(srs.h):
             raise ValueError(f"partition needs {h.shape[0]} H points, the key has {len(srs.h)}")
         b_scalars = part.b_scalars()
         return ProofSums(
-            h=g1_to_limbs(_msm(G1Point, srs.h, h)),
-            l=g1_to_limbs(_msm(G1Point, srs.l, part.aux_assignment)),
-            a=g1_to_limbs(_msm(G1Point, srs.a, part.a_scalars())),
-            b_g1=g1_to_limbs(_msm(G1Point, srs.b_g1, b_scalars)),
-            b_g2=g2_to_limbs(_msm(G2Point, srs.b_g2, b_scalars)),
+            h=g1_to_limbs(_msm(G1Point, srs.h, h, check)),
+            l=g1_to_limbs(_msm(G1Point, srs.l, part.aux_assignment, check)),
+            a=g1_to_limbs(_msm(G1Point, srs.a, part.a_scalars(), check)),
+            b_g1=g1_to_limbs(_msm(G1Point, srs.b_g1, b_scalars, check)),
+            b_g2=g2_to_limbs(_msm(G2Point, srs.b_g2, b_scalars, check)),
         )
 
-    def prove_finish(self, pending: ProofSums) -> ProofSums:
-        return pending
+    def prove_cancel(self, pending: CpuPending) -> None:
+        """prove_finish raises ProveCancelled at its next check (between the transforms of H and
+        the MSM chunks: well under a second)."""
+        pending.cancel.set()

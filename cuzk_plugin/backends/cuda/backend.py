@@ -157,11 +157,16 @@ PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs")
 
 @dataclass
 class CudaPending:
-    """A partition whose device work is running; holds the host arrays the library reads."""
+    """A partition whose device work is running; holds the host arrays the library reads.
+
+    ``lock`` orders :meth:`CudaBackend.prove_cancel` against the freeing of ``handle`` (by
+    cz_prove_finish): a cancel after that is a no-op, never a call on freed memory."""
 
     handle: ctypes.c_void_p
     keep_alive: tuple
     timings_ms: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    freed: bool = False
 
 
 class CudaBackend:
@@ -320,8 +325,23 @@ class CudaBackend:
         return CudaPending(handle=handle, keep_alive=(inputs, aux, circuit))
 
     def prove_finish(self, pending: CudaPending) -> ProofSums:
+        """Wait for the partition (ProveCancelled if :meth:`prove_cancel` stopped it)."""
+        if pending.freed:
+            raise ValueError("prove_finish: this pending proof was already finished")
+        call("cz_prove_wait", pending.handle)  # blocks without the lock: a cancel may come meanwhile
         out = np.zeros(72, dtype=np.uint64)
         times = (ctypes.c_double * len(PROVE_TIMINGS))()
-        call("cz_prove_finish", pending.handle, u64_ptr(out), times)
+        with pending.lock:
+            pending.freed = True
+            call("cz_prove_finish", pending.handle, u64_ptr(out), times)
         pending.timings_ms = dict(zip(PROVE_TIMINGS, list(times), strict=True))
         return sums_from_limbs(out)
+
+    def prove_cancel(self, pending: CudaPending) -> None:
+        """Stop the partition at its next check (between upload chunks, stages and MSM windows,
+        or while it waits behind another partition); returns at once. prove_finish then raises
+        ProveCancelled once the work already queued on the GPU is done (well under a second).
+        Idempotent; a no-op once prove_finish has freed the proof."""
+        with pending.lock:
+            if not pending.freed:
+                call("cz_prove_cancel", pending.handle)

@@ -30,6 +30,7 @@ from cuzk_plugin.errors import (
     BackendUnavailable,
     DeviceOutOfMemory,
     EncodingError,
+    ProveCancelled,
 )
 
 # Status codes, as in kernels/check.cuh.
@@ -40,6 +41,7 @@ CZ_INVALID_ARGUMENT = 3
 CZ_NO_DEVICE = 4
 CZ_INTERNAL = 5
 CZ_BAD_POINT = 6
+CZ_CANCELLED = 7
 
 BUILD_HINT = "build it with: python -m cuzk_plugin.backends.cuda.build"
 
@@ -61,6 +63,8 @@ def check(status: CzStatus, what: str) -> None:
         raise EncodingError(msg)
     if status.code == CZ_INVALID_ARGUMENT:
         raise ValueError(msg)
+    if status.code == CZ_CANCELLED:
+        raise ProveCancelled(msg)
     raise BackendError(msg)
 
 
@@ -86,6 +90,8 @@ _SIGNATURES = {
     "cz_prove_start": [c_void_p, c_void_p, _U64P, _U64P, _U64P, c_size_t, _U64P, c_size_t, _U64P, c_size_t,
                        _U8P, _U8P, _U8P, _VPP],
     "cz_prove_finish": [c_void_p, _U64P, POINTER(c_double)],
+    "cz_prove_cancel": [c_void_p],
+    "cz_prove_wait": [c_void_p],
     "cz_circuit_load": [c_void_p, c_size_t, c_size_t, c_size_t, _U64P, c_size_t,
                         _U64P, _U32P, _U32P, c_size_t, _U64P, _U32P, _U32P, c_size_t, _U64P, _U32P, _U32P, c_size_t,
                         _U8P, _U8P, _U8P, _VPP, _U64P],
@@ -134,7 +140,10 @@ def _open(paths: list[Path], name: str, signatures: dict) -> ctypes.CDLL:
     except OSError as exc:
         raise BackendUnavailable(f"cannot load {found[0]}: {exc}; {BUILD_HINT}") from exc
     for fname, argtypes in signatures.items():
-        fn = getattr(lib, fname)
+        try:
+            fn = getattr(lib, fname)
+        except AttributeError:  # a library built from older sources
+            raise BackendUnavailable(f"{found[0]} lacks {fname} (stale build); {BUILD_HINT}") from None
         fn.argtypes = argtypes
         fn.restype = CzStatus
     return lib

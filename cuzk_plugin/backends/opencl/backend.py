@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.errors import BackendUnavailable, EncodingError
+from cuzk_plugin.errors import BackendUnavailable, EncodingError, ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
@@ -54,6 +54,14 @@ class OpenclSrs:
             buf.release()
         self.buffers = {}
         self.released = True
+
+
+@dataclass
+class OpenclPending:
+    """A partition handed to the proving thread, and its cancel flag (set by prove_cancel)."""
+
+    future: Future | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
 
 
 def _check_msm_shapes(bases: np.ndarray, scalars: np.ndarray, point_shape: tuple) -> None:
@@ -227,34 +235,65 @@ class OpenclBackend:
             outs = self._r1cs.evaluate(circuit, d_z)
             return tuple(download(self.queue, o, (m, FR_LIMBS)) for o in outs)  # type: ignore[return-value]
 
-    def prove_start(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition) -> Future:
+    def prove_start(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition) -> OpenclPending:
         if srs.released:
             raise ValueError("prove_start: the SRS handle has been released")
-        return self._worker.submit(self._prove, srs, part)
+        pending = OpenclPending()
+        pending.future = self._worker.submit(self._prove, srs, part, pending.cancel)
+        return pending
 
-    def prove_finish(self, pending: Future) -> ProofSums:
-        return pending.result()
+    def prove_finish(self, pending: OpenclPending) -> ProofSums:
+        assert pending.future is not None
+        try:
+            return pending.future.result()
+        except CancelledError:  # cancelled before the proving thread took it
+            raise ProveCancelled("partition cancelled (prove_cancel) before it started") from None
 
-    def _prove(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition) -> ProofSums:
+    def prove_cancel(self, pending: OpenclPending) -> None:
+        """A partition still queued never starts; a running one stops at its next check (the
+        host waits for the queue between the transforms of H and between MSM stages)."""
+        pending.cancel.set()
+        if pending.future is not None:
+            pending.future.cancel()
+
+    def _prove(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition,
+               cancel: threading.Event) -> ProofSums:
         """H on the device (it never leaves it; for a WitnessPartition a, b, c are evaluated there
-        too), then the four G1 MSMs and the G2 MSM."""
+        too), then the four G1 MSMs and the G2 MSM; ProveCancelled at the first check after
+        ``cancel`` is set (what was enqueued is waited for, so the buffers go only after it)."""
+
+        def check() -> None:
+            self.queue.finish()
+            if cancel.is_set():
+                raise ProveCancelled("partition cancelled (prove_cancel)")
+
+        if cancel.is_set():
+            raise ProveCancelled("partition cancelled (prove_cancel)")
         if part.domain_size - 1 != srs.counts["h"]:
             raise ValueError(f"partition needs {part.domain_size - 1} H points, the key has {srs.counts['h']}")
         b_scalars = part.b_scalars()
         with self._lock, device_errors(f"proving a partition of {part.num_constraints} constraints"):
-            if isinstance(part, WitnessPartition):
-                n = part.domain_size
-                d_z = self._r1cs.upload_z(part.circuit, part.z())
-                abc = self._r1cs.evaluate(part.circuit, d_z, pad_to=n, to_mont=True)
-                h, _ = self._ntt.quotient_h_device(abc, n)
-            else:
-                h, _ = self._ntt.quotient_h(part.a, part.b, part.c)
-            sums = {"h": self._g1.msm(srs.buffers["h"], h, srs.counts["h"])}
-            for name, scalars in (("l", part.aux_assignment), ("a", part.a_scalars()), ("b_g1", b_scalars)):
-                if scalars.shape[0] != srs.counts[name]:
-                    raise ValueError(f"partition has {scalars.shape[0]} {name} scalars, the key {srs.counts[name]} points")
-                d_scalars = upload(self.context, self.queue, np.ascontiguousarray(scalars))
-                sums[name] = self._g1.msm(srs.buffers[name], d_scalars, srs.counts[name])
-            d_b = upload(self.context, self.queue, np.ascontiguousarray(b_scalars))
-            sums["b_g2"] = self._g2.msm(srs.buffers["b_g2"], d_b, srs.counts["b_g2"])
+            try:
+                if isinstance(part, WitnessPartition):
+                    n = part.domain_size
+                    d_z = self._r1cs.upload_z(part.circuit, part.z())
+                    abc = self._r1cs.evaluate(part.circuit, d_z, pad_to=n, to_mont=True)
+                    check()
+                    h, _ = self._ntt.quotient_h_device(abc, n, check)
+                else:
+                    h, _ = self._ntt.quotient_h(part.a, part.b, part.c, check)
+                check()
+                sums = {"h": self._g1.msm(srs.buffers["h"], h, srs.counts["h"], check)}
+                for name, scalars in (("l", part.aux_assignment), ("a", part.a_scalars()), ("b_g1", b_scalars)):
+                    if scalars.shape[0] != srs.counts[name]:
+                        raise ValueError(f"partition has {scalars.shape[0]} {name} scalars, the key {srs.counts[name]} points")
+                    check()
+                    d_scalars = upload(self.context, self.queue, np.ascontiguousarray(scalars))
+                    sums[name] = self._g1.msm(srs.buffers[name], d_scalars, srs.counts[name], check)
+                check()
+                d_b = upload(self.context, self.queue, np.ascontiguousarray(b_scalars))
+                sums["b_g2"] = self._g2.msm(srs.buffers["b_g2"], d_b, srs.counts["b_g2"], check)
+            except ProveCancelled:
+                self.queue.finish()  # nothing enqueued may outlive the buffers it reads
+                raise
         return ProofSums(**sums)

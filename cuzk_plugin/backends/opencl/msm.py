@@ -4,16 +4,20 @@ back before the result, so the device never waits for the host mid-MSM."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from cuzk_plugin.backends.opencl.device import import_pyopencl
-from cuzk_plugin.backends.opencl.launch import download, empty, launch, u32, upload
+from cuzk_plugin.backends.opencl.launch import WORK_GROUP, download, empty, launch, u32, upload
 from cuzk_plugin.bls12_381.fields import FQ_LIMBS
 
 XYZZ_COORDS = 4
 #: Work-group size and elements per item of the scan kernels (a block is 4096 elements).
 SCAN_GROUP = 256
 SCAN_ITEMS = 16
+#: Launches the bucket accumulation is cut into when the MSM is cancellable.
+ACCUMULATE_SLICES = 8
 
 
 def window_bits(n: int) -> int:
@@ -84,10 +88,13 @@ class MsmDriver:
             self.exclusive_scan(d_sums, d_block_offsets, blocks)
             launch(self.queue, self.k["scan_add_blocks"], n, d_out, u32(n), u32(per_block), d_block_offsets)
 
-    def msm(self, bases, scalars, n: int) -> np.ndarray:
+    def msm(self, bases, scalars, n: int, between: Callable[[], None] | None = None) -> np.ndarray:
         """sum_i scalars[i] * bases[i] over device buffers (Montgomery affine bases, canonical
         Fr scalars); returns the affine result as canonical limbs (zeros = identity).
-        Every stage runs on the device; only the result comes back."""
+        Every stage runs on the device; only the result comes back. ``between`` runs after the
+        sort and after the accumulation are enqueued (a cancellation check that waits for the
+        queue: the host then waits mid-MSM, so the device idles there briefly)."""
+        step = between or (lambda: None)
         if n == 0:
             return self.identity()
         c = window_bits(n)
@@ -115,10 +122,17 @@ class MsmDriver:
         sorted_entries = empty(self.context, 4 * n * nw)
         launch(self.queue, self.k["msm_scatter"], nw * n, digits, u32(n), u32(nw), u32(nbuckets), cursors,
                sorted_entries)
+        step()
         # Bucket accumulation, reduction, combination.
         partials = empty(self.context, self.xyzz_bytes * max_segs)
-        launch(self.queue, self.k["msm_accumulate"], max_segs, bases, sorted_entries, seg_bounds, seg_offsets,
-               u32(nbk), partials)
+        # With a cancellation check, in ACCUMULATE_SLICES launches (the longest kernel: seconds
+        # for a G2 MSM on a CPU device); slices are whole work-groups, so none overlaps the next.
+        pieces = ACCUMULATE_SLICES if between is not None else 1
+        width = -(-max_segs // (pieces * WORK_GROUP)) * WORK_GROUP
+        for start in range(0, max_segs, width):
+            launch(self.queue, self.k["msm_accumulate"], min(width, max_segs - start), bases, sorted_entries,
+                   seg_bounds, seg_offsets, u32(nbk), partials, offset=start)
+            step()
         group_size = 1 << ((c - 1) // 2)
         ngroups = nbuckets // group_size
         group_sums = empty(self.context, self.xyzz_bytes * nw * ngroups)

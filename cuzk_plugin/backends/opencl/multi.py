@@ -124,6 +124,10 @@ class OpenclDevices:
         backend, inner = pending
         return backend.prove_finish(inner)
 
+    def prove_cancel(self, pending: tuple[OpenclBackend, Any]) -> None:
+        backend, inner = pending
+        backend.prove_cancel(inner)
+
     # -- primitives (device 0) -----------------------------------------------------------
     def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
         return self.backends[0].ntt(x, inverse=inverse, coset=coset)

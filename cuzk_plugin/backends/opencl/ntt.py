@@ -6,6 +6,8 @@ coset tables are computed on the device once per (size, direction) and kept.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from cuzk_plugin.backends.opencl.device import import_pyopencl
@@ -104,7 +106,7 @@ class NttDriver:
         self.to_mont(buf, n)
         return buf
 
-    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray):
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, between: Callable[[], None] | None = None):
         """Filecoin's H on the device: returns (buffer of N canonical Fr, N); H is the first N-1.
 
         Each of a, b, c is interpolated (inverse NTT) and evaluated on the coset g<w> (coset
@@ -112,14 +114,19 @@ class NttDriver:
         coset NTT give H's coefficients."""
         m = a.shape[0]
         n = 1 << max(0, (m - 1).bit_length())
-        return self.quotient_h_device([self.upload_fr(v, n) for v in (a, b, c)], n)
+        return self.quotient_h_device([self.upload_fr(v, n) for v in (a, b, c)], n, between)
 
-    def quotient_h_device(self, bufs: list, n: int):
+    def quotient_h_device(self, bufs: list, n: int, between: Callable[[], None] | None = None):
         """:meth:`quotient_h` from a, b, c already on the device (Montgomery, zero-padded to
-        N = ``n``)."""
+        N = ``n``). ``between`` runs after each transform is enqueued (a cancellation check
+        that waits for the queue)."""
+        step = between or (lambda: None)
         evals = []
         for d in bufs:
-            evals.append(self.transform(self.transform(d, n, inverse=True), n, coset=True))
+            coeffs = self.transform(d, n, inverse=True)
+            step()
+            evals.append(self.transform(coeffs, n, coset=True))
+            step()
         z_inv = pow((pow(FR_GENERATOR, n, R) - 1) % R, -1, R)
         d_z = upload(self.context, self.queue, fr_mont_limbs([z_inv]))
         launch(self.queue, self.k["h_pointwise"], n, evals[0], evals[1], evals[2], d_z, u32(n))

@@ -63,10 +63,11 @@ void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, s
 
 }  // namespace
 
-// A proof in flight: the host thread that runs it and what it returns.
+// A proof in flight: the host thread that runs it, what it returns, and its cancel flag.
 struct cz_pending {
     std::future<proof_sums> result;
     prove_timings timings;
+    cz_cancel_flag cancel{false};
 };
 
 extern "C" {
@@ -212,7 +213,7 @@ cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, 
         CZ_REQUIRE(m >= 1, "a partition needs at least one constraint");
         partition_host host{a, b, c, m, inputs, n_inputs, aux, n_aux, a_aux_density, b_input_density, b_aux_density};
         auto pending = std::make_unique<cz_pending>();
-        pending->result = start_proof(ctx, srs, host, &pending->timings);
+        pending->result = start_proof(ctx, srs, host, &pending->timings, &pending->cancel);
         *out = pending.release();
     });
 }
@@ -263,9 +264,6 @@ cz_status cz_evaluate_r1cs(cz_context* ctx, const cz_circuit* circuit, const uin
     });
 }
 
-// cz_prove_start for a witness partition: a, b, c evaluated on the device from the resident
-// circuit (straight into H), the densities the circuit's. inputs and aux stay alive until
-// cz_prove_finish.
 cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_circuit* circuit, const uint64_t* inputs,
                                  size_t n_inputs, const uint64_t* aux, size_t n_aux, cz_pending** out) {
     return cz_guard([&] {
@@ -277,7 +275,7 @@ cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_ci
         host.inputs = inputs, host.n_inputs = n_inputs, host.aux = aux, host.n_aux = n_aux;
         host.circuit = circuit;
         auto pending = std::make_unique<cz_pending>();
-        pending->result = start_proof(ctx, srs, host, &pending->timings);
+        pending->result = start_proof(ctx, srs, host, &pending->timings, &pending->cancel);
         *out = pending.release();
     });
 }
@@ -291,6 +289,20 @@ cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms
         write_sums(pending->result.get(), out);
         pending->timings.write(timings_ms);
     });
+}
+
+// Asks the proof to stop at its next check (before each stage, between upload chunks and MSM
+// windows, while it waits for the context's locks): cz_prove_finish then returns CZ_CANCELLED
+// once the work already queued on the device is done, and the context stays usable. Returns at
+// once; may be called from any thread, any number of times, until cz_prove_finish.
+cz_status cz_prove_cancel(cz_pending* pending) {
+    return cz_guard([&] { pending->cancel.store(true, std::memory_order_relaxed); });
+}
+
+// Blocks until the proof's library thread has returned (done, failed or cancelled), without
+// freeing it: cz_prove_cancel stays valid meanwhile; cz_prove_finish then returns at once.
+cz_status cz_prove_wait(cz_pending* pending) {
+    return cz_guard([&] { pending->result.wait(); });
 }
 
 }  // extern "C"

@@ -18,6 +18,7 @@ enum cz_code : int {
     CZ_NO_DEVICE = 4,       // no usable device or driver (cudaErrorNoDevice, InsufficientDriver)
     CZ_INTERNAL = 5,
     CZ_BAD_POINT = 6,       // a key point off its curve (named in the message)
+    CZ_CANCELLED = 7,       // cz_prove_cancel stopped the proof (nothing half-done is left)
 };
 
 extern "C" struct cz_status {

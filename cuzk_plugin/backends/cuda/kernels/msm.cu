@@ -418,7 +418,7 @@ xyzz_t<F> horner(const std::vector<xyzz_t<F>>& wins, int c) {
 // while window w accumulates.
 template <class F>
 xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, const uint32_t* idx,
-                    uint32_t n, int c, bool profile) {
+                    uint32_t n, int c, bool profile, const cz_cancel_flag* cancel) {
     if (n == 0) return xyzz_t<F>::identity();
     const pippenger_plan plan(n, c, stream);
     phase_profile prof(stream, profile);
@@ -447,13 +447,17 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
     prof.mark();
     for (int w = 0; w < plan.nwin; w++) {
         window_state<F>& ws = *states[w % states.size()];
-        if (w >= (int)states.size()) CZ_CHECK(cudaStreamWaitEvent(ss, ws.consumed.e, 0));
+        throw_if_cancelled(cancel);
+        if (w >= (int)states.size()) {
+            if (cancel) wait_event(ws.consumed.e, cancel);  // stay two windows ahead, so a cancel stops soon
+            CZ_CHECK(cudaStreamWaitEvent(ss, ws.consumed.e, 0));
+        }
         prepare_window<F>(plan, ws, scalars, idx, w, item_ids.get(), ss, prof);
         accumulate_window<F>(plan, ws, bases, w, buckets.get(), stream, prof);
     }
     std::vector<xyzz_t<F>> wins = reduce_windows<F>(plan, buckets.get(), stream);
     prof.mark();
-    CZ_CHECK(cudaStreamSynchronize(stream));
+    wait_stream(stream, cancel);
 
     auto t0 = std::chrono::steady_clock::now();
     xyzz_t<F> acc = horner<F>(wins, c);
@@ -507,7 +511,7 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
     CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, iota, is_big.get(), big_idx.get(), counts.get() + 1, n, stream));
     uint32_t host_counts[2];
     CZ_CHECK(cudaMemcpyAsync(host_counts, counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
-    CZ_CHECK(cudaStreamSynchronize(stream));
+    wait_stream(stream, opt.cancel);
 
     auto t_ones = std::chrono::steady_clock::now();
     xyzz_t<F> ones = sum_ones<F>(stream, bases, one_idx.get(), counts.get(), host_counts[0]);
@@ -515,7 +519,8 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
         std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
                      host_counts[1], ms_since(t_ones));
     int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
-    xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c, opt.profile);
+    throw_if_cancelled(opt.cancel);
+    xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c, opt.profile, opt.cancel);
     return big.add(ones);
 }
 

@@ -1,11 +1,15 @@
 // Multi-scalar multiplication sum_i k_i P_i on the device, for G1 (F = fq_t) and G2 (fq2_t).
 #pragma once
+#include "cancel.cuh"
 #include "context.cuh"
 #include "curve.cuh"
 
 struct msm_options {
     int window_bits = 0;   // 0: chosen from the size of the large-scalar tail (msm_default_window)
     bool profile = false;  // phase timings on stderr, the phases run in turn (benchmarks)
+    // Checked between phases and windows (the host then stays at most two windows ahead of the
+    // device): CZ_CANCELLED once set, with the queued windows left to finish.
+    const cz_cancel_flag* cancel = nullptr;
 };
 
 // bases: affine, Montgomery, on the device; scalars: canonical Fr limbs (< r) on the device.

@@ -100,10 +100,10 @@ size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags,
 // An MSM on `stream` from a host thread of its own (msm_device synchronises its stream).
 template <class F>
 std::future<xyzz_t<F>> msm_async(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars,
-                                 size_t n) {
-    return std::async(std::launch::async, [&ctx, stream, bases, scalars, n]() {
+                                 size_t n, const msm_options& opt) {
+    return std::async(std::launch::async, [&ctx, stream, bases, scalars, n, opt]() {
         CZ_CHECK(cudaSetDevice(ctx.device));
-        return msm_device<F>(ctx, stream, bases, scalars, n);
+        return msm_device<F>(ctx, stream, bases, scalars, n, opt);
     });
 }
 
@@ -132,7 +132,9 @@ std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, 
     return srs;
 }
 
-proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& part, prove_timings* timings) {
+proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& part, prove_timings* timings,
+                        const cz_cancel_flag* cancel) {
+    throw_if_cancelled(cancel);
     auto t0 = std::chrono::steady_clock::now();
     cudaStream_t s = ctx.stream;
     const size_t n = 1ull << part.log_n;
@@ -155,11 +157,14 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     // sorts and tails fill what the others leave idle; the main stream (H, then the H MSM: the
     // longest chain) has the highest priority. Everything they read is on the device now.
     CZ_CHECK(cudaStreamSynchronize(s));
+    throw_if_cancelled(cancel);
+    msm_options opt;
+    opt.cancel = cancel;
     const fr_t* b_ptr = b_scalars.get();
     const fr_t* a_ptr = a_scalars.get();
-    auto g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb);
-    auto l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux);
-    auto a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na);
+    auto g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb, opt);
+    auto l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux, opt);
+    auto a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na, opt);
 
     std::future<xyzz_t<fq_t>> b1;
     proof_sums out;
@@ -167,11 +172,11 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         auto th = std::chrono::steady_clock::now();
         dev_buf<fr_t> hbuf(n, s);
         quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);  // canonical in and out
-        CZ_CHECK(cudaStreamSynchronize(s));
+        wait_stream(s, cancel);
         if (timings) timings->h_ms = ms_since(th);
         auto tm = std::chrono::steady_clock::now();
-        b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb);
-        out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h);
+        b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb, opt);
+        out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h, opt);
         out.b_g1 = b1.get();
         out.l = l.get();
         out.a = a.get();

@@ -65,5 +65,8 @@ std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, 
                                  const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1,
                                  const uint8_t* b_g2, size_t n_b_g2);
 
-// Runs the whole partition; blocks until the five sums are on the host.
-proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& part, prove_timings* timings);
+// Runs the whole partition; blocks until the five sums are on the host. With `cancel`, checked
+// before each stage and in the MSMs' window loops: CZ_CANCELLED once it is set, after the
+// work already queued on the context's streams has finished (the context stays usable).
+proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& part, prove_timings* timings,
+                        const cz_cancel_flag* cancel = nullptr);

@@ -47,17 +47,18 @@ void parallel_memcpy(void* dst, const void* src, size_t len) {
 
 }  // namespace
 
-void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes) {
+void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes, const cz_cancel_flag* cancel) {
     if (bytes == 0) return;
     staging_ensure(ctx);
     cz_staging& st = ctx.staging;
     auto* d = static_cast<uint8_t*>(dst);
     const auto* h = static_cast<const uint8_t*>(src);
     for (size_t off = 0; off < bytes; off += cz_staging::kBytes) {
+        throw_if_cancelled(cancel);
         size_t len = std::min(cz_staging::kBytes, bytes - off);
         int i = st.next;
         st.next = (i + 1) % cz_staging::kBuffers;
-        CZ_CHECK(cudaEventSynchronize(st.drained[i]));  // its previous chunk has reached the device
+        wait_event(st.drained[i], cancel);  // its previous chunk has reached the device
         parallel_memcpy(st.host[i], h + off, len);
         CZ_CHECK(cudaMemcpyAsync(d + off, st.host[i], len, cudaMemcpyHostToDevice, ctx.upload_stream));
         CZ_CHECK(cudaEventRecord(st.drained[i], ctx.upload_stream));
@@ -75,7 +76,8 @@ void staging_free(cz_context& ctx) {
     st.ready = false;
 }
 
-void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out) {
+void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out,
+                      const cz_cancel_flag* cancel) {
     CZ_REQUIRE(host.m >= 1, "a partition needs at least one constraint");
     cudaStream_t s = ctx.upload_stream;
     const int log_n = log2_ceil(host.m);
@@ -85,14 +87,14 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
         if (host.circuit) continue;  // evaluated on the device
         fr_t* d = out.fr_bufs.back().get();
         if (n > host.m) CZ_CHECK(cudaMemsetAsync(d + host.m, 0, (n - host.m) * sizeof(fr_t), s));
-        upload_async(ctx, d, v, host.m * sizeof(fr_t));
+        upload_async(ctx, d, v, host.m * sizeof(fr_t), cancel);
     }
     // z = inputs then aux, as the circuit's columns number them (one element at least:
     // prove_device reads the pointers).
     out.fr_bufs.emplace_back(std::max<size_t>(host.n_inputs + host.n_aux, 1), s);
     fr_t* z = out.fr_bufs.back().get();
-    upload_async(ctx, z, host.inputs, host.n_inputs * sizeof(fr_t));
-    upload_async(ctx, z + host.n_inputs, host.aux, host.n_aux * sizeof(fr_t));
+    upload_async(ctx, z, host.inputs, host.n_inputs * sizeof(fr_t), cancel);
+    upload_async(ctx, z + host.n_inputs, host.aux, host.n_aux * sizeof(fr_t), cancel);
     partition_device& part = out.part;
     part.log_n = log_n;
     part.a = out.fr_bufs[0].get(), part.b = out.fr_bufs[1].get(), part.c = out.fr_bufs[2].get();
@@ -106,7 +108,7 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
     }
     auto upload_flags = [&](const uint8_t* src, size_t count) {
         out.flag_bufs.emplace_back(std::max<size_t>(count, 1), s);
-        upload_async(ctx, out.flag_bufs.back().get(), src, count);
+        upload_async(ctx, out.flag_bufs.back().get(), src, count, cancel);
         return out.flag_bufs.back().get();
     };
     part.a_aux_density = upload_flags(host.a_aux_density, host.n_aux);
@@ -130,21 +132,23 @@ void free_after_compute(cz_context& ctx) {
 // device work under compute_lock. The upload lock is handed on only once this partition holds
 // the compute lock, so partition k+1 uploads while k computes, partitions compute in the
 // order they uploaded, and at most one uploaded partition waits for the device (device memory
-// stays bounded however many are started).
-proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t) {
+// stays bounded however many are started). A cancel is seen while waiting for either lock,
+// between upload chunks and between the device stages (prove_device).
+proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t,
+                      const cz_cancel_flag* cancel) {
     CZ_CHECK(cudaSetDevice(ctx.device));
     partition_buffers up;  // destroyed after the locks are released; its frees are stream-ordered
     cuda_event uploaded;
     auto t0 = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> upload_lock(ctx.upload_lock);
+    std::unique_lock<std::mutex> upload_lock = lock_unless_cancelled(ctx.upload_lock, cancel);
     double waited_ms = ms_since(t0);
     auto tu = std::chrono::steady_clock::now();
-    upload_partition(ctx, host, up);
+    upload_partition(ctx, host, up, cancel);  // a cancel here: the copies queued so far finish before `up` is freed
     CZ_CHECK(cudaEventRecord(uploaded.e, ctx.upload_stream));
-    CZ_CHECK(cudaEventSynchronize(uploaded.e));  // upload_ms: until the data is on the device
+    wait_event(uploaded.e, cancel);  // upload_ms: until the data is on the device
     t.upload_ms = ms_since(tu);
     auto tq = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> compute_lock(ctx.compute_lock);
+    std::unique_lock<std::mutex> compute_lock = lock_unless_cancelled(ctx.compute_lock, cancel);
     upload_lock.unlock();
     t.queue_ms = waited_ms + ms_since(tq);
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
@@ -154,10 +158,10 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
             auto tr = std::chrono::steady_clock::now();
             r1cs_evaluate(ctx.stream, *host.circuit, up.part.inputs, up.part.a, up.part.b, up.part.c,
                           1ull << up.part.log_n);
-            CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+            wait_stream(ctx.stream, cancel);
             t.r1cs_ms = ms_since(tr);
         }
-        sums = prove_device(ctx, srs, up.part, &t);
+        sums = prove_device(ctx, srs, up.part, &t, cancel);
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.
         for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
@@ -170,6 +174,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
 }  // namespace
 
 std::future<proof_sums> start_proof(cz_context* ctx, const cz_srs* srs, const partition_host& host,
-                                    prove_timings* t) {
-    return std::async(std::launch::async, [ctx, srs, host, t]() { return prove_host(*ctx, *srs, host, *t); });
+                                    prove_timings* t, const cz_cancel_flag* cancel) {
+    return std::async(std::launch::async,
+                      [ctx, srs, host, t, cancel]() { return prove_host(*ctx, *srs, host, *t, cancel); });
 }

@@ -12,8 +12,9 @@
 
 // Copies `bytes` of pageable host memory to device memory on ctx.upload_stream, a chunk at a
 // time through the staging buffers. Returns once `src` has been read; the device copies may
-// still be running (record an event on upload_stream to wait for them).
-void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes);
+// still be running (record an event on upload_stream to wait for them). `cancel` is checked
+// before each chunk (CZ_CANCELLED).
+void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes, const cz_cancel_flag* cancel = nullptr);
 
 // Frees the staging buffers (context teardown; nothing may be uploading).
 void staging_free(cz_context& ctx);
@@ -36,10 +37,14 @@ struct partition_host {
 // Allocates the partition's buffers (freed in upload_stream order too) and queues its upload on
 // ctx.upload_stream: a, b, c zero padded to the next power of two (only allocated for a witness
 // partition: r1cs_evaluate fills them), inputs and aux into one z buffer.
-void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out);
+void upload_partition(cz_context& ctx, const partition_host& host, partition_buffers& out,
+                      const cz_cancel_flag* cancel = nullptr);
 
 // Proves a partition from host arrays on a library thread (cz_prove_start): uploads it through
 // the staging buffers, then runs prove_device under ctx.compute_lock. Partitions started back
-// to back upload while the one before them computes; `t` gets the stage times.
+// to back upload while the one before them computes; `t` gets the stage times. Setting
+// `*cancel` (alive until the future is ready) stops it at the next check, waiting for a lock,
+// uploading or computing: the future then holds CZ_CANCELLED, and the partition's buffers are
+// freed after the device work already queued.
 std::future<proof_sums> start_proof(cz_context* ctx, const cz_srs* srs, const partition_host& host,
-                                    prove_timings* t);
+                                    prove_timings* t, const cz_cancel_flag* cancel = nullptr);
