@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from cuzk_plugin.formats.params import ProvingKey
+    from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
     from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
     from cuzk_plugin.formats.pce import PrecompiledCircuit
 
@@ -102,6 +102,13 @@ class Backend(Protocol):
     def evaluate_r1cs(self, circuit: CircuitHandle, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """a = A z, b = B z, c = C z over every row: z (num_vars, 4) uint64 canonical (inputs then
         aux), results (num_constraints, 4) uint64 canonical."""
+        ...
+
+    def generate_srs(self, circuit: CircuitHandle, secrets: SetupSecrets) -> tuple[SrsHandle, np.ndarray]:
+        """A TEST proving key of ``circuit``'s pre-compiled circuit made from ``secrets`` on the
+        circuit's device (QAP at tau through the matrices, fixed-base multiplications), and
+        ``input_sums``: ``(num_inputs, 3, 4)`` uint64 canonical u, v, w at tau of each input
+        column, from which the host makes the verifying key (groth16.setup.verifying_key_from)."""
         ...
 
     # Primitives, for the conformance suite and kernel benchmarks.

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
+from cuzk_plugin.backends.cpu.keygen import input_sums, proving_key_from_qap, qap_from_pce
 from cuzk_plugin.backends.cpu.r1cs_eval import CoefficientTable, SplitMatrix, evaluate_r1cs
-from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.backends.protocol import CircuitHandle, DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.bls12_381.ntt import ntt_objects, quotient_h_objects
 from cuzk_plugin.bls12_381.points import (
@@ -25,7 +26,7 @@ from cuzk_plugin.bls12_381.points import (
     g2_to_limbs,
 )
 from cuzk_plugin.errors import EncodingError, ProveCancelled
-from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
 
@@ -204,3 +205,10 @@ class CpuBackend:
         """prove_finish raises ProveCancelled at its next check (between the transforms of H and
         the MSM chunks: well under a second)."""
         pending.cancel.set()
+
+    # -- test keys -----------------------------------------------------------------------
+    def generate_srs(self, circuit: CircuitHandle, secrets: SetupSecrets) -> tuple[CpuSrs, np.ndarray]:
+        """A test key of ``circuit``'s pre-compiled circuit made on the host (keygen.py) and
+        loaded, and its input columns at tau ``(num_inputs, 3, 4)`` for the verifying key."""
+        qap = qap_from_pce(circuit.circuit, secrets)
+        return self.load_srs(proving_key_from_qap(qap, secrets)), input_sums(qap)

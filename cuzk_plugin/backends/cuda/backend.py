@@ -36,9 +36,12 @@ from cuzk_plugin.bls12_381.fields import (
     limbs_to_ints,
 )
 from cuzk_plugin.errors import BackendUnavailable
-from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
+
+#: A key's vectors in the library's order (cz_srs_read's ``which``, cz_srs_counts).
+SRS_VECTORS = ("h", "l", "a", "b_g1", "b_g2")
 
 
 def sums_from_limbs(out: np.ndarray) -> ProofSums:
@@ -79,6 +82,10 @@ class CudaSrs:
     nbytes: int
     device: int
     released: bool = field(default=False)
+    #: A key made on the device (generate_srs): milliseconds per stage (KEYGEN_TIMINGS) and the
+    #: device memory in use before and at the peak of the generation, in bytes.
+    keygen_ms: dict[str, float] = field(default_factory=dict)
+    keygen_memory: tuple[int, int] = (0, 0)
 
     def release(self) -> None:
         if not self.released:
@@ -87,6 +94,26 @@ class CudaSrs:
 
     def __repr__(self) -> str:
         return f"CudaSrs(device={self.device}, nbytes={self.nbytes}, released={self.released})"
+
+    def counts(self) -> dict[str, int]:
+        """Points per vector (h, l, a, b_g1, b_g2)."""
+        if self.released:
+            raise ValueError("CudaSrs.counts: the SRS has been released")
+        out = np.zeros(len(SRS_VECTORS), dtype=np.uint64)
+        call("cz_srs_counts", self.handle, u64_ptr(out))
+        return dict(zip(SRS_VECTORS, (int(x) for x in out), strict=True))
+
+    def read(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Points ``start:stop`` of vector ``name`` copied back as affine canonical limbs (the
+        identity as zeros): G1 ``(n, 2, 6)``, b_g2 ``(n, 2, 2, 6)`` uint64, as
+        ProvingKey.vector_limbs gives them. For tests comparing a device key with the host's."""
+        if name not in SRS_VECTORS:
+            raise ValueError(f"CudaSrs.read: no vector {name!r} (one of {', '.join(SRS_VECTORS)})")
+        start, stop, _ = slice(start, stop).indices(self.counts()[name])
+        count = max(0, stop - start)
+        out = np.zeros((count, 2, 2, 6) if name == "b_g2" else (count, 2, 6), dtype=np.uint64)
+        call("cz_srs_read", self.handle, SRS_VECTORS.index(name), start, count, u64_ptr(out))
+        return out
 
 
 @dataclass
@@ -153,6 +180,9 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit,
 #: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, the upload, the
 #: wait behind partitions started earlier, and a witness partition's R1CS evaluation.
 PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs")
+#: Keys of CudaSrs.keygen_ms, in cz_srs_generate's order: the Lagrange basis at tau, each matrix's
+#: column sums (with the dense checks and the scalars' compaction), each vector's points, total.
+KEYGEN_TIMINGS = ("lagrange", "columns_a", "a", "columns_b", "b_g1", "b_g2", "columns_c", "l", "h", "total")
 
 
 @dataclass
@@ -345,3 +375,26 @@ class CudaBackend:
         with pending.lock:
             if not pending.freed:
                 call("cz_prove_cancel", pending.handle)
+
+    # -- test keys -----------------------------------------------------------------------
+    #: Test keys are made on the GPU (a Lane bounds them by its memory budget alone).
+    keygen_on_device = True
+
+    def generate_srs(self, circuit: CudaCircuit, secrets: SetupSecrets) -> tuple[CudaSrs, np.ndarray]:
+        """A TEST key of the circuit made on its GPU from ``secrets`` (kernels/keygen.cu: the QAP
+        at tau through the resident matrices, fixed-base multiplications), and the input
+        columns' u, v, w at tau ``(num_inputs, 3, 4)`` uint64 canonical for the verifying key.
+        The handle carries the stage times and the device memory peak (keygen_ms, keygen_memory)."""
+        if not isinstance(circuit, CudaCircuit) or circuit.released:
+            raise ValueError(f"generate_srs: {circuit!r} is not a live CUDA circuit handle")
+        limbs = np.ascontiguousarray(secrets.limbs(), dtype=np.uint64)
+        sums = np.zeros((circuit.circuit.num_inputs, 3, FR_LIMBS), dtype=np.uint64)
+        handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+        times = (ctypes.c_double * len(KEYGEN_TIMINGS))()
+        memory = np.zeros(2, dtype=np.uint64)
+        call("cz_srs_generate", self.context(circuit.device), circuit.handle, u64_ptr(limbs), ctypes.byref(handle),
+             ctypes.byref(nbytes), u64_ptr(sums), times, u64_ptr(memory))
+        srs = CudaSrs(handle=handle, nbytes=nbytes.value, device=circuit.device,
+                      keygen_ms=dict(zip(KEYGEN_TIMINGS, list(times), strict=True)),
+                      keygen_memory=(int(memory[0]), int(memory[1])))
+        return srs, sums

@@ -5,7 +5,8 @@ a synthetic Filecoin-shaped one, with the stage times and the device memory peak
     python -m cuzk_plugin.backends.cuda.keygen_timing --synthetic-log2 27
 
 The synthetic circuit has the 32 GiB PoRep partition's shape where it matters to key generation
-(rows, 328 inputs, about one aux variable a row, 1-3 terms a row in A, one in B and C); its
+(rows, 328 inputs, about one aux variable a row, 1-2 terms a row in A and B, one in C, ONE in half
+of B's rows as in the boolean constraints b (1 - b) = 0, the column sums' hottest spot); its
 constraints are not satisfiable and no proof is made with it.
 """
 
@@ -57,8 +58,8 @@ def _csr(first: np.ndarray, second: np.ndarray | None, coeff: np.ndarray, num_in
 def synthetic_pce(log_rows: int, num_inputs: int = 328, seed: int = 0) -> PrecompiledCircuit:
     """A circuit of 2^log_rows - 1 rows (the last ``num_inputs`` the input rows) over
     ``num_inputs`` inputs and one aux variable a constraint row: A row i holds aux i and, half
-    the time, a random variable; B and C one random variable each (C 90 % of rows); coefficients
-    mostly 1, some -1, 2^k or arbitrary, like Filecoin's."""
+    the time, a random variable; B a random variable and, half the time, ONE; C a random variable
+    (90 % of rows); coefficients mostly 1, some -1, 2^k or arbitrary, like Filecoin's."""
     rng = np.random.default_rng(seed)
     rows = (1 << log_rows) - 1
     n_c = rows - num_inputs
@@ -79,7 +80,8 @@ def synthetic_pce(log_rows: int, num_inputs: int = 328, seed: int = 0) -> Precom
         return idx.astype(np.uint32)
 
     a = _csr(num_inputs + np.arange(n_c, dtype=np.int64), column(0.5), coefficients(2 * n_c), num_inputs, True)
-    b = _csr(column(1.0), None, coefficients(n_c), num_inputs, False)
+    ones = np.where(rng.random(n_c) < 0.5, 0, -1)
+    b = _csr(ones, column(1.0), coefficients(2 * n_c), num_inputs, False)
     c = _csr(column(0.9), None, coefficients(n_c), num_inputs, False)
     dens = []
     for mat in (a, b):

@@ -32,7 +32,7 @@ from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.errors import BackendUnavailable, EncodingError, ProveCancelled
-from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
 
@@ -255,6 +255,14 @@ class OpenclBackend:
         pending.cancel.set()
         if pending.future is not None:
             pending.future.cancel()
+
+    def generate_srs(self, circuit: OpenclCircuit, secrets: SetupSecrets) -> tuple[OpenclSrs, np.ndarray]:
+        """A test key of the circuit made on the host (the CPU reference, backends/cpu/keygen.py)
+        and loaded, with its input columns at tau for the verifying key."""
+        from cuzk_plugin.backends.cpu.keygen import input_sums, proving_key_from_qap, qap_from_pce
+
+        qap = qap_from_pce(circuit.circuit, secrets)
+        return self.load_srs(proving_key_from_qap(qap, secrets)), input_sums(qap)
 
     def _prove(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition,
                cancel: threading.Event) -> ProofSums:

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "abi.cuh"
+#include "keygen.cuh"
 #include "ntt.cuh"
 #include "upload.cuh"
 
@@ -303,6 +304,40 @@ cz_status cz_prove_cancel(cz_pending* pending) {
 // freeing it: cz_prove_cancel stays valid meanwhile; cz_prove_finish then returns at once.
 cz_status cz_prove_wait(cz_pending* pending) {
     return cz_guard([&] { pending->result.wait(); });
+}
+
+// A TEST proving key of `circuit` made on its device (keygen.cuh) from secrets (5 x 4 uint64
+// canonical: tau, alpha, beta, gamma, delta, each in [1, r)). input_sums (num_inputs x 3 x 4
+// uint64) receives u, v, w at tau of each input column, canonical, for the verifying key.
+// timings_ms (10): lagrange, A columns, a, B columns, b_g1, b_g2, C columns, l, h, total;
+// memory_bytes (2): device memory in use before and at the peak. Both may be null.
+cz_status cz_srs_generate(cz_context* ctx, const cz_circuit* circuit, const uint64_t* secrets, cz_srs** out,
+                          uint64_t* nbytes, uint64_t* input_sums, double* timings_ms, uint64_t* memory_bytes) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
+        keygen_report report;
+        auto srs = srs_generate(*ctx, *circuit, secrets_from_canonical(secrets), input_sums, &report);
+        if (timings_ms) std::copy(report.ms, report.ms + keygen_report::kStages, timings_ms);
+        if (memory_bytes) memory_bytes[0] = report.used_before, memory_bytes[1] = report.used_peak;
+        *nbytes = srs->nbytes;
+        *out = srs.release();
+    });
+}
+
+// Points of a key's vector (0 h, 1 l, 2 a, 3 b_g1, 4 b_g2), start .. start + count, to `out` as
+// affine canonical limbs (G1 (count, 2, 6), G2 (count, 2, 2, 6)), the identity as zeros. Tests.
+cz_status cz_srs_read(const cz_srs* srs, int which, size_t start, size_t count, uint64_t* out) {
+    return cz_guard([&] { srs_read(*srs, which, start, count, out); });
+}
+
+// The key's vector lengths: h, l, a, b_g1, b_g2.
+cz_status cz_srs_counts(const cz_srs* srs, uint64_t* out) {
+    return cz_guard([&] {
+        const size_t n[5] = {srs->n_h, srs->n_l, srs->n_a, srs->n_b_g1, srs->n_b_g2};
+        std::copy(n, n + 5, out);
+    });
 }
 
 }  // extern "C"
