@@ -128,17 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--synthetic-log2", type=int, help="a synthetic circuit of 2^N - 1 rows (27: 32 GiB PoRep size)")
     parser.add_argument("--inputs", type=int, default=328, help="public inputs of the synthetic circuit")
     parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=1, help="keys to make (each with fresh secrets)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     pce = load_pce(args.circuit_file) if args.circuit_file else synthetic_pce(args.synthetic_log2, args.inputs)
     print(f"circuit {pce.name}: {pce.num_constraints} rows, {pce.num_inputs} inputs, {pce.num_aux} aux, "
           f"nnz A/B/C {pce.a.nnz}/{pce.b.nnz}/{pce.c.nnz} ({time.perf_counter() - t0:.1f}s to open or make)")
-    res = time_keygen(pce, args.device)
-    for name, value in res.items():
+    runs = [time_keygen(pce, args.device) for _ in range(max(1, args.repeat))]
+    for name in runs[0]:
+        values = [run[name] for run in runs]
         if name.endswith("bytes") or name.startswith("device_used"):
-            print(f"{name:>20}: {value / 1e9:9.2f} GB")
+            print(f"{name:>20}: " + "  ".join(f"{v / 1e9:9.2f}" for v in values) + " GB")
         else:
-            print(f"{name:>20}: {value:9.1f} ms")
+            print(f"{name:>20}: " + "  ".join(f"{v:9.1f}" for v in values) + " ms"
+                  + (f"   (median {float(np.median(values)):.1f})" if len(values) > 1 else ""))
     return 0
 
 
