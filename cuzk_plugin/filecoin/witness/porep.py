@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from typing import cast
 
 import numpy as np
@@ -274,7 +275,8 @@ def porep_layout(params: PorepParams) -> PorepLayout:
 
 def _limbs(values: np.ndarray) -> np.ndarray:
     """Object ints in [0, r), any shape -> (..., 4) uint64 limbs."""
-    raw = b"".join([v.to_bytes(32, "little") for v in values.reshape(-1).tolist()])
+    flat = values.reshape(-1).tolist()
+    raw = b"".join(map(int.to_bytes, flat, repeat(32), repeat("little")))  # type: ignore[arg-type]  # no per-value Python frame
     return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(*values.shape, FR_LIMBS)
 
 
@@ -318,16 +320,20 @@ def _obj(values) -> np.ndarray:
 
 
 class _Aux:
-    """The partition's aux array and its per-challenge view (challenges x challenge_aux x 4)."""
+    """Aux rows of the partition header (``header``, or None) and of a run of its challenges
+    (``ch``: challenges x challenge_aux x 4), views into one (num_aux, 4) array."""
 
-    def __init__(self, layout: PorepLayout):
-        # empty + fill, not np.zeros: calloc's zero pages fault in 4 KiB at a time (32 GiB:
-        # 4.6 s of page faults against 0.5 s for the fill on huge pages)
-        self.all = np.empty((layout.num_aux, FR_LIMBS), dtype=np.uint64)
-        self.all.fill(0)
-        self.header = self.all[:layout.header_aux]
-        self.ch = self.all[layout.header_aux:].reshape(
-            layout.params.challenges_per_partition, layout.challenge_aux, FR_LIMBS)
+    def __init__(self, header: np.ndarray | None, ch: np.ndarray):
+        self.header = header
+        self.ch = ch
+
+    @classmethod
+    def of(cls, layout: PorepLayout, all_aux: np.ndarray, first: int = 0, count: int | None = None) -> _Aux:
+        """Views of ``all_aux`` (num_aux, 4): the header and challenges [first, first + count)."""
+        count = layout.params.challenges_per_partition - first if count is None else count
+        start = layout.header_aux + first * layout.challenge_aux
+        ch = all_aux[start:start + count * layout.challenge_aux].reshape(count, layout.challenge_aux, FR_LIMBS)
+        return cls(all_aux[:layout.header_aux], ch)
 
     def bits(self, off: int, bits: np.ndarray) -> None:
         """bits (challenges, k) 0/1 at challenge offset ``off``."""
@@ -336,6 +342,15 @@ class _Aux:
     def fields(self, off: int, values: np.ndarray) -> None:
         """values (challenges, k) object ints at challenge offset ``off``."""
         self.ch[:, off:off + values.shape[1], :] = _limbs(values)
+
+
+def zeroed_aux(layout: PorepLayout) -> np.ndarray:
+    """The partition's (num_aux, 4) uint64 aux array, zero. empty + fill, not np.zeros:
+    calloc's zero pages fault in 4 KiB at a time (32 GiB: 4.6 s of page faults against 0.5 s
+    for the fill on huge pages)."""
+    out = np.empty((layout.num_aux, FR_LIMBS), dtype=np.uint64)
+    out.fill(0)
+    return out
 
 
 def _insert_8(x, els, b0, b1, b2):
@@ -498,107 +513,189 @@ def _labels(lay: PorepLayout, aux: _Aux, rows: np.ndarray, rid_bits: np.ndarray,
     return label_vals
 
 
-def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition: int | None = None,
-                         check: bool = True, timings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs (num_inputs, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr
-    limbs, equal to the reference synthesis of ``w``. With ``check`` a witness that violates a
-    root equality raises :class:`WitnessMismatch` (``partition`` only names it). ``timings``,
-    if given, receives each phase's wall seconds.
+@dataclass
+class _Header:
+    """The partition's public values and replica_id's bits (255,) uint8."""
 
-    The SHA-256 work (comm_d paths, labels; numpy, which releases the GIL) runs in two threads
-    beside the Poseidon work (Python ints) of the calling thread; each writes its own aux."""
-    cpp = params.challenges_per_partition
-    if len(w.challenges) != cpp:
-        raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has {cpp}")
-    lay = porep_layout(params)
-    aux = _timed(timings, "allocate", _Aux, lay)
-    t0 = time.perf_counter()
-    layers = params.layers
-    chs = w.challenges
+    rid: int
+    comm_d: int
+    comm_r: int
+    comm_r_last: int
+    comm_c: int
+    rid_bits: np.ndarray
 
-    # header: replica_id and its bits, comm_d, comm_r, comm_r_last, comm_c, comm_r's hash
+
+def _header(w: PartitionWitness) -> _Header:
     rid, comm_d, comm_r, comm_r_last, comm_c = (
         _known(v, name) % R for v, name in ((w.replica_id, "replica_id"), (w.comm_d, "comm_d"), (w.comm_r, "comm_r"),
                                         (w.comm_r_last, "comm_r_last"), (w.comm_c, "comm_c")))
-    rid_bits = _bits_le(_obj([rid]))[0]
-    hdr = aux.header
-    hdr[0] = ints_to_limbs([rid])[0]
-    hdr[1:1 + _FR_BITS, 0] = rid_bits
-    hdr[256:260] = ints_to_limbs([comm_d, comm_r, comm_r_last, comm_c])
-    p_aux, p_out = poseidon_many(_obj([comm_c, comm_r_last])[:, None])
-    hdr[lay.comm_r_poseidon:lay.comm_r_poseidon + p_aux.shape[0]] = _limbs(p_aux[:, 0])
-    failures: list[tuple[int, int | None, str]] = []  # (constraint index, challenge or None, region)
-    if int(p_out[0]) != comm_r:
-        failures.append((lay.header_constraints - 1, None, "comm_r = Poseidon(comm_c, comm_r_last)"))
+    return _Header(rid, comm_d, comm_r, comm_r_last, comm_c, _bits_le(_obj([rid]))[0])
 
-    # per challenge: data leaf, parent columns, the challenge's 64 bits
-    data_leaf = _obj([c.data_leaf for c in chs])
-    aux.fields(lay.data_leaf, data_leaf[:, None])
-    rows = np.empty((cpp, _PARENTS, layers), dtype=object)
+
+def _write_header(lay: PorepLayout, hdr: np.ndarray, h: _Header) -> bool:
+    """replica_id and its bits, comm_d, comm_r, comm_r_last, comm_c and comm_r's hash into the
+    header rows; whether comm_r = Poseidon(comm_c, comm_r_last) holds."""
+    hdr[0] = ints_to_limbs([h.rid])[0]
+    hdr[1:1 + _FR_BITS, 0] = h.rid_bits
+    hdr[256:260] = ints_to_limbs([h.comm_d, h.comm_r, h.comm_r_last, h.comm_c])
+    p_aux, p_out = poseidon_many(_obj([h.comm_c, h.comm_r_last])[:, None])
+    hdr[lay.comm_r_poseidon:lay.comm_r_poseidon + p_aux.shape[0]] = _limbs(p_aux[:, 0])
+    return int(p_out[0]) == h.comm_r
+
+
+@dataclass
+class _Values:
+    """The C1 values of a run of challenges (k of them): data leaves (k,) and parent rows
+    (k, parents, layers) object ints, challenges (k,) uint64 and their bits (k, 64) uint8, the
+    Poseidon paths (parents, then comm_r_last's and comm_c's)."""
+
+    chs: list
+    data_leaf: np.ndarray
+    rows: np.ndarray
+    challenge: np.ndarray
+    ch_bits: np.ndarray
+    pv: _PathValues
+
+
+def _values(params: PorepParams, chs: list, first: int = 0) -> _Values:
+    """``chs``: the partition's challenges ``first``, ``first + 1``, ... (for error messages)."""
+    layers = params.layers
+    rows = np.empty((len(chs), _PARENTS, layers), dtype=object)
     for c, ch in enumerate(chs):
         cols = list(ch.drg_parents) + list(ch.exp_parents)
         if len(cols) != _PARENTS:
-            raise ValueError(f"challenge {c}: {len(cols)} parent columns, expected {_PARENTS}")
+            raise ValueError(f"challenge {first + c}: {len(cols)} parent columns, expected {_PARENTS}")
         for j, col in enumerate(cols):
             if len(col.rows) != layers:
                 raise ValueError(f"a parent column has {len(col.rows)} rows, the sector has {layers} layers")
             # values by construction once the header has them (a blank partition has none at all)
             rows[c, j] = [int(v) % R for v in cast("list[int]", col.rows)]
-    challenge = np.array([_known(ch.challenge, f"challenges[{c}].challenge") & ((1 << 64) - 1)
+    challenge = np.array([_known(ch.challenge, f"challenges[{first + c}].challenge") & ((1 << 64) - 1)
                           for c, ch in enumerate(chs)], dtype=np.uint64)
     ch_bits = ((challenge[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-    aux.bits(lay.challenge_bits, ch_bits)
     paths = [[c.drg_parents[j].path for j in range(BASE_DEGREE)] +
              [c.exp_parents[j].path for j in range(EXP_DEGREE)] + [c.comm_r_last_path, c.comm_c_path]
              for c in chs]
     pv = _path_values(paths, len(params.tree_arities))
-    if timings is not None:
-        timings["header and values"] = time.perf_counter() - t0
+    return _Values(chs, _obj([c.data_leaf for c in chs]), rows, challenge, ch_bits, pv)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        comm_d_job = pool.submit(_timed, timings, "comm_d paths (thread)", _comm_d_paths, lay, aux, chs, data_leaf)
-        labels_job = pool.submit(_timed, timings, "labels (thread)", _labels, lay, aux, rows, rid_bits, ch_bits)
-        t1 = time.perf_counter()
-        # parent column hashes and their comm_c paths
-        col_aux, col_hash = poseidon_many(rows.reshape(cpp * _PARENTS, layers).T)
-        col_aux = col_aux.reshape(-1, cpp, _PARENTS)
-        for j, off in enumerate(lay.columns):
-            aux.fields(off, rows[:, j, :])
-            aux.fields(off + layers, col_aux[:, :, j].T)
-        parent_roots, parent_packed = _poseidon_paths(
-            aux, lay.parent_paths, col_hash.reshape(cpp, _PARENTS), pv.select(slice(0, _PARENTS)))
-        t2 = time.perf_counter()
-        # the encoded node and the challenged column: their paths need the labels
-        label_vals = labels_job.result()
-        t3 = time.perf_counter()
-        encoded = (label_vals[-1] + data_leaf) % R
-        aux.fields(lay.encoded, encoded[:, None])
-        own_aux, own_hash = poseidon_many(label_vals)
-        aux.fields(lay.own_column_hash, own_aux.T)
-        own_roots, own_packed = _poseidon_paths(
-            aux, [lay.comm_r_last, lay.comm_c], np.stack([encoded, own_hash], axis=1),
-            pv.select(slice(_PARENTS, _PARENTS + 2)))
-        t4 = time.perf_counter()
-        d_packed, d_roots = comm_d_job.result()
-    if timings is not None:
-        t5 = time.perf_counter()
-        timings["poseidon (main thread)"] = (t2 - t1) + (t4 - t3)
-        timings["waiting for threads"] = (t3 - t2) + (t5 - t4)
 
-    for bad in np.flatnonzero(d_roots != comm_d):
+def _comm_d_part(lay: PorepLayout, aux: _Aux, v: _Values) -> dict[str, np.ndarray]:
+    """The data leaves and their comm_d paths: packed index inputs and roots, (k,) each."""
+    aux.fields(lay.data_leaf, v.data_leaf[:, None])
+    d_packed, d_roots = _comm_d_paths(lay, aux, v.chs, v.data_leaf)
+    return {"d_packed": d_packed, "d_roots": d_roots}
+
+
+def _parents_part(lay: PorepLayout, aux: _Aux, v: _Values, parents: slice) -> dict[str, np.ndarray]:
+    """Parent columns ``parents``: their rows, column hashes and comm_c paths; roots and packed
+    index inputs (k, len(parents))."""
+    cpp, layers = v.rows.shape[0], lay.params.layers
+    rows = v.rows[:, parents, :]
+    npar = rows.shape[1]
+    col_aux, col_hash = poseidon_many(rows.reshape(cpp * npar, layers).T)
+    col_aux = col_aux.reshape(-1, cpp, npar)
+    for j, off in enumerate(lay.columns[parents]):
+        aux.fields(off, rows[:, j, :])
+        aux.fields(off + layers, col_aux[:, :, j].T)
+    roots, packed = _poseidon_paths(aux, lay.parent_paths[parents], col_hash.reshape(cpp, npar), v.pv.select(parents))
+    return {"roots": roots, "packed": packed}
+
+
+def _own_part(lay: PorepLayout, aux: _Aux, v: _Values, label_vals: np.ndarray) -> dict[str, np.ndarray]:
+    """The encoded node and the challenged column (they need the labels (layers, k)) with
+    their comm_r_last and comm_c paths: roots and packed index inputs (k, 2)."""
+    encoded = (label_vals[-1] + v.data_leaf) % R
+    aux.fields(lay.encoded, encoded[:, None])
+    own_aux, own_hash = poseidon_many(label_vals)
+    aux.fields(lay.own_column_hash, own_aux.T)
+    roots, packed = _poseidon_paths(aux, [lay.comm_r_last, lay.comm_c], np.stack([encoded, own_hash], axis=1),
+                                    v.pv.select(slice(_PARENTS, _PARENTS + 2)))
+    return {"roots": roots, "packed": packed}
+
+
+def _labels_part(lay: PorepLayout, aux: _Aux, v: _Values, h: _Header) -> np.ndarray:
+    """The challenges' bits and every layer's label: (layers, k) object."""
+    aux.bits(lay.challenge_bits, v.ch_bits)
+    return _labels(lay, aux, v.rows, h.rid_bits, v.ch_bits)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a partition's challenge work, written by one worker: ``kind`` "comm_d"
+    (data leaves and their SHA-256 paths), "labels" (challenge bits, labels, encoding, the
+    challenged column and their paths) or "parents" (parent columns ``parents`` and their
+    paths), for challenges [first, first + count)."""
+
+    kind: str
+    first: int
+    count: int
+    parents: tuple[int, int] = (0, _PARENTS)
+
+
+def compute_part(params: PorepParams, all_aux: np.ndarray, header: _Header, chs: list,
+                 part: Part) -> dict[str, np.ndarray]:
+    """Write ``part`` into ``all_aux`` (num_aux, 4) (only its challenges' rows; ``chs`` are
+    those challenges) and return its root and packed index values (see the ``*_part``
+    functions)."""
+    lay = porep_layout(params)
+    if len(chs) != part.count:
+        raise ValueError(f"{len(chs)} challenges for a part of {part.count}")
+    aux = _Aux.of(lay, all_aux, part.first, part.count)
+    v = _values(params, chs, part.first)
+    if part.kind == "comm_d":
+        return _comm_d_part(lay, aux, v)
+    if part.kind == "parents":
+        return _parents_part(lay, aux, v, slice(*part.parents))
+    if part.kind == "labels":
+        return _own_part(lay, aux, v, _labels_part(lay, aux, v, h=header))
+    raise ValueError(f"unknown witness part {part.kind!r}")
+
+
+@dataclass
+class _Gathered:
+    """Every challenge's roots and packed index inputs, filled part by part."""
+
+    d_packed: np.ndarray  # (cpp,) object
+    d_roots: np.ndarray
+    packed: np.ndarray  # (cpp, parents + 2) object: parents, comm_r_last, comm_c
+    roots: np.ndarray
+
+    @classmethod
+    def empty(cls, cpp: int) -> _Gathered:
+        return cls(*(np.empty(shape, dtype=object) for shape in ((cpp,), (cpp,), (cpp, _PARENTS + 2),
+                                                                  (cpp, _PARENTS + 2))))
+
+    def add(self, part: Part, got: dict[str, np.ndarray]) -> None:
+        rows = slice(part.first, part.first + part.count)
+        if part.kind == "comm_d":
+            self.d_packed[rows], self.d_roots[rows] = got["d_packed"], got["d_roots"]
+            return
+        cols = slice(*part.parents) if part.kind == "parents" else slice(_PARENTS, _PARENTS + 2)
+        self.packed[rows, cols], self.roots[rows, cols] = got["packed"], got["roots"]
+
+
+def _finish(lay: PorepLayout, w: PartitionWitness, h: _Header, header_ok: bool, got: _Gathered,
+            partition: int | None, check: bool) -> np.ndarray:
+    """The public inputs (num_inputs, 4); with ``check`` the first failing root equality raises."""
+    chs = w.challenges
+    cpp = len(chs)
+    failures: list[tuple[int, int | None, str]] = []  # (constraint index, challenge or None, region)
+    if not header_ok:
+        failures.append((lay.header_constraints - 1, None, "comm_r = Poseidon(comm_c, comm_r_last)"))
+    for bad in np.flatnonzero(got.d_roots != h.comm_d):
         failures.append((lay.comm_d.equal_constraint, int(bad), lay.comm_d.region))
-    roots = np.concatenate([parent_roots, own_roots], axis=1)
-    packed = np.concatenate([parent_packed, own_packed], axis=1)
-    expected = [comm_c] * _PARENTS + [comm_r_last, comm_c]
+    expected = [h.comm_c] * _PARENTS + [h.comm_r_last, h.comm_c]
     for p, (path, want) in enumerate(zip([*lay.parent_paths, lay.comm_r_last, lay.comm_c], expected, strict=True)):
-        for bad in np.flatnonzero(roots[:, p] != want):
+        for bad in np.flatnonzero(got.roots[:, p] != want):
             failures.append((path.equal_constraint, int(bad), path.region))
 
     # public inputs: ONE, replica_id, comm_d, comm_r, then per challenge 18 packed indices
-    inputs = [1, rid, comm_d, comm_r]
+    inputs = [1, h.rid, h.comm_d, h.comm_r]
+    packed = got.packed
     for c in range(cpp):
-        inputs += [d_packed[c], *packed[c, :_PARENTS], int(challenge[c]), packed[c, _PARENTS],
-                   packed[c, _PARENTS + 1]]
+        challenge = _known(chs[c].challenge, f"challenges[{c}].challenge") & ((1 << 64) - 1)
+        inputs += [got.d_packed[c], *packed[c, :_PARENTS], challenge, packed[c, _PARENTS], packed[c, _PARENTS + 1]]
     if check and failures:
         def absolute(f):
             cons, c, _ = f
@@ -607,4 +704,57 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
         _, bad_challenge, region = first
         raise WitnessMismatch(partition, bad_challenge, None if bad_challenge is None else chs[bad_challenge].challenge,
                               region, absolute(first))
-    return ints_to_limbs(inputs), aux.all
+    return ints_to_limbs(inputs)
+
+
+def _check_shape(params: PorepParams, w: PartitionWitness) -> None:
+    if len(w.challenges) != params.challenges_per_partition:
+        raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has "
+                         f"{params.challenges_per_partition}")
+
+
+def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition: int | None = None,
+                         check: bool = True, timings: dict | None = None,
+                         workers: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(inputs (num_inputs, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr
+    limbs, equal to the reference synthesis of ``w``. With ``check`` a witness that violates a
+    root equality raises :class:`WitnessMismatch` (``partition`` only names it). ``timings``,
+    if given, receives each phase's wall seconds.
+
+    ``workers`` > 1 computes the partition in that many forked processes for this call
+    (:class:`~cuzk_plugin.filecoin.witness.pool.WitnessPool`; hold one to keep them). With one,
+    the SHA-256 work (comm_d paths, labels; numpy, which releases the GIL) runs in two threads
+    beside the Poseidon work (Python ints) of the calling thread; each writes its own aux."""
+    if workers > 1:
+        from cuzk_plugin.filecoin.witness.pool import WitnessPool
+        with WitnessPool(params, workers) as pool:
+            return pool.assignment(w, partition=partition, check=check, timings=timings)
+    _check_shape(params, w)
+    lay = porep_layout(params)
+    all_aux = _timed(timings, "allocate", zeroed_aux, lay)
+    aux = _Aux.of(lay, all_aux)
+    t0 = time.perf_counter()
+    h = _header(w)
+    header_ok = _write_header(lay, cast(np.ndarray, aux.header), h)
+    v = _values(params, w.challenges)
+    if timings is not None:
+        timings["header and values"] = time.perf_counter() - t0
+
+    got = _Gathered.empty(params.challenges_per_partition)
+    everything = params.challenges_per_partition
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        comm_d_job = pool.submit(_timed, timings, "comm_d paths (thread)", _comm_d_part, lay, aux, v)
+        labels_job = pool.submit(_timed, timings, "labels (thread)", _labels_part, lay, aux, v, h)
+        t1 = time.perf_counter()
+        got.add(Part("parents", 0, everything), _parents_part(lay, aux, v, slice(0, _PARENTS)))
+        t2 = time.perf_counter()
+        label_vals = labels_job.result()
+        t3 = time.perf_counter()
+        got.add(Part("labels", 0, everything), _own_part(lay, aux, v, label_vals))
+        t4 = time.perf_counter()
+        got.add(Part("comm_d", 0, everything), comm_d_job.result())
+    if timings is not None:
+        t5 = time.perf_counter()
+        timings["poseidon (main thread)"] = (t2 - t1) + (t4 - t3)
+        timings["waiting for threads"] = (t3 - t2) + (t5 - t4)
+    return _finish(lay, w, h, header_ok, got, partition, check), all_aux
