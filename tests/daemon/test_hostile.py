@@ -385,19 +385,47 @@ async def test_sigterm_during_key_generation_stops_in_seconds(tmp_path, param_ca
         await _wait_serving(f"unix://{sock}", proc, timeout=90)  # start-up is slow on a loaded 2-core machine
         async with aio_channel(f"unix://{sock}") as ch:
             await cuzk_pb2_grpc.ProvingEngineStub(ch).SubmitProof(synthetic_request("gen-1", log2=18))
-        await asyncio.sleep(2.0)  # the key generation process runs
-        children = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        deadline = time.monotonic() + 30
+        while not (workers := [p for p, cmd in _children(proc.pid).items() if "resource_tracker" not in cmd]):
+            assert time.monotonic() < deadline, "the key generation process never started"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # it runs
+        children = _children(proc.pid)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         took = time.monotonic() - t0
+        # The daemon killed and reaped its workers before it exited.
+        assert all(_gone(p) for p in workers), [children[p] for p in workers if not _gone(p)]
+        # multiprocessing's resource tracker ends by itself once it reads EOF from the exited
+        # daemon (asynchronously: it may still be running at this instant, which made this test flaky).
+        deadline = time.monotonic() + 5
+        while not all(_gone(p) for p in children) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert took < 10, f"stop took {took:.1f}s"
-    assert children and all(_gone(p) for p in children)
+    assert all(_gone(p) for p in children), [children[p] for p in children if not _gone(p)]
     assert not (tmp_path / "synthetic-k18.params").exists()
+
+
+def _children(pid: int) -> dict[int, str]:
+    """Every child of ``pid`` (those of each of its threads: the key generation process is
+    started from a worker thread) -> its command line."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            kids = (task / "children").read_text().split()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        for kid in map(int, kids):
+            try:
+                out[kid] = Path(f"/proc/{kid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except FileNotFoundError:
+                continue
+    return out
 
 
 def test_daemon_log_records_stay_one_line():
