@@ -47,6 +47,11 @@ ERROR_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
 )
 #: Bodies larger than this are parsed on a thread, not on the event loop.
 PARSE_OFF_LOOP_BYTES = 1 << 20
+#: The most any message but a proof request may take (ids and flags: a few hundred bytes);
+#: larger bodies are refused before they are parsed. Proof requests are bounded by the
+#: transport's limit (app.MAX_MESSAGE_BYTES).
+SMALL_BODY_BYTES = 64 << 10
+LARGE_BODY_MESSAGES = (pb.SubmitProofRequest, pb.ProveRequest)
 SERVICE = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
 
 
@@ -74,7 +79,11 @@ class ProvingEngineService:
         self._parsers = ThreadPoolExecutor(2, thread_name_prefix="cuzk-parse")
 
     async def _parse(self, raw: bytes, cls: type[Message], context, translate: Callable = lambda m: m):
-        """``translate(cls.FromString(raw))``; large bodies on a thread. Refusals name the message."""
+        """``translate(cls.FromString(raw))``; large bodies on a thread, oversized ones refused
+        unparsed. Refusals name the message."""
+        if len(raw) > SMALL_BODY_BYTES and cls not in LARGE_BODY_MESSAGES:
+            await _abort(context, cls.__name__, InvalidRequest(
+                f"{cls.__name__}: {len(raw)} bytes, more than the {SMALL_BODY_BYTES} this message may take"), self.engine)
         try:
             if len(raw) > PARSE_OFF_LOOP_BYTES:
                 return await asyncio.get_running_loop().run_in_executor(
