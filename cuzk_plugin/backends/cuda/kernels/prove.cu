@@ -107,6 +107,12 @@ std::future<xyzz_t<F>> msm_async(cz_context& ctx, cudaStream_t stream, const aff
     });
 }
 
+// After an error or a cancel cut the MSM threads short: the device work they had queued
+// (a few windows) ends before the scalars it reads are freed (in stream s's order only).
+void sync_compute_streams(cz_context& ctx) {
+    for (cudaStream_t st : ctx.compute_streams()) cudaStreamSynchronize(st);
+}
+
 }  // namespace
 
 cz_srs::~cz_srs() {
@@ -186,10 +192,16 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (g2.valid()) g2.wait();
         for (auto* f : {&l, &a, &b1})
             if (f->valid()) f->wait();
+        sync_compute_streams(ctx);
         throw;
     }
     auto tw = std::chrono::steady_clock::now();
-    out.b_g2 = g2.get();
+    try {
+        out.b_g2 = g2.get();
+    } catch (...) {
+        sync_compute_streams(ctx);
+        throw;
+    }
     if (timings) {
         timings->g2_wait_ms = ms_since(tw);
         timings->total_ms = ms_since(t0);
