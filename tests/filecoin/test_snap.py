@@ -246,22 +246,3 @@ def test_wrong_public_input_breaks_a_constraint(update, sealed):
     bad = err.value.constraint
     assert next(name for start, name in reversed(regions) if start <= bad) == \
         "apex tree of the apex leaves and its path to comm_d_new"
-
-
-@pytest.mark.slow
-def test_partition_bits_path_with_two_partitions(sealed):
-    # Filecoin's 2 KiB has one partition; the same sector split in two exercises what larger
-    # sizes do: k in k_and_h_select and in every challenge's high bit, and the apex root's
-    # path (the partition path) to comm_d_new
-    p = replace(update_params("2KiB"), partitions=2)
-    u = snap_update(sealed, data_seed=8, params=p)
-    comm_r_new = int.from_bytes(u.comm_r_new, "little")
-    proof = partition_proof(u, 1)
-    assert all(cp.proof_d_new.levels[-1][1] == 1 for cp in proof.challenge_proofs)  # right half
-    verify_partition(p, proof, 1, sealed.comm_r, u.tree_d_new.root, comm_r_new)
-    w = witness_from_proof(p, proof, 1, sealed.comm_r, u.tree_d_new.root, comm_r_new)
-    assert w.k_and_h_select == 1 | (1 << 1)
-    cs = FastConstraintSystem(check_as_you_go=True)
-    synthesize_update_partition(cs, p, w)  # raises on the first violated constraint
-    r1cs, inputs, aux = cs.finish()
-    assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None

@@ -21,6 +21,7 @@ from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.seal import seal
 from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition, witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
+from cuzk_plugin.filecoin.snap.vanilla import verify_partition
 from cuzk_plugin.filecoin.snap_seal import partition_proof, snap_update, sparse_snap_update, vanilla_proofs
 from cuzk_plugin.filecoin.sparse_seal import sparse_seal
 from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
@@ -62,11 +63,19 @@ def test_layout_counts_equal_the_shape_pass(size):
 def test_fast_witness_equals_the_reference_synthesis(sealed, split):
     p = _split() if split else update_params("2KiB")
     k = p.partitions - 1
-    w = _witness(sealed, p, k)
+    u = snap_update(sealed, data_seed=3, params=p)
+    proof = partition_proof(u, k)
+    comm_r_new = int.from_bytes(u.comm_r_new, "little")
+    verify_partition(p, proof, k, sealed.comm_r, u.tree_d_new.root, comm_r_new)
+    w = witness_from_proof(p, proof, k, sealed.comm_r, u.tree_d_new.root, comm_r_new)
+    if split:  # k in k_and_h_select (h = hs[3] = 4: select bit 3) and the partition path's right half
+        assert w.k_and_h_select == 1 | (1 << 3) << 1
+        assert all(cp.proof_d_new.levels[-1][1] == 1 for cp in proof.challenge_proofs)
     inputs, aux = update_assignment(p, w)
-    _, ref_inputs, ref_aux = _reference(p, w)
+    r1cs, ref_inputs, ref_aux = _reference(p, w)
     assert np.array_equal(inputs, ref_inputs)
     assert aux.shape == ref_aux.shape and np.array_equal(aux, ref_aux)
+    assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
 
 
 @pytest.mark.slow
