@@ -187,8 +187,8 @@ def request_public_inputs(req) -> list[list[int]]:
     if req.proof_kind in (pb.WINDOW_POST_PARTITION, pb.WINNING_POST):
         from cuzk_plugin.adapters.curio.post_job import PostJob
 
-        job = PostJob.from_fields(req.registered_proof, req.randomness, list(req.vanilla_proofs), req.partition_index)
-        return [list(job.public_inputs)]
+        post = PostJob.from_fields(req.registered_proof, req.randomness, list(req.vanilla_proofs), req.partition_index)
+        return [list(post.public_inputs)]
     raise BenchInputError("--verify-vk: only porep, wpost and winning proofs are checked on the client")
 
 

@@ -38,6 +38,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from cuzk_plugin.backends.protocol import Backend
 from cuzk_plugin.config import Config
 from cuzk_plugin.engine.circuits import KeySource, ProviderRegistry, param_cache_dir
+from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import (
     CircuitUnavailable,
     InvalidRequest,
@@ -472,7 +473,7 @@ class Engine:
             t.cancel()
             t.add_done_callback(_consume)  # the job already has its answer; no "never retrieved" noise
 
-    async def _warm_key(self, job: Job) -> ProvingKey:
+    async def _warm_key(self, job: Job) -> ProvingKey | DeviceKey:
         t0 = time.perf_counter()
         key = await self.srs.warm(job.circuit_id)
         t1 = time.perf_counter()
@@ -516,7 +517,7 @@ class Engine:
         self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
         return shared
 
-    async def _prove_on_lanes(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey, okey: tuple) -> Proof:
+    async def _prove_on_lanes(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey | DeviceKey, okey: tuple) -> Proof:
         """Retry transient faults on one lane, then move to the next lane, then give up."""
         excluded: list[str] = []
         failures: list[str] = []
@@ -557,7 +558,7 @@ class Engine:
                                 loggable(job.id), p, lane, exc)
         raise AssertionError("unreachable")
 
-    async def _gpu_attempt(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey, okey: tuple,
+    async def _gpu_attempt(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey | DeviceKey, okey: tuple,
                            lanes: frozenset[str], pinned: list[str], attempt: int) -> Proof:
         slot = await self.slots.acquire(okey, job.circuit_id, lanes)
         if not pinned:
@@ -623,7 +624,7 @@ class Engine:
         self.srs.drop_ref(circuit_id, slot.lane)
         self.slots.release(slot)
 
-    async def _self_verify(self, job: Job, key: ProvingKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
+    async def _self_verify(self, job: Job, key: ProvingKey | DeviceKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
         threads = self._host_threads(job)
