@@ -10,10 +10,11 @@
 #      WPOST_RUNS x `cuzk-bench single -t wpost` (the first one --verify-vk), status;
 #   4. SIGTERM, the daemon's peak RSS (/usr/bin/time -v), a summary in $OUT/summary.txt.
 # Device tool: run with carry [".whl", ".device-carry"], command `bash bench/post/post32g_h200.sh`
+# (CUZK_CUDA_LIBRARY=path overrides the library below)
 # (.device-carry/cuda/libcuzk_cuda.so built here:
 #   .venv/bin/python -m cuzk_plugin.backends.cuda.build --arch 90 --out .device-carry/cuda).
 # .device-cache/params keeps the circuits and the data between calls on a warm machine: recording
-# wpost-32g (125 M rows, ~10 GB) takes minutes; if it does not finish within EXTRACT_TIMEOUT the
+# wpost-32g (125 M rows, 12.4 GB) takes minutes; if it does not finish within EXTRACT_TIMEOUT the
 # Window runs are skipped, and a second call (circuit found, checked in seconds) runs them.
 # Locally, e.g.: OUT=/tmp/o PY=.venv/bin/python BACKEND=cpu SIZE=8MiB bash bench/post/post32g_h200.sh
 set -u -o pipefail
@@ -31,7 +32,8 @@ else
 fi
 $PY -c "import cuzk_plugin.cli.daemon, cuzk_plugin.engine.engine" || {
     echo "the daemon's imports fail (tenacity, typing_extensions... missing? their wheels belong in .whl/)"; exit 1; }
-[ -f "$PWD/.device-carry/cuda/libcuzk_cuda.so" ] && export CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
+[ -z "${CUZK_CUDA_LIBRARY:-}" ] && [ -f "$PWD/.device-carry/cuda/libcuzk_cuda.so" ] \
+    && export CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
 short=$($PY -c "from cuzk_plugin.filecoin.post_seal import parse_sector_size as p; from cuzk_plugin.filecoin.post_proofs \
 import post_circuit_id as c, PostKind as K; print(c(K.WINNING, p('$SIZE')).split('-')[1])") || exit 1
 WIN=winning-$short; WPOST=wpost-$short
