@@ -261,15 +261,33 @@ def _write_atomically(path: str, raw: bytes) -> None:
 def _main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(description="Seal a 2 KiB test sector, update it with new data and write its "
-                                             "SnapDeals vanilla proofs as Curio's snap-vproof.json")
+    from cuzk_plugin.filecoin.post_seal import parse_sector_size
+
+    ap = argparse.ArgumentParser(description="Seal a test sector, update it with new data and write its SnapDeals "
+                                             "vanilla proofs as Curio's snap-vproof.json (--sparse: a TEST FIXTURE "
+                                             "at any size, built from a sparse sector and block-periodic data)")
     ap.add_argument("--out", required=True, help="a folder: snap-vproof.json and snap-request.json go there")
+    ap.add_argument("--sector-size", default="2KiB", help="2KiB (default), 8MiB, 512MiB, 32GiB or 64GiB")
+    ap.add_argument("--sparse", action="store_true", help="a sparse test fixture (needed above 2 KiB)")
     ap.add_argument("--miner-id", type=int, default=1000)
     ap.add_argument("--sector-id", type=int, default=1)
     ap.add_argument("--data-seed", type=int, default=0)
     args = ap.parse_args(argv)
-    sector = seal("StackedDrg2KiBV1_1", miner_id=args.miner_id, sector_id=args.sector_id, data_seed=args.data_seed)
-    u = snap_update(sector, data_seed=args.data_seed + 1)
+    try:
+        size = parse_sector_size(args.sector_size)
+    except ValueError as exc:
+        ap.error(f"--sector-size: {exc}")
+    u: SnapUpdate | SparseSnapUpdate
+    if args.sparse:
+        from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
+
+        sparse = sparse_seal(seal_proof_for_size(size).name, miner_id=args.miner_id, sector_id=args.sector_id)
+        u = sparse_snap_update(sparse, data_seed=args.data_seed + 1)
+    elif size == 2 << 10:
+        sector = seal("StackedDrg2KiBV1_1", miner_id=args.miner_id, sector_id=args.sector_id, data_seed=args.data_seed)
+        u = snap_update(sector, data_seed=args.data_seed + 1)
+    else:
+        ap.error(f"--sector-size {args.sector_size}: only 2 KiB is sealed in full; add --sparse")
     os.makedirs(args.out, exist_ok=True)
     vproof = os.path.join(args.out, "snap-vproof.json")
     _write_atomically(vproof, snap_vproof_json(u))
