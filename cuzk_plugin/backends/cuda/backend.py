@@ -324,6 +324,21 @@ class CudaBackend:
              u64_ptr(b), u64_ptr(c))
         return a, b, c
 
+    def check_r1cs(self, circuit: CudaCircuit, z: np.ndarray) -> tuple[int, int | None]:
+        """(rows where A z * B z != C z, the first of them or None), evaluated and compared on
+        the device: a, b, c never cross PCIe (a 32 GiB partition's are 12.5 GB)."""
+        if circuit.released:
+            raise ValueError("check_r1cs: the circuit has been released")
+        zz = canonical_scalars(z)
+        if zz.shape[0] != circuit.circuit.num_vars:
+            raise ValueError(f"check_r1cs: circuit {circuit.circuit.name} has {circuit.circuit.num_vars} "
+                             f"variables, z has {zz.shape[0]}")
+        out = np.zeros(2, dtype=np.uint64)
+        call("cz_check_r1cs", self.context(circuit.device), circuit.handle, u64_ptr(zz), zz.shape[0], u64_ptr(out[:1]),
+             u64_ptr(out[1:]))
+        count, first = int(out[0]), int(out[1])
+        return count, (first if count else None)
+
     def prove_start(self, srs: CudaSrs, part: SynthesizedPartition | WitnessPartition) -> CudaPending:
         if srs.released:
             raise ValueError("prove_start: the SRS has been released")

@@ -265,6 +265,29 @@ cz_status cz_evaluate_r1cs(cz_context* ctx, const cz_circuit* circuit, const uin
     });
 }
 
+// Rows of A z * B z = C z that fail for z (inputs and aux, canonical): how many, and the first
+// (UINT64_MAX when none); a, b, c never leave the device.
+cz_status cz_check_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, uint64_t* count,
+                        uint64_t* first) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
+        CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
+        cudaStream_t s = ctx->stream;
+        const size_t m = circuit->m;
+        dev_buf<fr_t> dz(std::max<size_t>(n_z, 1), s), da(m, s), db(m, s), dc(m, s);
+        CZ_CHECK(cudaMemcpyAsync(dz.get(), z, n_z * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+        r1cs_evaluate(s, *circuit, dz.get(), da.get(), db.get(), dc.get(), m);
+        const r1cs_violations v = r1cs_check(s, da.get(), db.get(), dc.get(), m);
+        *count = v.count;
+        *first = v.first;
+    });
+}
+
+// cz_prove_start for a witness partition: a, b, c evaluated on the device from the resident
+// circuit (straight into H), the densities the circuit's. inputs and aux stay alive until
+// cz_prove_finish.
 cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_circuit* circuit, const uint64_t* inputs,
                                  size_t n_inputs, const uint64_t* aux, size_t n_aux, cz_pending** out) {
     return cz_guard([&] {

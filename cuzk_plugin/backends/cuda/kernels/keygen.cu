@@ -2,6 +2,7 @@
 #include <cub/cub.cuh>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -215,6 +216,25 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
         }
     }
 
+    // The memory plan, checked before anything is allocated: the key's points at most (every
+    // column dense in A and B) and the working set (per-limb column counters, column values,
+    // scalars, the aux accumulator, the Lagrange basis). Refused with the figures, never an
+    // allocation failure half way.
+    {
+        size_t free_bytes = 0, total_bytes = 0;
+        CZ_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+        const size_t key_max = sizeof(g1_affine_t) * ((n - 1) + n_aux + 2 * n_vars) + sizeof(g2_affine_t) * n_vars;
+        const size_t work = n_vars * (fr_t::N * sizeof(unsigned long long) + 2 * sizeof(fr_t)) + n_aux * sizeof(fr_t) +
+                            n * sizeof(fr_t);
+        if (key_max + work > free_bytes) {
+            char msg[256];
+            std::snprintf(msg, sizeof msg,
+                          "key generation needs up to %.1f GB (key at most %.1f GB, working set %.1f GB); "
+                          "the device has %.1f of %.1f GB free",
+                          (key_max + work) / 1e9, key_max / 1e9, work / 1e9, free_bytes / 1e9, total_bytes / 1e9);
+            throw cz_error(CZ_OUT_OF_MEMORY, msg);
+        }
+    }
     rep.used_before = rep.used_peak = device_used_bytes();
     auto t = clock::now();
     auto stage = [&](int i) {
