@@ -96,14 +96,16 @@ def test_layout_counts_and_regions_equal_the_shape_pass():
 
 
 def _check_against_reference(job, reference) -> None:
+    # one process, and two worker processes writing one shared assignment (witness.pool)
     r1cs, want_inputs, want_aux = reference
-    inputs, aux = partition_assignment(job.params, job.witness(0), partition=0)
-    assert inputs.dtype == aux.dtype == np.uint64
-    assert inputs.shape == want_inputs.shape and aux.shape == want_aux.shape
-    np.testing.assert_array_equal(inputs, want_inputs)
-    bad = np.flatnonzero((aux != want_aux).any(axis=1))
-    assert bad.size == 0, f"{bad.size} aux values differ, first at {bad[:5]}"
-    assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
+    for workers in (1, 2):
+        inputs, aux = partition_assignment(job.params, job.witness(0), partition=0, workers=workers)
+        assert inputs.dtype == aux.dtype == np.uint64
+        assert inputs.shape == want_inputs.shape and aux.shape == want_aux.shape
+        np.testing.assert_array_equal(inputs, want_inputs)
+        bad = np.flatnonzero((aux != want_aux).any(axis=1))
+        assert bad.size == 0, f"workers={workers}: {bad.size} aux values differ, first at {bad[:5]}"
+        assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
 
 
 @pytest.fixture(scope="module")

@@ -141,7 +141,8 @@ class WitnessPool:
                 got.add(p, values)
                 slowest = max(slowest, seconds)
             t2 = time.perf_counter()
-            mm = mmap.mmap(fd, nbytes)
+            # populated: the caller reads every page (an upload); one batched mapping, not 1 M faults
+            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
         finally:
             os.close(fd)
         all_aux = np.frombuffer(mm, dtype=np.uint64).reshape(lay.num_aux, FR_LIMBS)

@@ -19,6 +19,7 @@ checks them and raises :class:`WitnessMismatch` naming the challenge, the part o
 
 from __future__ import annotations
 
+import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = ["partition_assignment", "PorepLayout", "porep_layout", "WitnessMismat
 
 _FR_BITS = 255
 _PACK_BITS = 254
+_MASK254 = (1 << _PACK_BITS) - 1
 _PARENTS = BASE_DEGREE + EXP_DEGREE
 
 
@@ -456,32 +458,55 @@ def _timed(timings: dict | None, name: str, fn, *args):
     return out
 
 
+def _sha254_nodes(data_leaf: np.ndarray, index_bits: np.ndarray, siblings: np.ndarray) -> np.ndarray:
+    """Every node of the comm_d paths, (levels + 1, k) object, by hashlib: SHA-256 of the two
+    children's 32 little-endian bytes, read little-endian and cut to 254 bits (the circuit's
+    node hash). Knowing every level's input up front lets the circuit's compressions run for
+    all levels at once instead of one level after another (540 small hashes at 32 GiB)."""
+    levels, k = index_bits.shape
+    nodes = np.empty((levels + 1, k), dtype=object)
+    nodes[0] = data_leaf
+    for c in range(k):
+        cur = int(data_leaf[c])
+        for lv in range(levels):
+            sib = int(siblings[lv, c])
+            left, right = (sib, cur) if index_bits[lv, c] else (cur, sib)
+            digest = hashlib.sha256(left.to_bytes(32, "little") + right.to_bytes(32, "little")).digest()
+            cur = nodes[lv + 1, c] = int.from_bytes(digest, "little") & _MASK254
+    return nodes
+
+
 def _comm_d_paths(lay: PorepLayout, aux: _Aux, chs: list, data_leaf: np.ndarray):
-    """The binary SHA-256 paths of the data leaves, level by level: (packed index inputs, roots)."""
+    """The binary SHA-256 paths of the data leaves, all levels at once: (packed index inputs,
+    roots). The circuit's compressions (traced programs) give the aux and the digests; the
+    hashlib nodes only order the work, and a digest that differs from them is an internal error."""
     cpp = len(chs)
-    d_paths = _path_values([[c.comm_d_path] for c in chs], len(lay.comm_d.levels))
-    cur = data_leaf
-    d_index_bits = []
+    levels = len(lay.comm_d.levels)
+    d_paths = _path_values([[c.comm_d_path] for c in chs], levels)
+    index_bits = (d_paths.indices[:, :, 0] & 1).astype(np.uint8)  # (levels, cpp)
+    sibs = np.stack([s[0, :, 0] for s in d_paths.siblings])  # (levels, cpp) object
+    nodes = _sha254_nodes(data_leaf, index_bits, sibs)
+    right_first = index_bits.astype(bool)
+    left = np.where(right_first, sibs, nodes[:-1])  # insert_2's outputs: the children in order
+    right = np.where(right_first, nodes[:-1], sibs)
+    left_bits, right_bits = _bits_le(left), _bits_le(right)  # (levels, cpp, 255)
+    msg = np.concatenate([_rbn(left_bits), _rbn(right_bits)], axis=-1).reshape(levels * cpp, 512).T
+    res = sha256_many([_node_hash_sig()], np.zeros(levels * cpp, dtype=np.int64), msg)
+    digests = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(levels, cpp)
+    if not (digests == nodes[1:]).all():
+        raise AssertionError("the traced SHA-256 compressions disagree with hashlib on a comm_d node")
+    blocks = [bits.reshape(bits.shape[0], levels, cpp) for (_, _, bits), in res.blocks]
     for lv, level in enumerate(lay.comm_d.levels):
-        b0 = d_paths.indices[lv, :, 0] & 1
-        d_index_bits.append(b0)
-        sib = d_paths.siblings[lv][0, :, 0]
-        ins, children = _insert_2(cur, [sib], b0)
-        aux.bits(level.bits, b0[:, None])
-        aux.fields(level.siblings, sib[:, None])
-        aux.fields(level.insert, np.stack(ins, axis=1))
-        leaf_bits = [_bits_le(ch) for ch in children]  # (cpp, 255) each
-        for off, lb in zip(level.sha[0], leaf_bits, strict=True):
+        aux.bits(level.bits, index_bits[lv][:, None])
+        aux.fields(level.siblings, sibs[lv][:, None])
+        aux.fields(level.insert, np.stack([left[lv], right[lv]], axis=1))
+        for off, lb in zip(level.sha[0], (left_bits[lv], right_bits[lv]), strict=True):
             aux.bits(off, lb)
-        msg = np.concatenate([_rbn(lb) for lb in leaf_bits], axis=1).T.astype(np.uint64)
-        res = sha256_many([_node_hash_sig()], np.zeros(cpp, dtype=np.int64), msg)
-        for off, block in zip(level.blocks, res.blocks, strict=True):
-            (_, _, bits), = block
-            aux.bits(off, bits.T)
-        cur = _pack(_rbn(res.digest.T)[:, :_PACK_BITS])
-        aux.fields(level.pack, cur[:, None])
-    packed = sum((b.astype(object) << k for k, b in enumerate(d_index_bits)), np.zeros(cpp, dtype=object))
-    return packed, cur
+        for off, bits in zip(level.blocks, blocks, strict=True):
+            aux.bits(off, bits[:, lv, :].T)
+        aux.fields(level.pack, digests[lv][:, None])
+    packed = sum((index_bits[lv].astype(object) << lv for lv in range(levels)), np.zeros(cpp, dtype=object))
+    return packed, nodes[-1]
 
 
 def _labels(lay: PorepLayout, aux: _Aux, rows: np.ndarray, rid_bits: np.ndarray, ch_bits: np.ndarray):
