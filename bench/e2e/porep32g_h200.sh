@@ -29,22 +29,32 @@ if [ "${PHASE:-prep}" = prep ]; then
         date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $(cat .device-carry/commit.txt 2>/dev/null)"
         nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; free -g | head -2
     } | tee "$OUT/device.txt"
-    # The circuit (single-threaded recording) and the C1 run beside the GPU tests.
-    ( /usr/bin/time -v $PY -m cuzk_plugin.cli.main pce extract --circuit porep-32g --param-cache "$PARAMS" \
-        >"$OUT/pce-extract.txt" 2>&1; echo "pce extract rc=$? at $(stamp)" >>"$OUT/pce-extract.txt" ) &
-    pce=$!
+    # The circuits (single-threaded recordings, in parallel) and the test data run beside the GPU tests.
+    extract() {
+        /usr/bin/time -v $PY -m cuzk_plugin.cli.main pce extract --circuit "$1" --param-cache "$PARAMS" \
+            >"$OUT/pce-$1.txt" 2>&1
+        echo "pce extract $1 rc=$? at $(stamp)" >>"$OUT/pce-$1.txt"
+    }
+    pids=""
+    for circuit in ${CIRCUITS:-porep-32g wpost-32g winning-32g snap-32g}; do extract "$circuit" & pids="$pids $!"; done
     ( [ -s "$C1" ] || /usr/bin/time -v $PY -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out "$C1" \
         >"$OUT/seal.txt" 2>&1; echo "seal rc=$? at $(stamp)" >>"$OUT/seal.txt" ) &
     seal=$!
-    timeout "${TEST_TIMEOUT:-300}" $PY -m pytest tests/gpu -q -rfEs -p no:cacheprovider --backend cuda \
+    ( [ -s "$CACHE/snap/snap-vproof.json" ] || /usr/bin/time -f "%e s wall, %M KB peak RSS" $PY -m cuzk_plugin.filecoin.snap_seal \
+        --sector-size 32GiB --sparse --out "$CACHE/snap" >"$OUT/snap-data.txt" 2>&1; echo "snap data rc=$? at $(stamp)" >>"$OUT/snap-data.txt" ) &
+    snap=$!
+    timeout "${TEST_TIMEOUT:-240}" $PY -m pytest tests/gpu -q -rfEs -p no:cacheprovider --backend cuda \
         ${TEST_K:+-k "$TEST_K"} >"$OUT/tests.txt" 2>&1
     echo "gpu tests rc=$? at $(stamp)"; tail -6 "$OUT/tests.txt"
     wait $seal; tail -3 "$OUT/seal.txt"
-    if [ -x bench/synthesis/witness_h200.sh ] || [ -f bench/synthesis/witness_h200.sh ]; then
-        C1="$C1" timeout 200 bash bench/synthesis/witness_h200.sh >"$OUT/witness.txt" 2>&1
+    if [ -f bench/synthesis/witness_h200.sh ]; then
+        C1="$C1" timeout 150 bash bench/synthesis/witness_h200.sh >"$OUT/witness.txt" 2>&1
         echo "witness rc=$? at $(stamp)"; tail -12 "$OUT/witness.txt"
     fi
-    wait $pce; grep -E "pce|Elapsed|Maximum resident|rc=" "$OUT/pce-extract.txt" | tail -8
+    wait $snap; tail -3 "$OUT/snap-data.txt"
+    grep '^cuzk-bench single' "$OUT/snap-data.txt" >"$CACHE/snap/cmd.txt" 2>/dev/null
+    for p in $pids; do wait "$p"; done
+    for f in "$OUT"/pce-*.txt; do grep -E "pce-|Elapsed|Maximum resident|rc=" "$f" | tail -4; done
     ls -l "$PARAMS"
     # Every partition's witness against every recorded row, a, b, c compared on the GPU.
     timeout "${CHECK_TIMEOUT:-150}" /usr/bin/time -v $PY -m cuzk_plugin.cli.main pce check --c1 "$C1" --param-cache "$PARAMS" \
@@ -130,9 +140,24 @@ json.dump(c1, open(sys.argv[2], "w"))
 PY
 timeout 120 $BENCH single -a "$ADDR" -t porep --c1 "$CACHE/c1-bad.json" --json >"$OUT/single-bad.json" 2>&1
 echo "bad C1 rc=$? (expect 1)"; grep -E '"status"|"error"' "$OUT/single-bad.json" | cut -c1-400
+$BENCH status -a "$ADDR" >"$OUT/status-porep.txt" 2>&1; cat "$OUT/status-porep.txt"
+# SnapDeals 32 GiB (16 partitions) on the same daemon, the PoRep key evicted first (device memory).
+if [ -s "$CACHE/snap/snap-vproof.json" ] && [ "${SNAP_RUNS:-2}" -gt 0 ]; then
+    $BENCH evict -a "$ADDR" -c porep-32g-test-key
+    t0=$(date +%s%N)
+    timeout 300 $BENCH preload -a "$ADDR" -c snap-32g-test-key --timeout 600 --json | tee "$OUT/preload-snap.json"
+    echo "snap key: preload $(( ($(date +%s%N) - t0) / 1000000 )) ms at $(stamp)"
+    snap_cmd=$(sed 's/^cuzk-bench //' "$CACHE/snap/cmd.txt")
+    for i in $(seq 1 "${SNAP_RUNS:-2}"); do
+        # shellcheck disable=SC2086  # the command line snap_seal printed
+        timeout 240 $BENCH $snap_cmd -a "$ADDR" --json >"$OUT/snap-$i.json" 2>"$OUT/snap-$i.err"
+        echo "snap $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"|"error"' "$OUT/snap-$i.json" | tr -d '\n '; echo
+    done
+fi
 $BENCH status -a "$ADDR" >"$OUT/status.txt" 2>&1; cat "$OUT/status.txt"
 $BENCH metrics -a "$ADDR" >"$OUT/metrics.txt" 2>&1
-kill -TERM $daemon; wait $daemon; echo "daemon rc=$?"
+# SIGTERM to the daemon itself, not to /usr/bin/time (which would die without its figures)
+kill -TERM "$(pgrep -P $daemon)"; wait $daemon; echo "daemon rc=$?"
 kill $smi 2>/dev/null
 grep -E "Maximum resident|Elapsed" "$OUT/daemon.log"
 echo "device memory peak: $(sort -t, -k2 -n "$OUT/gpu-mem.csv" | tail -1)"
