@@ -8,6 +8,11 @@ per challenge its leaf and per tree_r_last level the index bits, siblings, inser
 Poseidon hash (post-facts.md section 4). Poseidon follows the gadget's schedule
 (:mod:`.poseidon`), insertion the gadget's pick order (:mod:`.porep`'s insert_8 / insert_2).
 
+Values live in (..., 4) uint64 limb arrays throughout: each tree level's hashes of every slot
+and challenge are one call of the C Poseidon (:mod:`.poseidon_cpu`, ~20x the Python-int
+schedule; that schedule where no C compiler is found), which writes its aux straight into the
+assignment at each instance's offset.
+
 With every value computed this way, the only constraints vanilla proofs can violate are
 comm_r = Poseidon(comm_c, comm_r_last) and each path's computed root = comm_r_last; both are
 checked, and :class:`PostWitnessMismatch` names the slot, challenge and constraint index.
@@ -16,16 +21,16 @@ checked, and :class:`PostWitnessMismatch` names the slot, challenge and constrai
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.post_circuit import SlotWitness
 from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.witness.porep import _insert_2, _insert_8, _limbs
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
+from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
 
 __all__ = ["post_assignment", "PostLayout", "post_layout", "PostWitnessMismatch"]
 
@@ -80,10 +85,27 @@ def post_layout(shape: PostShape) -> PostLayout:
     return PostLayout(shape, 3 + p2, off, tuple(levels), 1 + p2 + 1, cons + 2)
 
 
-def _obj(rows) -> np.ndarray:
-    out = np.empty(len(rows), dtype=object)
-    out[:] = [int(v) % R for v in rows]
-    return out
+def _fr(values, shape: tuple[int, ...]) -> np.ndarray:
+    """Python ints -> ``shape + (4,)`` uint64 limbs of each value mod r."""
+    return ints_to_limbs(int(v) % R for v in values).reshape(*shape, FR_LIMBS)
+
+
+def _poseidon_into(arity: int, preimage: np.ndarray, aux: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Hash ``preimage`` (n, arity, 4) canonical limbs; instance k's aux go to the flat uint64
+    index ``offsets[k]`` of ``aux`` (C-contiguous) on. Returns the digests (n, 4)."""
+    n = preimage.shape[0]
+    digest = np.empty((n, FR_LIMBS), dtype=np.uint64)
+    native = native_poseidon(arity)
+    if native is not None:
+        native.hash_into(np.ascontiguousarray(preimage), aux, offsets, digest)
+        return digest
+    h_aux, dig = poseidon_many(limbs_to_objects(preimage.reshape(-1, FR_LIMBS)).reshape(n, arity).T.copy())
+    rows = offsets[:, None] + FR_LIMBS * np.arange(h_aux.shape[0], dtype=np.int64)  # (n, num_aux)
+    flat, values = aux.reshape(-1), _limbs(h_aux.T)
+    for limb in range(FR_LIMBS):
+        flat[rows + limb] = values[..., limb]
+    digest[:] = _limbs(dig)
+    return digest
 
 
 def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
@@ -113,71 +135,74 @@ def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndar
         shift = (s - exc.slot) * lay.slot_constraints
         raise PostWitnessMismatch(s, exc.challenge, exc.constraint + shift) from None
     aux = aux_u[order] if len(distinct) < n_slots else aux_u
-    inputs = np.concatenate([np.array([1], dtype=object), inputs_u[order].reshape(-1)])
-    return _limbs(inputs), aux.reshape(-1, FR_LIMBS)
+    one = np.array([[1, 0, 0, 0]], dtype=np.uint64)
+    inputs = np.concatenate([one, inputs_u[order].reshape(-1, FR_LIMBS)])
+    return inputs, aux.reshape(-1, FR_LIMBS)
 
 
 def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
-    """(aux (slots, slot_aux, 4) uint64, inputs (slots, 1 + challenges) object) of these slots,
-    numbered as if they were the partition's first slots (constraint indices likewise)."""
+    """(aux (slots, slot_aux, 4), inputs (slots, 1 + challenges, 4)) uint64 limbs of these
+    slots, numbered as if they were the partition's first slots (constraint indices likewise)."""
     n_slots, n_ch = len(slots), lay.shape.challenges_per_slot
-    crl = _obj([s.comm_r_last for s in slots])
-    cc = _obj([s.comm_c for s in slots])
-    cr = _obj([s.comm_r for s in slots])
-    h_aux, digest = poseidon_many(np.stack([cc, crl]))
-    bad = np.flatnonzero(digest != cr)
+    crl = _fr([s.comm_r_last for s in slots], (n_slots,))
+    cc = _fr([s.comm_c for s in slots], (n_slots,))
+    cr = _fr([s.comm_r for s in slots], (n_slots,))
+    slot_words = lay.slot_aux * FR_LIMBS  # uint64 words from one slot's aux to the next
+    aux = np.zeros((n_slots, lay.slot_aux, FR_LIMBS), dtype=np.uint64)
+    aux[:, 0], aux[:, 1], aux[:, 2] = crl, cc, cr
+    starts = np.arange(n_slots, dtype=np.int64) * slot_words
+    digest = _poseidon_into(2, np.stack([cc, crl], axis=1), aux, starts + 3 * FR_LIMBS)
+    bad = np.flatnonzero((digest != cr).any(axis=-1))
     if bad.size:
         s = int(bad[0])
         raise PostWitnessMismatch(s, None, s * lay.slot_constraints + lay.header_constraints - 1)
 
-    aux = np.empty((n_slots, lay.slot_aux, FR_LIMBS), dtype=np.uint64)
-    aux.fill(0)
-    aux[:, 0:3] = _limbs(np.stack([crl, cc, cr], axis=1))
-    aux[:, 3:lay.header_aux] = _limbs(h_aux.T)
+    # every (slot, challenge) path at once: values (n_slots, n_ch, 4), bits (n_slots, n_ch, 1)
     ch = aux[:, lay.header_aux:].reshape(n_slots, n_ch, lay.challenge_aux, FR_LIMBS)
-
-    # every (slot, challenge) path at once: values (n_slots, n_ch)
-    leaves = np.empty((n_slots, n_ch), dtype=object)
-    # leaves and siblings have values by construction once the commitments have (a blank slot has none)
-    leaves[:] = [[int(v) % R for v in cast("tuple[int, ...]", slot.leaves)] for slot in slots]
-    ch[:, :, 0] = _limbs(leaves)
-    cur = leaves
-    packed = np.zeros((n_slots, n_ch), dtype=object)
-    shift = 0
+    ch_starts = (starts[:, None] + FR_LIMBS * (lay.header_aux + lay.challenge_aux * np.arange(n_ch))).reshape(-1)
+    paths = [path for slot in slots for path in slot.paths]
+    cur = _fr([v for slot in slots for v in slot.leaves], (n_slots, n_ch))
+    ch[:, :, 0] = cur
+    n_sibs = sum(a - 1 for a in lay.shape.tree_arities)
+    sibs_all = _fr([v for path in paths for level in path for v in level.siblings], (n_slots, n_ch, n_sibs))
+    index_all = np.array([[level.index for level in path] for path in paths], dtype=np.int64).reshape(n_slots, n_ch, -1)
+    if sum(a.bit_length() - 1 for a in lay.shape.tree_arities) >= 63:
+        raise ValueError("the index bits of a path do not fit the packed challenge word")
+    packed = np.zeros((n_slots, n_ch), dtype=np.int64)
+    shift, s0 = 0, 0
     for lv, (a, o_bits, o_sibs, o_ins, o_hash) in enumerate(lay.levels):
         nb = a.bit_length() - 1
-        index = np.array([[path[lv].index for path in slot.paths] for slot in slots], dtype=np.int64)
+        index = index_all[:, :, lv]
         if ((index < 0) | (index >= a)).any():
             raise ValueError(f"level {lv}: a path index is not below the arity {a}")
         bits = [(index >> i) & 1 for i in range(nb)]
-        sibs = np.empty((a - 1, n_slots, n_ch), dtype=object)
-        sibs[:] = np.array([[[int(v) % R for v in cast("tuple[int, ...]", path[lv].siblings)] for path in slot.paths]
-                            for slot in slots],
-                           dtype=object).transpose(2, 0, 1)
+        sibs = sibs_all[:, :, s0:s0 + a - 1]
+        s0 += a - 1
         for i, b in enumerate(bits):
             ch[:, :, o_bits + i, 0] = b
-            packed = packed + (b.astype(object) << (shift + i))
+            packed |= b << (shift + i)
         shift += nb
-        ch[:, :, o_sibs:o_sibs + a - 1] = _limbs(sibs.transpose(1, 2, 0))
+        ch[:, :, o_sibs:o_sibs + a - 1] = sibs
+        cols = [b[:, :, None] for b in bits]  # broadcast over the limbs
+        els = [sibs[:, :, k] for k in range(a - 1)]
         if a == 8:
-            ins_aux, children = _insert_8(cur, list(sibs), *bits)
-            ch[:, :, o_ins, 0] = ins_aux[0]
-            ch[:, :, o_ins + 1, 0] = ins_aux[1]
-            ch[:, :, o_ins + 2:o_ins + 22] = _limbs(np.stack(ins_aux[2:], axis=-1))
+            ins_aux, children = _insert_8(cur, els, *cols)
+            ch[:, :, o_ins, 0] = ins_aux[0][:, :, 0]
+            ch[:, :, o_ins + 1, 0] = ins_aux[1][:, :, 0]
+            ch[:, :, o_ins + 2:o_ins + 22] = np.stack(ins_aux[2:], axis=2)
         else:
-            ins_aux, children = _insert_2(cur, list(sibs), *bits)
-            ch[:, :, o_ins:o_ins + 2] = _limbs(np.stack(ins_aux, axis=-1))
-        p_aux, dig = poseidon_many(np.stack([c.reshape(-1) for c in children]).astype(object))
-        ch[:, :, o_hash:o_hash + poseidon_num_aux(a)] = _limbs(p_aux.T.reshape(n_slots, n_ch, -1))
-        cur = dig.reshape(n_slots, n_ch)
+            ins_aux, children = _insert_2(cur, els, *cols)
+            ch[:, :, o_ins:o_ins + 2] = np.stack(ins_aux, axis=2)
+        preimage = np.stack(children, axis=2).reshape(n_slots * n_ch, a, FR_LIMBS)
+        cur = _poseidon_into(a, preimage, aux, ch_starts + FR_LIMBS * o_hash).reshape(n_slots, n_ch, FR_LIMBS)
 
-    wrong = np.argwhere(cur != crl[:, None])
+    wrong = np.argwhere((cur != crl[:, None]).any(axis=-1))
     if wrong.size:
         s, c = (int(x) for x in wrong[0])
         raise PostWitnessMismatch(s, c, s * lay.slot_constraints + lay.header_constraints
                                   + (c + 1) * lay.challenge_constraints - 1)
 
-    inputs = np.empty((n_slots, 1 + n_ch), dtype=object)
+    inputs = np.zeros((n_slots, 1 + n_ch, FR_LIMBS), dtype=np.uint64)
     inputs[:, 0] = cr
-    inputs[:, 1:] = packed
+    inputs[:, 1:, 0] = packed
     return aux, inputs
