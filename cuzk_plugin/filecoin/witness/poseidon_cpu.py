@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 _SOURCE = Path(__file__).with_name("poseidon_cpu.c")
 _FLAGS = ["-O3", "-shared", "-fPIC", "-std=c11"]
 _MONT = 1 << 256
+_MIN_CHUNK = 2048  #: hashes a thread takes at least (~40 ms)
 
 
 def _build_dir() -> Path:
@@ -71,16 +73,24 @@ def _library() -> ctypes.CDLL | None:
         detail = getattr(exc, "stderr", "") or str(exc)
         log.warning("building %s failed, Poseidon witnesses use the numpy path (~35x slower): %s", path, detail)
         return None
-    fn = lib.cz_poseidon_many
     p64 = ctypes.POINTER(ctypes.c_uint64)
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, p64, p64, p64, p64, p64, p64,
-                   ctypes.c_int64, p64, p64, ctypes.POINTER(ctypes.c_int64), p64]
-    fn.restype = ctypes.c_int
+    for fn in (lib.cz_poseidon_many, lib.cz_poseidon_many_ifma):
+        fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, p64, p64, p64, p64, p64, p64,
+                       ctypes.c_int64, p64, p64, ctypes.POINTER(ctypes.c_int64), p64]
+        fn.restype = ctypes.c_int
+    lib.cz_has_ifma.argtypes, lib.cz_has_ifma.restype = [], ctypes.c_int
     return lib
 
 
 def _mont(values) -> np.ndarray:
+    """Montgomery form for the 64-bit path: (n, 4) limbs of v * 2^256 mod r."""
     return ints_to_limbs([int(v) * _MONT % R for v in values])
+
+
+def _mont52(values) -> np.ndarray:
+    """Montgomery form for the IFMA path: (n, 5) 52-bit limbs of v * 2^260 mod r."""
+    m = [int(v) * (1 << 260) % R for v in values]
+    return np.array([[(x >> (52 * j)) & ((1 << 52) - 1) for j in range(5)] for x in m], dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -95,7 +105,7 @@ class NativePoseidon:
     def hash_into(self, preimage: np.ndarray, aux: np.ndarray, aux_offset: np.ndarray, digest: np.ndarray) -> None:
         """Hash ``preimage`` (n, arity, 4) uint64 canonical: instance k's aux go to ``aux`` (a
         C-contiguous uint64 array, any shape) from flat uint64 index ``aux_offset[k]`` on, its
-        digest to ``digest[k]`` ((n, 4) uint64)."""
+        digest to ``digest[k]`` ((n, 4) uint64). Large batches are split over a thread a core."""
         n = preimage.shape[0]
         if preimage.shape != (n, self.arity, FR_LIMBS) or preimage.dtype != np.uint64 or not preimage.flags.c_contiguous:
             raise ValueError(f"preimage must be C-contiguous ({n}, {self.arity}, {FR_LIMBS}) uint64")
@@ -106,13 +116,24 @@ class NativePoseidon:
         offs = np.ascontiguousarray(aux_offset, dtype=np.int64)
         if offs.shape != (n,):
             raise ValueError(f"aux_offset must be ({n},)")
-        if n and (offs.min() < 0 or offs.max() + FR_LIMBS * self.num_aux > aux.size):
-            raise ValueError("an aux offset puts the hash's aux outside the array")
         if n == 0:
             return
+        if (offs.min() < 0 or offs.max() + FR_LIMBS * self.num_aux > aux.size):
+            raise ValueError("an aux offset puts the hash's aux outside the array")
+        threads = max(1, min(len(os.sched_getaffinity(0)), n // _MIN_CHUNK))
+        bounds = [n * k // threads for k in range(threads + 1)]
+        runs = [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+        if len(runs) == 1:
+            self._run(preimage, aux, offs, digest)
+            return
+        # ctypes lets go of the GIL during the call; each run writes its own instances' rows
+        with ThreadPoolExecutor(len(runs)) as pool:
+            list(pool.map(lambda ab: self._run(preimage[ab[0]:ab[1]], aux, offs[ab[0]:ab[1]], digest[ab[0]:ab[1]]), runs))
+
+    def _run(self, preimage: np.ndarray, aux: np.ndarray, offs: np.ndarray, digest: np.ndarray) -> None:
         p64 = ctypes.POINTER(ctypes.c_uint64)
         full, partial, *consts = self._args
-        rc = self._fn(self.arity, full, partial, *[c.ctypes.data_as(p64) for c in consts], n,  # type: ignore[operator]
+        rc = self._fn(self.arity, full, partial, *[c.ctypes.data_as(p64) for c in consts], preimage.shape[0],  # type: ignore[operator]
                       preimage.ctypes.data_as(p64), aux.ctypes.data_as(p64),
                       offs.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), digest.ctypes.data_as(p64))
         if rc:
@@ -120,8 +141,10 @@ class NativePoseidon:
 
 
 @cache
-def native_poseidon(arity: int) -> NativePoseidon | None:
-    """The C Poseidon of ``arity`` (MerkleTree domain tag), or None where it cannot be built."""
+def native_poseidon(arity: int, ifma: bool = True) -> NativePoseidon | None:
+    """The C Poseidon of ``arity`` (MerkleTree domain tag), or None where it cannot be built:
+    eight hashes at a time with AVX-512 IFMA where the CPU has it (and ``ifma``), else one at a
+    time on 64-bit limbs."""
     lib = _library()
     if lib is None:
         return None
@@ -135,5 +158,9 @@ def native_poseidon(arity: int) -> NativePoseidon | None:
     v_rest = [int(x) for sm in c.sparse_matrices for x in sm.v_rest]
     if len(c.sparse_matrices) != c.partial_rounds or len(w_hat) != t * c.partial_rounds:
         raise ValueError(f"arity {arity}: the sparse matrices do not match the partial rounds")
-    args = (c.full_rounds, c.partial_rounds, _mont([s0]), _mont(keys), _mont(mds), _mont(pre), _mont(w_hat), _mont(v_rest))
-    return NativePoseidon(arity, poseidon_num_aux(arity), lib.cz_poseidon_many, args)
+    if ifma and lib.cz_has_ifma():
+        fn, form = lib.cz_poseidon_many_ifma, _mont52
+    else:
+        fn, form = lib.cz_poseidon_many, _mont
+    args = (c.full_rounds, c.partial_rounds, *(form(v) for v in ([s0], keys, mds, pre, w_hat, v_rest)))
+    return NativePoseidon(arity, poseidon_num_aux(arity), fn, args)
