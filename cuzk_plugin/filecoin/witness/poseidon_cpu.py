@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import logging
 import os
 import shutil
@@ -118,11 +119,11 @@ class NativePoseidon:
             raise ValueError(f"aux_offset must be ({n},)")
         if n == 0:
             return
-        if (offs.min() < 0 or offs.max() + FR_LIMBS * self.num_aux > aux.size):
+        if offs.min() < 0 or offs.max() + FR_LIMBS * self.num_aux > aux.size:
             raise ValueError("an aux offset puts the hash's aux outside the array")
         threads = max(1, min(len(os.sched_getaffinity(0)), n // _MIN_CHUNK))
         bounds = [n * k // threads for k in range(threads + 1)]
-        runs = [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+        runs = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
         if len(runs) == 1:
             self._run(preimage, aux, offs, digest)
             return
