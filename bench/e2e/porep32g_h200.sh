@@ -36,13 +36,17 @@ if [ "${PHASE:-prep}" = prep ]; then
         echo "pce extract $1 rc=$? at $(stamp)" >>"$OUT/pce-$1.txt"
     }
     pids=""
-    for circuit in ${CIRCUITS:-porep-32g wpost-32g winning-32g snap-32g}; do extract "$circuit" & pids="$pids $!"; done
+    for circuit in ${CIRCUITS:-porep-32g winning-32g snap-32g}; do extract "$circuit" & pids="$pids $!"; done
     ( [ -s "$C1" ] || /usr/bin/time -v $PY -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out "$C1" \
         >"$OUT/seal.txt" 2>&1; echo "seal rc=$? at $(stamp)" >>"$OUT/seal.txt" ) &
     seal=$!
     ( [ -s "$CACHE/snap/snap-vproof.json" ] || /usr/bin/time -f "%e s wall, %M KB peak RSS" $PY -m cuzk_plugin.filecoin.snap_seal \
         --sector-size 32GiB --sparse --out "$CACHE/snap" >"$OUT/snap-data.txt" 2>&1; echo "snap data rc=$? at $(stamp)" >>"$OUT/snap-data.txt" ) &
     snap=$!
+    mkdir -p "$CACHE/winning"
+    $PY -m cuzk_plugin.filecoin.post_seal --kind winning --sector-size 32GiB --sparse --first-sector 4242 --seed 2 \
+        --out "$CACHE/winning/vanilla.json" >"$OUT/winning-data.txt" 2>&1
+    grep '^cuzk-bench single' "$OUT/winning-data.txt" >"$CACHE/winning/cmd.txt"; tail -2 "$OUT/winning-data.txt"
     timeout "${TEST_TIMEOUT:-240}" $PY -m pytest tests/gpu -q -rfEs -p no:cacheprovider --backend cuda \
         ${TEST_K:+-k "$TEST_K"} >"$OUT/tests.txt" 2>&1
     echo "gpu tests rc=$? at $(stamp)"; tail -6 "$OUT/tests.txt"
@@ -152,6 +156,20 @@ if [ -s "$CACHE/snap/snap-vproof.json" ] && [ "${SNAP_RUNS:-2}" -gt 0 ]; then
         # shellcheck disable=SC2086  # the command line snap_seal printed
         timeout 240 $BENCH $snap_cmd -a "$ADDR" --json >"$OUT/snap-$i.json" 2>"$OUT/snap-$i.err"
         echo "snap $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"|"error"' "$OUT/snap-$i.json" | tr -d '\n '; echo
+    done
+fi
+# WinningPoSt 32 GiB (CRITICAL): its key made on the GPU, then request in -> verified proof out.
+if [ -s "$CACHE/winning/cmd.txt" ] && [ "${WIN_RUNS:-5}" -gt 0 ]; then
+    VKW=$PARAMS/winning-32g-test-key.vk; rm -f "$VKW"
+    t0=$(date +%s%N)
+    timeout 120 $BENCH preload -a "$ADDR" -c winning-32g-test-key --timeout 300 --json | tee "$OUT/preload-winning.json"
+    echo "winning key: preload $(( ($(date +%s%N) - t0) / 1000000 )) ms at $(stamp)"
+    win_cmd=$(sed 's/^cuzk-bench //' "$CACHE/winning/cmd.txt")
+    for i in $(seq 1 "${WIN_RUNS:-5}"); do
+        # shellcheck disable=SC2086  # the command line post_seal printed
+        timeout 60 $BENCH $win_cmd -a "$ADDR" --verify-vk "$VKW" --json >"$OUT/winning-$i.json" 2>"$OUT/winning-$i.err"
+        echo "winning $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"|"error"' "$OUT/winning-$i.json" | tr -d '\n '; echo
+        cat "$OUT/winning-$i.err"
     done
 fi
 $BENCH status -a "$ADDR" >"$OUT/status.txt" 2>&1; cat "$OUT/status.txt"
