@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from cuzk_plugin.adapters.curio.post import PostDecodeError, decode_sector_proof
+from cuzk_plugin.adapters.curio.post import PostDecodeError, decode_sector_proof, decode_sector_proofs
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError, PostWitnessError
 from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
 from cuzk_plugin.filecoin.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
@@ -80,6 +80,7 @@ def test_round_trip_of_the_sealers_encodings(number, size, sectors, length):
     for raw in post_vanilla_proofs(proof, ps, RAND):
         decoded = decode_sector_proof(raw)
         assert encode_sector_proof(decoded) == raw
+        assert decode_sector_proofs([raw, raw], proof.shape, ["a", "b"]) == (decoded, decoded)  # the batch path
         assert length is None or len(raw) == length
         assert decoded.sectors[0].inclusion_proofs[0].variant == proof.shape.variant
         assert len(decoded.sectors[0].inclusion_proofs) == proof.shape.vanilla_challenges
@@ -185,3 +186,37 @@ def test_low_bit_flip_of_every_field_is_refused_naming_it(window_raw):
 ])
 def test_structural_refusals(window_raw, what, mutate, expect):
     assert expect in _refusal(mutate(window_raw)), what
+
+
+# -- the batch decoder -------------------------------------------------------------------------
+
+def _outcome(decode):
+    try:
+        return decode()
+    except PostDecodeError as exc:
+        return ("refused", exc.path, exc.offset, exc.message)
+
+
+def test_batch_decoder_refuses_exactly_as_the_entry_decoder(window_raw):
+    """Entry 1 of two with each field's low bit, then its top bit, flipped, and cut or extended:
+    the batch gives what decode_sector_proof of that entry gives (the same refusal, or the same
+    proof when the flip leaves valid bytes), and entry 0 stays valid."""
+    shape = post_proof_by_number(10).shape
+    names = ["vanilla_proofs[0]", "vanilla_proofs[1]"]
+    variants = []
+    for start, end, _name in _fields_2kib(window_raw):
+        for byte, bit in ((start, 0x01), (end - 1, 0x80)):
+            raw = bytearray(window_raw)
+            raw[byte] ^= bit
+            variants.append(bytes(raw))
+    variants += [window_raw[:-1], window_raw + b"\x00", window_raw[:100]]
+    refused = 0
+    for raw in variants:
+        want = _outcome(lambda raw=raw: decode_sector_proof(raw, names[1], shape))
+        got = _outcome(lambda raw=raw: decode_sector_proofs([window_raw, raw], shape, names))
+        if isinstance(want, tuple) and want[0] == "refused":
+            refused += 1
+            assert got == want
+        else:
+            assert got == (decode_sector_proof(window_raw, names[0], shape), want)
+    assert refused > 100  # counts, indices, variants, top bits, lengths

@@ -10,11 +10,22 @@ must be a canonical field element, and nothing may trail the structure. A refusa
 :class:`PostDecodeError` naming the field
 (``vanilla_proofs[1].vanilla_proof.sectors[0].inclusion_proofs[4].Sub.base_proof[2].hashes[6]``)
 and the byte offset where it starts.
+
+:func:`decode_sector_proofs` decodes a whole partition's entries at once: given the shape,
+every entry has one byte layout, so the counts, variants, indices and canonical field elements
+of all entries are checked with a few numpy gathers; an entry any check refuses (or of another
+length) goes through :func:`decode_sector_proof`, which names the first bad field as before.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
 from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
+from cuzk_plugin.bls12_381.fields import R, less_than_modulus
 from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.post_vanilla import (
     VARIANTS,
@@ -24,7 +35,7 @@ from cuzk_plugin.filecoin.post_vanilla import (
     SectorProof,
 )
 
-__all__ = ["PostDecodeError", "decode_sector_proof"]
+__all__ = ["PostDecodeError", "decode_sector_proof", "decode_sector_proofs"]
 
 # Smallest encodings, to bound counts before allocating: a PathElement with no hashes is two
 # u64; an InclusionPath one u64; a Single MerkleProof tag + root + leaf + an empty path; a
@@ -103,3 +114,112 @@ def decode_sector_proof(raw: bytes, path: str = "vanilla_proof", shape: PostShap
     if r.left:
         raise PostDecodeError(path, r.pos, f"{r.left} bytes after the end of the proof")
     return FallbackPoStSectorProof(sector_id, comm_r, tuple(sectors))
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Byte offsets of one shape's FallbackPoStSectorProof (every count as the shape has it)."""
+
+    length: int
+    u64_at: np.ndarray  #: counts, with their values in u64_want
+    u64_want: np.ndarray
+    tag_at: np.ndarray  #: MerkleProof variant tags (u32), all tag_want
+    tag_want: int
+    index_at: np.ndarray  #: path indices (u64), each below index_below
+    index_below: np.ndarray
+    fr_at: np.ndarray  #: every field element, in the order of the encoding
+    levels: tuple[tuple[int, ...], ...]  #: per inclusion path part (base, sub, top): arities
+
+
+@cache
+def _layout(shape: PostShape) -> _Layout:
+    variant, arities = shape.variant, shape.tree_arities
+    n_base = len(arities) - {"Single": 0, "Sub": 1, "Top": 2}[variant]
+    parts = [tuple(arities[:n_base])]
+    if variant != "Single":
+        parts += [tuple(arities[n_base:n_base + 1])]
+    if variant == "Top":
+        parts += [tuple(arities[n_base + 1:])]
+    pos, u64s, tags, idx, frs = 0, [], [], [], []
+
+    def take(n: int) -> int:
+        nonlocal pos
+        pos += n
+        return pos - n
+
+    def path(ars: tuple[int, ...]) -> None:
+        u64s.append((take(8), len(ars)))
+        for a in ars:
+            u64s.append((take(8), a - 1))
+            frs.extend(take(32) for _ in range(a - 1))
+            idx.append((take(8), a))
+
+    take(8)  # sector_id: any u64
+    frs.append(take(32))
+    u64s.append((take(8), 1))
+    u64s.append((take(8), shape.vanilla_challenges))
+    for _ in range(shape.vanilla_challenges):
+        tags.append(take(4))
+        if variant == "Single":
+            frs.extend((take(32), take(32)))
+        for ars in parts:
+            path(ars)
+        if variant != "Single":
+            frs.extend((take(32), take(32)))
+    frs.extend((take(32), take(32)))
+    return _Layout(pos, np.array([o for o, _ in u64s]), np.array([w for _, w in u64s], dtype=np.uint64),
+                   np.array(tags), VARIANTS.index(variant), np.array([o for o, _ in idx]),
+                   np.array([a for _, a in idx], dtype=np.uint64), np.array(frs), tuple(parts))
+
+
+def _gather(rows: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """(n, len(at)) little-endian unsigned ints of ``width`` bytes at ``at`` of each row."""
+    raw = np.ascontiguousarray(rows[:, at[:, None] + np.arange(width)])
+    return raw.view(f"<u{width}").reshape(rows.shape[0], at.shape[0])
+
+
+def decode_sector_proofs(raws: list[bytes], shape: PostShape, paths: list[str]) -> tuple[FallbackPoStSectorProof, ...]:
+    """:func:`decode_sector_proof` of each entry (``paths`` name them), all checked at once."""
+    lay = _layout(shape)
+    n = len(raws)
+    same = [len(raw) == lay.length for raw in raws]
+    ok = np.zeros(n, dtype=bool)
+    sel = np.flatnonzero(same)
+    if sel.size:
+        rows = np.frombuffer(b"".join(raws[i] for i in sel), dtype=np.uint8).reshape(sel.size, lay.length)
+        good = (_gather(rows, lay.u64_at, 8) == lay.u64_want).all(axis=1)
+        good &= (_gather(rows, lay.tag_at, 4) == lay.tag_want).all(axis=1)
+        good &= (_gather(rows, lay.index_at, 8) < lay.index_below).all(axis=1)
+        frs = np.ascontiguousarray(rows[:, lay.fr_at[:, None] + np.arange(32)]).view("<u8")
+        good &= less_than_modulus(frs.reshape(sel.size, lay.fr_at.shape[0], 4), R).all(axis=1)
+        ok[sel] = good
+    out = []
+    for i, raw in enumerate(raws):
+        out.append(_from_layout(lay, raw, shape) if ok[i] else decode_sector_proof(raw, paths[i], shape))
+    return tuple(out)
+
+
+def _from_layout(lay: _Layout, raw: bytes, shape: PostShape) -> FallbackPoStSectorProof:
+    """The proof of an entry every check of :func:`decode_sector_proofs` accepted."""
+    frs = [int.from_bytes(raw[o:o + 32], "little") for o in lay.fr_at.tolist()]
+    index = np.frombuffer(raw, dtype=np.uint8)[lay.index_at[:, None] + np.arange(8)].copy().view("<u8").reshape(-1).tolist()
+    single = shape.variant == "Single"
+    f, k = 1, 0  # next field element, next index
+    inclusions = []
+    for _ in range(shape.vanilla_challenges):
+        if single:
+            root, leaf = frs[f], frs[f + 1]
+            f += 2
+        parts = []
+        for ars in lay.levels:
+            part = []
+            for a in ars:
+                part.append(PathElement(tuple(frs[f:f + a - 1]), index[k]))
+                f, k = f + a - 1, k + 1
+            parts.append(tuple(part))
+        if not single:
+            root, leaf = frs[f], frs[f + 1]
+            f += 2
+        inclusions.append(PostMerkleProof(shape.variant, root, leaf, *parts))
+    sector_id = int.from_bytes(raw[:8], "little")
+    return FallbackPoStSectorProof(sector_id, frs[0], (SectorProof(tuple(inclusions), frs[f], frs[f + 1]),))

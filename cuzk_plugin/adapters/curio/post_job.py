@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk_plugin.adapters.curio.post import decode_sector_proof
-from cuzk_plugin.bls12_381.fields import limbs_to_objects
+import numpy as np
+
+from cuzk_plugin.adapters.curio.post import decode_sector_proofs
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError, CuzkError
@@ -26,6 +28,7 @@ from cuzk_plugin.filecoin.post_challenges import check_randomness, slot_challeng
 from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs, synthesize_post
 from cuzk_plugin.filecoin.post_proofs import PostKind, RegisteredPoStProof, post_circuit_id, post_proof_by_number
 from cuzk_plugin.filecoin.post_vanilla import FallbackPoStSectorProof
+from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
 from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, post_assignment
 
 __all__ = ["PostJob", "PostRequestError", "PostWitnessError"]
@@ -48,6 +51,22 @@ class PostWitnessError(CircuitError):
 
 def _proof_path(i: int) -> str:
     return f"vanilla_proofs[{i}].vanilla_proof.sectors[0]"
+
+
+def _comm_r_ok(sectors: tuple[FallbackPoStSectorProof, ...]) -> list[bool]:
+    """Per sector, whether comm_r = Poseidon(comm_c, comm_r_last): all in one C call where it
+    is built (a 2349-sector partition: ~0.05 s, not 1.2 s of Python ints)."""
+    pairs = [(s.sectors[0].comm_c, s.sectors[0].comm_r_last) for s in sectors]
+    native = native_poseidon(2)
+    if native is None:
+        return [poseidon_hash(list(p)) == s.comm_r for p, s in zip(pairs, sectors, strict=True)]
+    n = len(pairs)
+    aux = np.empty((n, native.num_aux, FR_LIMBS), dtype=np.uint64)
+    digest = np.empty((n, FR_LIMBS), dtype=np.uint64)
+    native.hash_into(ints_to_limbs(v for p in pairs for v in p).reshape(n, 2, FR_LIMBS), aux,
+                     np.arange(n, dtype=np.int64) * native.num_aux * FR_LIMBS, digest)
+    want = ints_to_limbs(s.comm_r for s in sectors).reshape(n, FR_LIMBS)
+    return (digest == want).all(axis=1).tolist()
 
 
 @dataclass(frozen=True)
@@ -103,10 +122,12 @@ class PostJob:
                                                          f"proves 1 to {shape.vanilla_sectors} sectors")
             if not 0 <= partition_index * shape.sector_slots + shape.sector_slots <= _U64:
                 raise PostRequestError("partition_index", f"{partition_index} puts sector indices past u64")
-        sectors = tuple(decode_sector_proof(bytes(raw), f"vanilla_proofs[{i}]", shape) for i, raw in enumerate(vanilla_proofs))
+        sectors = decode_sector_proofs([bytes(raw) for raw in vanilla_proofs], shape,
+                                       [f"vanilla_proofs[{i}]" for i in range(len(vanilla_proofs))])
         challenges = slot_challenges(proof, randomness, [s.sector_id for s in sectors], partition_index)
+        comm_r_ok = _comm_r_ok(sectors)
         for i, s in enumerate(sectors):
-            cls._check_sector(proof, s, i, challenges)
+            cls._check_sector(proof, s, i, challenges, comm_r_ok[i])
         slots, origins, comm_rs = [], [], []
         built: dict[tuple[int, int], SlotWitness] = {}  # padded slots share their sector's witness
         for k in range(len(challenges)):
@@ -127,12 +148,14 @@ class PostJob:
         return cls(proof, bytes(randomness), partition_index, sectors, tuple(slots), tuple(inputs), tuple(origins))
 
     @staticmethod
-    def _check_sector(proof: RegisteredPoStProof, s: FallbackPoStSectorProof, i: int, challenges: list[list[int]]) -> None:
+    def _check_sector(proof: RegisteredPoStProof, s: FallbackPoStSectorProof, i: int, challenges: list[list[int]],
+                      comm_r_ok: bool) -> None:
         """What the decoder cannot see (it checked every count, variant and index against the
-        shape): comm_r, the roots, and that each path opens the leaf the randomness challenges."""
+        shape): comm_r (``comm_r_ok``: it is Poseidon(comm_c, comm_r_last)), the roots, and that
+        each path opens the leaf the randomness challenges."""
         sp = s.sectors[0]
         path = _proof_path(i)
-        if poseidon_hash([sp.comm_c, sp.comm_r_last]) != s.comm_r:
+        if not comm_r_ok:
             raise PostRequestError(f"vanilla_proofs[{i}].comm_r", f"is not Poseidon({path}.comm_c, {path}.comm_r_last): "
                                                                   "one of the three is corrupt")
         expected = [c for slot in challenges for c in slot] if proof.kind is PostKind.WINNING else challenges[i]
