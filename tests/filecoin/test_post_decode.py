@@ -206,9 +206,9 @@ def test_batch_decoder_refuses_exactly_as_the_entry_decoder(window_raw):
     variants = []
     for start, end, _name in _fields_2kib(window_raw):
         for byte, bit in ((start, 0x01), (end - 1, 0x80)):
-            raw = bytearray(window_raw)
-            raw[byte] ^= bit
-            variants.append(bytes(raw))
+            flipped = bytearray(window_raw)
+            flipped[byte] ^= bit
+            variants.append(bytes(flipped))
     variants += [window_raw[:-1], window_raw + b"\x00", window_raw[:100]]
     refused = 0
     for raw in variants:

@@ -140,7 +140,11 @@ def _layout(shape: PostShape) -> _Layout:
         parts += [tuple(arities[n_base:n_base + 1])]
     if variant == "Top":
         parts += [tuple(arities[n_base + 1:])]
-    pos, u64s, tags, idx, frs = 0, [], [], [], []
+    pos = 0
+    u64s: list[tuple[int, int]] = []  # (offset, expected count)
+    idx: list[tuple[int, int]] = []  # (offset, arity)
+    tags: list[int] = []
+    frs: list[int] = []
 
     def take(n: int) -> int:
         nonlocal pos
