@@ -311,21 +311,51 @@ IFMA void v_store(v5 a, uint64_t *const dst[8], int live) {
         for (int j = 0; j < 4; j++) dst[lane][j] = w[j][lane];
 }
 
+/* sum_i c[i] s[i] for t constants c (five 52-bit limbs each, below r) and values s (below 2r):
+ * the products' limb columns summed unreduced (at most 10 t terms below 2^52 a column), then one
+ * Montgomery reduction: the sum is below 2 t r^2, and (2 t r^2 + 2^260 r) / 2^260 < 2r for t <= 17
+ * (r / 2^260 < 1 / 35). */
+IFMA v5 v_dot(int t, const uint64_t *c, const v5 *s) {
+    const __m512i zero = _mm512_setzero_si512(), mask = _mm512_set1_epi64((long long)M52);
+    __m512i T[10];
+    for (int j = 0; j < 10; j++) T[j] = zero;
+    for (int i = 0; i < t; i++) {
+        for (int a = 0; a < 5; a++) {
+            __m512i ca = _mm512_set1_epi64((long long)c[5 * i + a]);
+            for (int b = 0; b < 5; b++) {
+                T[a + b] = _mm512_madd52lo_epu64(T[a + b], ca, s[i].l[b]);
+                T[a + b + 1] = _mm512_madd52hi_epu64(T[a + b + 1], ca, s[i].l[b]);
+            }
+        }
+    }
+    const __m512i np = _mm512_set1_epi64((long long)NP52);
+    for (int i = 0; i < 5; i++) {
+        __m512i m = _mm512_madd52lo_epu64(zero, T[i], np);
+        for (int j = 0; j < 5; j++) {
+            __m512i pj = _mm512_set1_epi64((long long)P52[j]);
+            T[i + j] = _mm512_madd52lo_epu64(T[i + j], m, pj);
+            T[i + j + 1] = _mm512_madd52hi_epu64(T[i + j + 1], m, pj);
+        }
+        T[i + 1] = _mm512_add_epi64(T[i + 1], _mm512_srli_epi64(T[i], 52)); /* T[i] is 0 mod 2^52 */
+    }
+    v5 r;
+    for (int j = 5; j < 9; j++) {
+        T[j + 1] = _mm512_add_epi64(T[j + 1], _mm512_srli_epi64(T[j], 52));
+        r.l[j - 5] = _mm512_and_si512(T[j], mask);
+    }
+    r.l[4] = T[9];
+    return r;
+}
+
 IFMA void v_dense(int t, const uint64_t *m, v5 *s) {
     v5 out[MAX_WIDTH];
-    for (int j = 0; j < t; j++) {
-        v5 acc = v_mul(v_const(m + 5 * (j * t)), s[0]);
-        for (int i = 1; i < t; i++) acc = v_add(acc, v_mul(v_const(m + 5 * (j * t + i)), s[i]));
-        out[j] = acc;
-    }
+    for (int j = 0; j < t; j++) out[j] = v_dot(t, m + 5 * (j * t), s);
     for (int j = 0; j < t; j++) s[j] = out[j];
 }
 
 IFMA void v_sparse(int t, const uint64_t *w_hat, const uint64_t *v_rest, v5 *s) {
     v5 s0 = s[0];
-    v5 acc = v_mul(v_const(w_hat), s[0]);
-    for (int i = 1; i < t; i++) acc = v_add(acc, v_mul(v_const(w_hat + 5 * i), s[i]));
-    s[0] = acc;
+    s[0] = v_dot(t, w_hat, s);
     for (int i = 1; i < t; i++) s[i] = v_add(s[i], v_mul(v_const(v_rest + 5 * (i - 1)), s0));
 }
 

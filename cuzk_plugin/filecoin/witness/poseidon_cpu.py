@@ -121,7 +121,8 @@ class NativePoseidon:
             return
         if offs.min() < 0 or offs.max() + FR_LIMBS * self.num_aux > aux.size:
             raise ValueError("an aux offset puts the hash's aux outside the array")
-        threads = max(1, min(len(os.sched_getaffinity(0)), n // _MIN_CHUNK))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        threads = max(1, min(cores, n // _MIN_CHUNK))
         bounds = [n * k // threads for k in range(threads + 1)]
         runs = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
         if len(runs) == 1:
