@@ -55,11 +55,18 @@ def sums_from_limbs(out: np.ndarray) -> ProofSums:
     )
 
 
+_R_TOP = np.uint64(R >> (64 * (FR_LIMBS - 1)))
+
+
 def canonical_scalars(scalars: np.ndarray) -> np.ndarray:
     """``(n, 4) uint64`` scalars reduced below r (the kernels' signed windows need k < r)."""
     arr = np.ascontiguousarray(scalars, dtype=np.uint64)
     if arr.ndim != 2 or arr.shape[1] != FR_LIMBS:
         raise ValueError(f"scalars: expected (n, 4) uint64, got {arr.shape}")
+    # Only a value whose top limb reaches r's can be >= r: one strided compare over the top limbs
+    # (0.16 s for a 32 GiB partition's 130 M values) instead of the full comparison of all four.
+    if not (arr[:, FR_LIMBS - 1] >= _R_TOP).any():
+        return arr
     big = ~less_than_modulus(arr, R)
     if big.any():
         arr = arr.copy()
