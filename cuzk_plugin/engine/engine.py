@@ -601,7 +601,8 @@ class Engine:
                   f"host_evaluate_ms={times.evaluate_s * 1e3:.0f} prove_start_ms={(times.started - times.start) * 1e3:.0f} "
                   f"prove_finish_ms={(times.finished - times.started) * 1e3:.0f} "
                   f"assemble_ms={(times.assembled - times.finished) * 1e3:.0f} "
-                  f"gpu_total_ms={(times.assembled - times.start) * 1e3:.0f}", file=sys.stderr, flush=True)
+                  f"gpu_total_ms={(times.assembled - times.start) * 1e3:.0f}"
+                  + "".join(f" device_{k}_ms={v:.0f}" for k, v in times.device_ms.items()), file=sys.stderr, flush=True)
         self.metrics.partitions.labels(lane.name).inc()
         self._lane_strikes[lane.name] = 0
         self._lane_rest_until.pop(lane.name, None)

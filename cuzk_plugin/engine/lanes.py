@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk_plugin.backends.protocol import Backend, DeviceInfo
@@ -177,6 +177,9 @@ class GpuStepTimes:
     #: seconds of a, b, c evaluation measured apart (on the host, for a backend without
     #: load_circuit); 0 where the backend evaluates inside prove_start.
     evaluate_s: float = 0.0
+    #: the backend's own stage times of the call, ms (CUDA: upload, queue, r1cs, h, g1 msm,
+    #: g2 wait, total device work); empty where the backend keeps none.
+    device_ms: dict[str, float] = field(default_factory=dict)
 
 
 def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[list[Lane], str]:
@@ -250,4 +253,5 @@ def prove_step(lane: Lane, handle: LaneKey, part: SynthesizedPartition | Witness
     if cancelled.is_set():
         raise PartitionCancelled()
     proof = assemble(vk, sums, random_fr(), random_fr())
-    return proof, GpuStepTimes(t0, t1, t2, time.perf_counter(), t_eval)
+    device_ms = dict(getattr(pending, "timings_ms", None) or {})
+    return proof, GpuStepTimes(t0, t1, t2, time.perf_counter(), t_eval, device_ms)

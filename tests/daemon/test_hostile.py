@@ -5,6 +5,7 @@ queue and priority bounds, cancel, log injection, second start, orphaned workers
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -368,6 +369,34 @@ async def test_stage_times_are_wall_clock_spans_with_sums_apart(make_daemon, cap
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.startswith("CUZK_TIMING: job=t-1")]
     assert len(lines) == 5 and "gpu_total_ms=" in lines[0] and "total_ms=" in lines[-1]
+
+
+class TimedBackend(SlowBackend):
+    """A backend whose calls keep their own stage times, as the CUDA library's do."""
+
+    def prove_start(self, srs, part):
+        pending = super().prove_start(srs, part)
+        return TimedPending(pending)
+
+    def prove_finish(self, pending):
+        out = super().prove_finish(pending.inner)
+        pending.timings_ms = {"upload": 12.0, "total": 34.0}
+        return out
+
+
+@dataclasses.dataclass
+class TimedPending:
+    inner: object
+    timings_ms: dict | None = None
+
+
+async def test_timing_lines_carry_the_backends_stage_times(make_daemon, capsys):
+    d = await make_daemon(backends=[TimedBackend(0.0)])
+    d.engine.timing_lines = True
+    res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request("t-2", log2=4, seed=3)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("CUZK_TIMING: job=t-2 partition=0")]
+    assert line.endswith("device_upload_ms=12 device_total_ms=34")
 
 
 @pytest.mark.slow
