@@ -240,7 +240,11 @@ async def test_ids_are_bounded_and_logged_on_one_line(make_daemon, caplog):
     assert "request_id: 10000 characters" in details and len(details) < 200
     with caplog.at_level(logging.INFO):
         await _refused(stub.AwaitProof(pb.AwaitProofRequest(job_id=forged)), grpc.StatusCode.NOT_FOUND)
-        await _refused(stub.CancelProof(pb.CancelProofRequest(job_id="z" * 100_000)), grpc.StatusCode.NOT_FOUND)
+        await _refused(stub.CancelProof(pb.CancelProofRequest(job_id="z" * 1_000)), grpc.StatusCode.NOT_FOUND)
+        # A body larger than a cancel can need is refused before it is parsed, naming the message.
+        too_big = await _refused(stub.CancelProof(pb.CancelProofRequest(job_id="z" * 100_000)),
+                                 grpc.StatusCode.INVALID_ARGUMENT)
+        assert too_big.startswith("CancelProofRequest: 100004 bytes")
     for record in caplog.records:
         text = record.getMessage()
         assert "\n" not in text and len(text) < 1000
