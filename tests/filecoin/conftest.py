@@ -19,6 +19,15 @@ def c1_bytes(sealed) -> bytes:
     return c1_json(sealed)
 
 
+@pytest.fixture(scope="session")
+def reference_2kib(c1_bytes):
+    """The reference synthesis of the sealed 2 KiB C1's partition (R1CS, inputs, aux): ~25 s on
+    two cores, so made once for every test that compares with it."""
+    from cuzk_plugin.adapters.curio.porep import porep_partitions
+
+    return porep_partitions(c1_bytes).circuit(0)
+
+
 @pytest.fixture
 def c1_dict(c1_bytes) -> dict:
     """A fresh, mutable copy of the C1 JSON."""

@@ -108,12 +108,6 @@ def _check_against_reference(job, reference) -> None:
         assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
 
 
-@pytest.fixture(scope="module")
-def reference_2kib(c1_bytes):
-    """The reference synthesis of the sealed 2 KiB C1: (R1CS, inputs, aux)."""
-    return porep_partitions(c1_bytes).circuit(0)
-
-
 @pytest.mark.slow
 def test_sealed_2kib_equals_reference_synthesis(c1_bytes, reference_2kib):
     _check_against_reference(porep_partitions(c1_bytes), reference_2kib)

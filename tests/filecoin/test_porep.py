@@ -48,9 +48,8 @@ def test_create_label_count_matches_rust_fil_proofs():
 
 
 @pytest.mark.slow
-def test_sealed_2kib_witness_satisfies_every_constraint(c1_bytes):
-    job = porep_partitions(c1_bytes)
-    r1cs, inputs, aux = job.circuit(0)  # raises WitnessError on the first violated constraint
+def test_sealed_2kib_witness_satisfies_every_constraint(reference_2kib):
+    r1cs, inputs, aux = reference_2kib  # job.circuit(0) raises WitnessError on the first violated constraint
     assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None  # and again on the matrices
     assert r1cs.num_constraints == COUNT_2KIB
     assert r1cs.num_inputs == INPUTS_2KIB == inputs.shape[0]

@@ -68,13 +68,13 @@ def test_witness_partition_proof_equals_reference_byte_for_byte(tmp_path, backen
 
 
 @pytest.mark.slow
-def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, tmp_path):
+def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, reference_2kib, tmp_path):
     task = PorepPartitionTask(c1_bytes, 0, str(tmp_path))
     part, public = task.synthesize()
     assert isinstance(part, WitnessPartition) and isinstance(part.circuit, MappedCircuit)
     assert part.circuit.path == str(pce_path(tmp_path, "porep-2k"))
-    ref, ref_public = porep_partitions(c1_bytes).synthesize(0)
-    assert public == ref_public
+    ref = synthesize(*reference_2kib)
+    assert public == porep_partitions(c1_bytes).public_inputs(0)
     from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 
     got = witness_to_synthesized(part, *evaluate_r1cs(part.pce, part.z()))
