@@ -28,6 +28,16 @@ def reference_2kib(c1_bytes):
     return porep_partitions(c1_bytes).circuit(0)
 
 
+@pytest.fixture(scope="session")
+def porep_2k_pce_cache(tmp_path_factory):
+    """A param cache holding the recorded porep-2k circuit (~8 s to record), shared read-only."""
+    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+
+    cache = tmp_path_factory.mktemp("porep-2k-pce")
+    ensure_porep_pce("porep-2k", cache)
+    return cache
+
+
 @pytest.fixture
 def c1_dict(c1_bytes) -> dict:
     """A fresh, mutable copy of the C1 JSON."""
