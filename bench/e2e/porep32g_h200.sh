@@ -7,7 +7,10 @@
 #   PHASE=e2e   cuzk-daemon (CUDA, a TEST key made on the GPU from the pre-compiled circuit),
 #               PreloadSRS (cold start), 3 x `cuzk-bench single -t porep`, `cuzk-bench batch -c 4 -j 2`,
 #               a C1 with one flipped Merkle byte, every proof checked again on the client
-#               (--verify-vk); device memory sampled, the daemon's peak RSS from /usr/bin/time.
+#               (--verify-vk), then SnapDeals and WinningPoSt 32 GiB on the same daemon; device
+#               memory sampled, the daemon's peak RSS from /usr/bin/time. SINGLE_RUNS, BATCH_COUNT,
+#               SNAP_RUNS and WIN_RUNS size it: at 2026-12-03's speed (60 s a PoRep proof) the
+#               defaults need more than one 10-minute call.
 # Device tool: run with carry [".whl", ".device-carry"], command
 #   PHASE=prep bash bench/e2e/porep32g_h200.sh   then   PHASE=e2e bash bench/e2e/porep32g_h200.sh
 # .device-carry/cuda holds the library built here:
@@ -105,11 +108,11 @@ rm -f "$VK"
 t0=$(date +%s%N)
 $BENCH preload -a "$ADDR" -c porep-32g-test-key --timeout 600 --json | tee "$OUT/preload.json"
 echo "cold start (daemon start -> key on the GPU): $(( ($(date +%s%N) - t_start) / 1000000 )) ms; preload $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-for i in 1 2 3; do
+for i in $(seq 1 "${SINGLE_RUNS:-3}"); do
     timeout 240 $BENCH single -a "$ADDR" -t porep --c1 "$C1" --verify-vk "$VK" --json >"$OUT/single-$i.json" 2>"$OUT/single-$i.err"
     echo "single $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"' "$OUT/single-$i.json"; cat "$OUT/single-$i.err"
 done
-timeout 300 $BENCH batch -a "$ADDR" -t porep --c1 "$C1" -c 4 -j 2 --verify-vk "$VK" --json --timeline-out "$OUT/batch-records.json" \
+timeout 300 $BENCH batch -a "$ADDR" -t porep --c1 "$C1" -c "${BATCH_COUNT:-4}" -j 2 --verify-vk "$VK" --json --timeline-out "$OUT/batch-records.json" \
     >"$OUT/batch.json" 2>"$OUT/batch.err"
 echo "batch rc=$? at $(stamp)"; head -30 "$OUT/batch.json"; cat "$OUT/batch.err"
 # One flipped byte in a Merkle path of partition 0: refused before the GPU, naming where.
