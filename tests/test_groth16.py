@@ -109,3 +109,22 @@ def test_unsatisfied_witness_names_the_constraint():
     aux[3, 0] ^= np.uint64(1)
     with pytest.raises(CircuitError, match="does not satisfy constraint 2"):
         synthesize(r1cs, inputs, aux)
+
+
+def test_witness_partitions_are_checked_against_the_key_by_their_circuit():
+    """A WitnessPartition's needed counts come from its circuit (summed once per circuit); one of
+    another circuit is refused before any work."""
+    from cuzk_plugin.circuit.pce_record import precompile_r1cs
+    from cuzk_plugin.formats.partition import WitnessPartition
+    from cuzk_plugin.formats.pce import MappedCircuit
+    from cuzk_plugin.groth16.prover import check_shapes
+
+    r1cs, inputs, aux = CORE_CIRCUITS["with_constants"](0).finish()
+    key = setup(r1cs)
+    mine = WitnessPartition(MappedCircuit(precompile_r1cs(r1cs, "mine"), "mine.pce"), inputs, aux)
+    check_shapes(key, mine)
+    check_shapes(key, mine)  # the circuit's counts, now from the cache
+    other, o_in, o_aux = CORE_CIRCUITS["aux_only"](0).finish()
+    theirs = WitnessPartition(MappedCircuit(precompile_r1cs(other, "theirs"), "theirs.pce"), o_in, o_aux)
+    with pytest.raises(ValueError, match="partition does not match the proving key"):
+        check_shapes(key, theirs)
