@@ -58,16 +58,13 @@ __all__ = [
 UPDATE_PROOF_IDS = {2 << 10: 0, 8 << 20: 1, 512 << 20: 2, 32 << 30: 3, 64 << 30: 4}
 
 
-@dataclass
-class SnapUpdate:
-    """A sealed sector updated with new data: the trees and commitments of both replicas."""
+class _UpdateCommitments:
+    """What Curio's request carries of an update, from its trees (dense or sparse)."""
 
     params: UpdateParams
-    sector: SealedSector
-    staged: list[int]  #: the new data, one field element per node
-    h: int
-    tree_d_new: MerkleTree
-    tree_r_new: MerkleTree
+    sector: SealedSector | SparseSector
+    tree_d_new: MerkleTree | SparseMerkleTree
+    tree_r_new: MerkleTree | _RegionTree
 
     @property
     def registered_proof(self) -> int:
@@ -88,6 +85,18 @@ class SnapUpdate:
     @property
     def comm_r_new(self) -> bytes:
         return fr_to_bytes(poseidon_hash([self.comm_c, self.tree_r_new.root]))
+
+
+@dataclass
+class SnapUpdate(_UpdateCommitments):
+    """A sealed sector updated with new data: the trees and commitments of both replicas."""
+
+    params: UpdateParams
+    sector: SealedSector
+    staged: list[int]  #: the new data, one field element per node
+    h: int
+    tree_d_new: MerkleTree
+    tree_r_new: MerkleTree
 
 
 def snap_update(sector: SealedSector | None = None, *, data_seed: int = 0, h: int | None = None,
@@ -126,7 +135,7 @@ class _RegionTree:
 
 
 @dataclass
-class SparseSnapUpdate:
+class SparseSnapUpdate(_UpdateCommitments):
     """A sparse test sector updated with block-periodic new data (module doc)."""
 
     params: UpdateParams
@@ -135,26 +144,6 @@ class SparseSnapUpdate:
     h: int
     tree_d_new: SparseMerkleTree
     tree_r_new: _RegionTree
-
-    @property
-    def registered_proof(self) -> int:
-        return UPDATE_PROOF_IDS[self.params.sector_size]
-
-    @property
-    def comm_c(self) -> int:
-        return self.sector.tree_c.root
-
-    @property
-    def comm_r_old(self) -> bytes:
-        return fr_to_bytes(self.sector.comm_r)
-
-    @property
-    def comm_d_new(self) -> bytes:
-        return fr_to_bytes(self.tree_d_new.root)
-
-    @property
-    def comm_r_new(self) -> bytes:
-        return fr_to_bytes(poseidon_hash([self.comm_c, self.tree_r_new.root]))
 
 
 def sparse_snap_update(sector: SparseSector, *, data_seed: int = 0, h: int | None = None) -> SparseSnapUpdate:
