@@ -318,13 +318,19 @@ class CudaBackend:
         handle, nbytes = load_circuit_into(self.context(dev), pce)
         return CudaCircuit(handle=handle, nbytes=nbytes, device=dev, circuit=pce)
 
-    def evaluate_r1cs(self, circuit: CudaCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    @staticmethod
+    def _assignment_for(circuit: CudaCircuit, z: np.ndarray, what: str) -> np.ndarray:
+        """``z`` reduced below r, refused if the circuit is released or its length is wrong."""
         if circuit.released:
-            raise ValueError("evaluate_r1cs: the circuit has been released")
+            raise ValueError(f"{what}: the circuit has been released")
         zz = canonical_scalars(z)
         if zz.shape[0] != circuit.circuit.num_vars:
-            raise ValueError(f"evaluate_r1cs: circuit {circuit.circuit.name} has {circuit.circuit.num_vars} "
+            raise ValueError(f"{what}: circuit {circuit.circuit.name} has {circuit.circuit.num_vars} "
                              f"variables, z has {zz.shape[0]}")
+        return zz
+
+    def evaluate_r1cs(self, circuit: CudaCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        zz = self._assignment_for(circuit, z, "evaluate_r1cs")
         m = circuit.circuit.num_constraints
         a, b, c = (np.zeros((m, FR_LIMBS), dtype=np.uint64) for _ in range(3))
         call("cz_evaluate_r1cs", self.context(circuit.device), circuit.handle, u64_ptr(zz), zz.shape[0], u64_ptr(a),
@@ -334,12 +340,7 @@ class CudaBackend:
     def check_r1cs(self, circuit: CudaCircuit, z: np.ndarray) -> tuple[int, int | None]:
         """(rows where A z * B z != C z, the first of them or None), evaluated and compared on
         the device: a, b, c never cross PCIe (a 32 GiB partition's are 12.5 GB)."""
-        if circuit.released:
-            raise ValueError("check_r1cs: the circuit has been released")
-        zz = canonical_scalars(z)
-        if zz.shape[0] != circuit.circuit.num_vars:
-            raise ValueError(f"check_r1cs: circuit {circuit.circuit.name} has {circuit.circuit.num_vars} "
-                             f"variables, z has {zz.shape[0]}")
+        zz = self._assignment_for(circuit, z, "check_r1cs")
         out = np.zeros(2, dtype=np.uint64)
         call("cz_check_r1cs", self.context(circuit.device), circuit.handle, u64_ptr(zz), zz.shape[0], u64_ptr(out[:1]),
              u64_ptr(out[1:]))

@@ -62,6 +62,22 @@ void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, s
     write_affine<F>(msm_device<F>(*ctx, s, d_bases.get(), d_scalars.get(), n, opt), out);
 }
 
+// A z, B z, C z on the device (z: n_z = inputs + aux values, canonical) under the compute lock,
+// then use(stream, a, b, c, m) on the device results before they are freed.
+template <class Use>
+void with_r1cs_evaluated(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, Use use) {
+    std::lock_guard<std::mutex> lock(ctx->compute_lock);
+    CZ_CHECK(cudaSetDevice(ctx->device));
+    CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
+    CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
+    cudaStream_t s = ctx->stream;
+    const size_t m = circuit->m;
+    dev_buf<fr_t> dz(std::max<size_t>(n_z, 1), s), da(m, s), db(m, s), dc(m, s);
+    CZ_CHECK(cudaMemcpyAsync(dz.get(), z, n_z * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+    r1cs_evaluate(s, *circuit, dz.get(), da.get(), db.get(), dc.get(), m);
+    use(s, da.get(), db.get(), dc.get(), m);
+}
+
 }  // namespace
 
 // A proof in flight: the host thread that runs it, what it returns, and its cancel flag.
@@ -245,43 +261,32 @@ cz_status cz_circuit_free(cz_circuit* circuit) {
     return cz_guard([&] { delete circuit; });
 }
 
-// a, b, c (m rows each, canonical) = A z, B z, C z for z (n_z = inputs + aux values, canonical).
+// a, b, c (m rows each, canonical) = A z, B z, C z.
 cz_status cz_evaluate_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, uint64_t* a,
                            uint64_t* b, uint64_t* c) {
     return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
-        CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
-        CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
-        cudaStream_t s = ctx->stream;
-        const size_t m = circuit->m;
-        dev_buf<fr_t> dz(std::max<size_t>(n_z, 1), s), da(m, s), db(m, s), dc(m, s);
-        CZ_CHECK(cudaMemcpyAsync(dz.get(), z, n_z * sizeof(fr_t), cudaMemcpyHostToDevice, s));
-        r1cs_evaluate(s, *circuit, dz.get(), da.get(), db.get(), dc.get(), m);
-        uint64_t* dst[3] = {a, b, c};
-        const fr_t* src[3] = {da.get(), db.get(), dc.get()};
-        for (int i = 0; i < 3; i++) CZ_CHECK(cudaMemcpyAsync(dst[i], src[i], m * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
-        CZ_CHECK(cudaStreamSynchronize(s));
+        with_r1cs_evaluated(ctx, circuit, z, n_z, [&](cudaStream_t s, const fr_t* da, const fr_t* db, const fr_t* dc,
+                                                      size_t m) {
+            uint64_t* dst[3] = {a, b, c};
+            const fr_t* src[3] = {da, db, dc};
+            for (int i = 0; i < 3; i++)
+                CZ_CHECK(cudaMemcpyAsync(dst[i], src[i], m * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
+            CZ_CHECK(cudaStreamSynchronize(s));
+        });
     });
 }
 
-// Rows of A z * B z = C z that fail for z (inputs and aux, canonical): how many, and the first
-// (UINT64_MAX when none); a, b, c never leave the device.
+// Rows of A z * B z = C z that fail for z: how many, and the first (UINT64_MAX when none);
+// a, b, c never leave the device.
 cz_status cz_check_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, uint64_t* count,
                         uint64_t* first) {
     return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
-        CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
-        CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
-        cudaStream_t s = ctx->stream;
-        const size_t m = circuit->m;
-        dev_buf<fr_t> dz(std::max<size_t>(n_z, 1), s), da(m, s), db(m, s), dc(m, s);
-        CZ_CHECK(cudaMemcpyAsync(dz.get(), z, n_z * sizeof(fr_t), cudaMemcpyHostToDevice, s));
-        r1cs_evaluate(s, *circuit, dz.get(), da.get(), db.get(), dc.get(), m);
-        const r1cs_violations v = r1cs_check(s, da.get(), db.get(), dc.get(), m);
-        *count = v.count;
-        *first = v.first;
+        with_r1cs_evaluated(ctx, circuit, z, n_z, [&](cudaStream_t s, const fr_t* da, const fr_t* db, const fr_t* dc,
+                                                      size_t m) {
+            const r1cs_violations v = r1cs_check(s, da, db, dc, m);
+            *count = v.count;
+            *first = v.first;
+        });
     });
 }
 

@@ -23,14 +23,16 @@ inline void throw_if_cancelled(const cz_cancel_flag* cancel) {
     if (cancel_requested(cancel)) throw cz_error(CZ_CANCELLED, "proof cancelled (cz_prove_cancel)");
 }
 
-// cudaEventSynchronize, unless cancelled while waiting (then CZ_CANCELLED; the event's work goes on).
-inline void wait_event(cudaEvent_t e, const cz_cancel_flag* cancel) {
+// sync() (a blocking CUDA wait), or with a cancel flag query() polled until done, throwing
+// CZ_CANCELLED once cancelled (the awaited work goes on).
+template <class Query, class Sync>
+inline void wait_unless_cancelled(Query query, Sync sync, const cz_cancel_flag* cancel) {
     if (!cancel) {
-        CZ_CHECK(cudaEventSynchronize(e));
+        CZ_CHECK(sync());
         return;
     }
     for (;;) {
-        cudaError_t err = cudaEventQuery(e);
+        cudaError_t err = query();
         if (err == cudaSuccess) return;
         if (err != cudaErrorNotReady) CZ_CHECK(err);
         throw_if_cancelled(cancel);
@@ -38,19 +40,14 @@ inline void wait_event(cudaEvent_t e, const cz_cancel_flag* cancel) {
     }
 }
 
+// cudaEventSynchronize, unless cancelled while waiting (then CZ_CANCELLED; the event's work goes on).
+inline void wait_event(cudaEvent_t e, const cz_cancel_flag* cancel) {
+    wait_unless_cancelled([e] { return cudaEventQuery(e); }, [e] { return cudaEventSynchronize(e); }, cancel);
+}
+
 // cudaStreamSynchronize, unless cancelled while waiting (as wait_event).
 inline void wait_stream(cudaStream_t s, const cz_cancel_flag* cancel) {
-    if (!cancel) {
-        CZ_CHECK(cudaStreamSynchronize(s));
-        return;
-    }
-    for (;;) {
-        cudaError_t err = cudaStreamQuery(s);
-        if (err == cudaSuccess) return;
-        if (err != cudaErrorNotReady) CZ_CHECK(err);
-        throw_if_cancelled(cancel);
-        std::this_thread::sleep_for(kCancelPoll);
-    }
+    wait_unless_cancelled([s] { return cudaStreamQuery(s); }, [s] { return cudaStreamSynchronize(s); }, cancel);
 }
 
 // A lock on `m`, unless cancelled while waiting for it (partitions queue on the context's locks).

@@ -1,5 +1,4 @@
 // Test keys made on the device from a resident pre-compiled circuit (see keygen.cuh).
-#include <cub/cub.cuh>
 
 #include <algorithm>
 #include <cstdio>
@@ -90,20 +89,6 @@ template <class F>
 __global__ void affine_canonical_kernel(const affine_t<F>* in, size_t n, affine_t<F>* out) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = {in[i].x.from_mont(), in[i].y.from_mont()};  // (0, 0) stays (0, 0)
-}
-
-// out[0 .. k) = in[i] for the i < n with flags[i]; returns k (synchronises the stream).
-size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags, size_t n, fr_t* out) {
-    if (n == 0) return 0;
-    dev_buf<uint64_t> count(1, stream);
-    size_t bytes = 0;
-    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out, count.get(), n, stream));
-    dev_buf<uint8_t> temp(bytes, stream);
-    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, in, flags, out, count.get(), n, stream));
-    uint64_t k = 0;
-    CZ_CHECK(cudaMemcpyAsync(&k, count.get(), sizeof k, cudaMemcpyDeviceToHost, stream));
-    CZ_CHECK(cudaStreamSynchronize(stream));
-    return (size_t)k;
 }
 
 // The dense columns' values (inputs then aux, as the prover selects its A and B scalars):

@@ -83,20 +83,6 @@ P* upload_points(cz_context& ctx, const char* what, const uint8_t* raw, size_t n
     return out;
 }
 
-// out[0..k) = in[i] where flags[i], k returned (host sync).
-size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags, size_t n, fr_t* out) {
-    if (n == 0) return 0;
-    dev_buf<uint32_t> count(1, stream);
-    size_t bytes = 0;
-    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out, count.get(), n, stream));
-    dev_buf<uint8_t> temp(bytes, stream);
-    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, in, flags, out, count.get(), n, stream));
-    uint32_t k = 0;
-    CZ_CHECK(cudaMemcpyAsync(&k, count.get(), sizeof k, cudaMemcpyDeviceToHost, stream));
-    CZ_CHECK(cudaStreamSynchronize(stream));
-    return k;
-}
-
 // An MSM on `stream` from a host thread of its own (msm_device synchronises its stream).
 template <class F>
 std::future<xyzz_t<F>> msm_async(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars,
@@ -114,6 +100,19 @@ void sync_compute_streams(cz_context& ctx) {
 }
 
 }  // namespace
+
+size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags, size_t n, fr_t* out) {
+    if (n == 0) return 0;
+    dev_buf<uint64_t> count(1, stream);
+    size_t bytes = 0;
+    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out, count.get(), n, stream));
+    dev_buf<uint8_t> temp(bytes, stream);
+    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, in, flags, out, count.get(), n, stream));
+    uint64_t k = 0;
+    CZ_CHECK(cudaMemcpyAsync(&k, count.get(), sizeof k, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+    return (size_t)k;
+}
 
 cz_srs::~cz_srs() {
     cudaSetDevice(device);

@@ -65,6 +65,10 @@ std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, 
                                  const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1,
                                  const uint8_t* b_g2, size_t n_b_g2);
 
+// out[0 .. k) = in[i] for the i < n with flags[i]; returns k (synchronises the stream): the
+// dense scalars of a partition, and of a key's columns.
+size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags, size_t n, fr_t* out);
+
 // Runs the whole partition; blocks until the five sums are on the host. With `cancel`, checked
 // before each stage and in the MSMs' window loops: CZ_CANCELLED once it is set, after the
 // work already queued on the context's streams has finished (the context stays usable).
