@@ -52,16 +52,9 @@ class DeviceKey:
     def draw(cls, circuit_id: str, mapped: MappedCircuit, vk_path: Path | None = None) -> DeviceKey:
         """A key of ``mapped``'s circuit with fresh secrets."""
         from cuzk_plugin.formats.params import SetupSecrets
-        pce = mapped.circuit
-        n_b = int(np.count_nonzero(pce.b_input_density)) + int(np.count_nonzero(pce.b_aux_density))
-        counts = {
-            "ic": pce.num_inputs,
-            "h": pce.domain_size - 1,
-            "l": pce.num_aux,
-            "a": pce.num_inputs + int(np.count_nonzero(pce.a_aux_density)),
-            "b_g1": n_b,
-            "b_g2": n_b,
-        }
+        from cuzk_plugin.groth16.prover import circuit_point_counts
+
+        counts = circuit_point_counts(mapped.circuit)
         return cls(circuit_id, mapped, SetupSecrets.draw(), vk_path, _counts=counts)
 
     def counts(self) -> dict[str, int]:

@@ -16,6 +16,7 @@ from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.bls12_381.points import g1_from_limbs, g2_from_limbs
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.formats.proof import Proof
 
 log = logging.getLogger(__name__)
@@ -36,32 +37,35 @@ def random_fr() -> int:
     return secrets.randbelow(R)
 
 
-#: Point counts a pre-compiled circuit's partitions need, by the circuit's digest: its densities
-#: are the circuit's, so they are summed once (130 M values at 32 GiB), not per partition.
+def _point_counts(num_inputs: int, domain_size: int, num_aux: int, a_aux_density, b_input_density,
+                  b_aux_density) -> dict[str, int]:
+    """The key's point counts (as ProvingKey.counts) that a circuit of this shape needs."""
+    n_b = int(np.count_nonzero(b_input_density)) + int(np.count_nonzero(b_aux_density))
+    return {"ic": num_inputs, "h": domain_size - 1, "l": num_aux,
+            "a": num_inputs + int(np.count_nonzero(a_aux_density)), "b_g1": n_b, "b_g2": n_b}
+
+
+#: circuit_point_counts by the circuit's digest: its densities are summed once (130 M values at
+#: 32 GiB), not for every partition.
 _PCE_COUNTS: dict[str, dict[str, int]] = {}
 
 
-def _needed_counts(part: SynthesizedPartition | WitnessPartition) -> dict[str, int]:
-    expect = {
-        "ic": part.num_inputs,
-        "h": part.domain_size - 1,
-        "l": part.num_aux,
-        "a": part.num_inputs + int(np.count_nonzero(part.a_aux_density)),
-        "b_g1": int(np.count_nonzero(part.b_input_density)) + int(np.count_nonzero(part.b_aux_density)),
-    }
-    expect["b_g2"] = expect["b_g1"]
-    return expect
+def circuit_point_counts(pce: PrecompiledCircuit) -> dict[str, int]:
+    """The key's point counts that ``pce``'s partitions need (a copy; computed once a circuit)."""
+    if pce.digest not in _PCE_COUNTS:
+        _PCE_COUNTS[pce.digest] = _point_counts(pce.num_inputs, pce.domain_size, pce.num_aux, pce.a_aux_density,
+                                                pce.b_input_density, pce.b_aux_density)
+    return dict(_PCE_COUNTS[pce.digest])
 
 
 def check_shapes(key: ProvingKey, part: SynthesizedPartition | WitnessPartition) -> None:
     """Refuse a partition that does not belong to this key (before any heavy work)."""
     counts = key.counts()
     if isinstance(part, WitnessPartition):
-        expect = _PCE_COUNTS.get(part.pce.digest)
-        if expect is None:
-            expect = _PCE_COUNTS[part.pce.digest] = _needed_counts(part)
+        expect = circuit_point_counts(part.pce)
     else:
-        expect = _needed_counts(part)
+        expect = _point_counts(part.num_inputs, part.domain_size, part.num_aux, part.a_aux_density,
+                               part.b_input_density, part.b_aux_density)
     wrong = [f"{k}: key has {counts[k]}, partition needs {v}" for k, v in expect.items() if counts[k] != v]
     if wrong:
         raise ValueError("partition does not match the proving key (" + "; ".join(wrong) + ")")
