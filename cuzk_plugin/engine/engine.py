@@ -162,7 +162,11 @@ class Engine:
         self._critical_reserve = PrioritySemaphore(n_slots)
         self._synth_slots = PrioritySemaphore(config.parallel_synthesis())
         self._own_pool = synthesis_pool is None
-        self.pool = synthesis_pool or SynthesisPool(config.synthesis_workers())
+        # No more partitions synthesize at once than the slots and the window (with the CRITICAL
+        # reserve) allow: the cores go to those, a witness split across its share of them.
+        at_once = min(config.synthesis_workers(), config.parallel_synthesis(), window + n_slots)
+        witness = config.synthesis.witness_processes or max(1, (os.cpu_count() or 1) // min(at_once, window))
+        self.pool = synthesis_pool or SynthesisPool(at_once, witness)
         self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
         self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
         #: Planning and self-verification of CRITICAL jobs (WinningPoSt): never queued behind a large
@@ -183,9 +187,10 @@ class Engine:
         self._planning_changed = asyncio.Condition()
         #: CUZK_TIMING=1: per-partition and per-job timing lines on stderr, as cuzk prints them.
         self.timing_lines = os.environ.get("CUZK_TIMING", "") not in ("", "0")
-        log.info("engine: %s; %d GPU worker slot(s), synthesis %d process(es) (%d at once), lookahead window %d, "
-                 "key budget %.1f MB, param cache %s", self.backend_summary, n_slots, self.pool.workers,
-                 config.parallel_synthesis(), window, self.srs.budget_bytes / 1e6, self.param_cache)
+        log.info("engine: %s; %d GPU worker slot(s), synthesis %d process(es) (%d at once, up to %d for one "
+                 "witness), lookahead window %d, key budget %.1f MB, param cache %s", self.backend_summary, n_slots,
+                 self.pool.workers, config.parallel_synthesis(), self.pool.task_processes, window,
+                 self.srs.budget_bytes / 1e6, self.param_cache)
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:

@@ -10,6 +10,11 @@ A task may return a :class:`WitnessPartition` instead (the assignment of a pre-c
 circuit, for backends that evaluate a, b, c themselves): then only the assignment travels, and
 the engine maps the circuit from its file (path and digest in the ref); the lane swaps in its
 device-resident copy.
+
+A task may also write its largest array straight into a block of its own
+(:func:`output_block`: a 32 GiB PoRep partition's 4.2 GB aux, written by the witness workers):
+export then leaves that array where it is and copies only the rest, so the ref may name
+several blocks.
 """
 
 from __future__ import annotations
@@ -48,9 +53,10 @@ class SynthesisFailed(CuzkError):
 class SharedPartitionRef:
     """Where a synthesized partition lies in shared memory (small: this is what is pickled)."""
 
-    shm_name: str
-    #: (field, byte offset, shape, dtype string) per SynthesizedPartition array.
-    layout: tuple[tuple[str, int, tuple[int, ...], str], ...]
+    #: The blocks holding the arrays (the engine unlinks them all).
+    blocks: tuple[str, ...]
+    #: (field, index into blocks, byte offset, shape, dtype string) per array.
+    layout: tuple[tuple[str, int, int, tuple[int, ...], str], ...]
     public_inputs: list[int]
     seconds: float
     pid: int
@@ -59,29 +65,77 @@ class SharedPartitionRef:
     pce_digest: str | None = None
 
 
+#: Worker side: the blocks the running task made with output_block, by name.
+_task_blocks: dict[str, shared_memory.SharedMemory] = {}
+
+
+def output_block(nbytes: int) -> shared_memory.SharedMemory:
+    """A new zero block for the running task's largest array (worker side): an array written at
+    its start is exported in place. The block goes with the task's result, or is unlinked if
+    the task fails."""
+    shm = shared_memory.SharedMemory(name=shm_block_name(), create=True, size=max(nbytes, 1))
+    _task_blocks[shm.name] = shm
+    return shm
+
+
+def _in_block(arr: np.ndarray) -> tuple[str, int] | None:
+    """(block name, byte offset) when ``arr`` is a contiguous view into one of the task's blocks."""
+    if not arr.flags.c_contiguous:
+        return None
+    addr = arr.__array_interface__["data"][0]
+    for name, shm in _task_blocks.items():
+        base = np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
+        if base <= addr and addr + arr.nbytes <= base + shm.size:
+            return name, addr - base
+    return None
+
+
+def _close_task_blocks(unlink: bool) -> None:
+    """Drop the worker's handles of the task's blocks (and the blocks, if nobody takes them)."""
+    for shm in _task_blocks.values():
+        try:
+            shm.close()
+        except BufferError:  # a view still alive: collect it, or the mapping outlives the task
+            import gc
+            gc.collect()
+            with contextlib.suppress(BufferError):
+                shm.close()
+        if unlink:
+            _unlink_quietly(shm)
+        else:  # the engine owns it from here and unlinks it (Python 3.11 has no track=False)
+            resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+    _task_blocks.clear()
+
+
 def export_partition(part: SynthesizedPartition | WitnessPartition, public_inputs: list[int],
                      seconds: float) -> SharedPartitionRef:
-    """Copy ``part``'s arrays into a new shared-memory block (worker side)."""
+    """Copy ``part``'s arrays into a new shared-memory block, but for those already in one of the
+    task's output blocks (worker side). The task's blocks are left open: :func:`run_task`
+    closes them once ``part`` is gone."""
     witness = isinstance(part, WitnessPartition)
     names = _WITNESS_FIELDS if witness else _ARRAY_FIELDS
-    arrays = [(name, np.ascontiguousarray(getattr(part, name))) for name in names]
-    layout, offset = [], 0
-    for name, arr in arrays:
-        layout.append((name, offset, tuple(arr.shape), arr.dtype.str))
+    blocks = list(_task_blocks)
+    placed: dict[str, tuple[int, int]] = {}
+    copied: list[tuple[str, np.ndarray]] = []
+    for name in names:
+        arr = getattr(part, name)
+        where = _in_block(arr)
+        if where is None:
+            copied.append((name, np.ascontiguousarray(arr)))
+        else:
+            placed[name] = (blocks.index(where[0]), where[1])
+    offset = 0
+    for name, arr in copied:
+        placed[name] = (len(blocks), offset)
         offset += -(-max(arr.nbytes, 1) // _ALIGN) * _ALIGN
-    shm = shared_memory.SharedMemory(name=shm_block_name(), create=True, size=max(offset, 1))
-    try:
-        for (_name, arr), (_, off, _, _) in zip(arrays, layout, strict=True):
-            np.ndarray(arr.shape, arr.dtype, buffer=shm.buf, offset=off)[...] = arr
-    except BaseException:
-        shm.close()
-        shm.unlink()
-        raise
-    # The engine owns the block from here: it unlinks it (Python 3.11 has no track=False).
-    resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
-    shm.close()
+    if copied:
+        shm = output_block(offset)
+        blocks.append(shm.name)
+        for name, arr in copied:
+            np.ndarray(arr.shape, arr.dtype, buffer=shm.buf, offset=placed[name][1])[...] = arr
+    layout = tuple((name, *placed[name], tuple(getattr(part, name).shape), getattr(part, name).dtype.str) for name in names)
     pce = (part.circuit.path, part.pce.digest) if isinstance(part, WitnessPartition) else (None, None)
-    return SharedPartitionRef(shm.name, tuple(layout), public_inputs, seconds, os.getpid(), *pce)
+    return SharedPartitionRef(tuple(blocks), layout, public_inputs, seconds, os.getpid(), *pce)
 
 
 @lru_cache(maxsize=8)
@@ -102,45 +156,54 @@ class SharedPartition:
     def __init__(self, ref: SharedPartitionRef):
         self._refs = 1
         self.ref = ref
-        self._shm: shared_memory.SharedMemory | None = shared_memory.SharedMemory(name=ref.shm_name)  # unregistered by unlink
+        self._blocks: list[shared_memory.SharedMemory] = []  # unregistered by unlink
         self.partition: SynthesizedPartition | WitnessPartition
-        views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._shm.buf, offset=off) for name, off, shape, dt in ref.layout}
         try:
+            for name in ref.blocks:
+                self._blocks.append(shared_memory.SharedMemory(name=name))
+            views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._blocks[b].buf, offset=off)
+                     for name, b, off, shape, dt in ref.layout}
             if ref.pce_path is None or ref.pce_digest is None:
                 self.partition = SynthesizedPartition(**views)
             else:
                 self.partition = WitnessPartition(mapped_circuit(ref.pce_path, ref.pce_digest), **views)
         except BaseException:
-            views.clear()
-            self._shm.close()
-            _unlink_quietly(self._shm)
+            views = {}
+            self._close()
+            discard(ref)
             raise
-        self.nbytes = self._shm.size
+        self.nbytes = sum(shm.size for shm in self._blocks)
 
     def hold(self) -> None:
         self._refs += 1
 
     def release(self) -> None:
         self._refs -= 1
-        if self._refs > 0 or self._shm is None:
+        if self._refs > 0 or not self._blocks:
             return
         self.partition = None  # type: ignore[assignment]
-        shm, self._shm = self._shm, None
-        try:
-            shm.close()
-        except BufferError:  # a view still alive somewhere (a backend thread): unlink anyway
-            log.debug("shared partition %s still referenced at release (unmapped when collected)", self.ref.shm_name)
-        _unlink_quietly(shm)
+        self._close()
+        for shm in self._blocks:
+            _unlink_quietly(shm)
+        self._blocks = []
+
+    def _close(self) -> None:
+        for shm in self._blocks:
+            try:
+                shm.close()
+            except BufferError:  # a view still alive somewhere (a backend thread): unlink anyway
+                log.debug("shared partition block %s still referenced at release (unmapped when collected)", shm.name)
 
 
 def discard(ref: SharedPartitionRef) -> None:
-    """Unlink a block whose partition nobody will use (a cancelled job's late result)."""
-    try:
-        shm = shared_memory.SharedMemory(name=ref.shm_name)
-    except FileNotFoundError:
-        return
-    shm.close()
-    _unlink_quietly(shm)
+    """Unlink the blocks of a partition nobody will use (a cancelled job's late result)."""
+    for name in ref.blocks:
+        try:
+            shm = shared_memory.SharedMemory(name=name)
+        except FileNotFoundError:
+            continue
+        shm.close()
+        _unlink_quietly(shm)
 
 
 def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
@@ -151,26 +214,35 @@ def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
 def run_task(task: PartitionTask) -> SharedPartitionRef:
     """Worker entry point: synthesize and export to shared memory."""
     t0 = time.perf_counter()
+    ref = None
     try:
         part, public_inputs = task.synthesize()
+        ref = export_partition(part, public_inputs, time.perf_counter() - t0)
+        del part
     except CuzkError:
         raise
     except Exception as exc:  # keep the type and message, but as our error (picklable, clear)
         raise SynthesisFailed(f"{type(exc).__name__}: {exc}") from None
-    return export_partition(part, public_inputs, time.perf_counter() - t0)
+    finally:
+        _close_task_blocks(unlink=ref is None)
+    return ref
 
 
 class SynthesisPool:
     """A process pool that only ever holds as many tasks as it has workers: the engine keeps
     the priority order, so a CRITICAL partition is next, never behind a FIFO backlog."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, task_processes: int = 1):
+        """``task_processes``: how many processes a task may fork for one partition
+        (:func:`~cuzk_plugin.engine.workers.task_processes` in the worker)."""
         self.workers = max(1, workers)
+        self.task_processes = max(1, task_processes)
         self._executor = self._new_executor()
 
     def _new_executor(self) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("spawn")  # never fork a process that runs gRPC threads
-        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(),))
+        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=worker_init,
+                                   initargs=(os.getpid(), self.task_processes))
 
     def warm_up(self) -> None:
         """Start every worker now (imports take a second), not on the first job."""

@@ -44,10 +44,22 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def worker_init(parent_pid: int) -> None:
-    """Initializer of every synthesis worker: dies with the daemon; SIGINT is the daemon's to handle."""
+_task_processes = 1
+
+
+def task_processes() -> int:
+    """Processes a task in this synthesis worker may use for one partition (a large PoRep
+    witness is split across them): the engine's ``[synthesis] witness_processes``."""
+    return _task_processes
+
+
+def worker_init(parent_pid: int, processes: int = 1) -> None:
+    """Initializer of every synthesis worker: dies with the daemon; SIGINT is the daemon's to
+    handle; ``processes``: what :func:`task_processes` says."""
+    global _task_processes
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _task_processes = max(1, processes)
 
 
 def shm_block_name() -> str:

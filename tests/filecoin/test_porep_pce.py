@@ -68,9 +68,22 @@ def test_witness_partition_proof_equals_reference_byte_for_byte(tmp_path, backen
 
 
 @pytest.mark.slow
-def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, reference_2kib, tmp_path):
-    task = PorepPartitionTask(c1_bytes, 0, str(tmp_path))
-    part, public = task.synthesize()
+@pytest.mark.parametrize("processes", [1, 3])
+def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, reference_2kib, tmp_path, processes,
+                                                                  monkeypatch):
+    # as a synthesis worker runs it: the witness (one process, or a forked pool of 3) written
+    # straight into the block the engine maps, the small inputs copied into a second one
+    from multiprocessing import shared_memory
+
+    from cuzk_plugin.engine import workers
+    from cuzk_plugin.engine.synthesis import SharedPartition, run_task
+
+    monkeypatch.setattr(workers, "_task_processes", processes)
+    ref_part = run_task(PorepPartitionTask(c1_bytes, 0, str(tmp_path)))
+    assert [(name, block, offset) for name, block, offset, *_ in ref_part.layout] == [
+        ("input_assignment", 1, 0), ("aux_assignment", 0, 0)]
+    shared = SharedPartition(ref_part)
+    part, public = shared.partition, ref_part.public_inputs
     assert isinstance(part, WitnessPartition) and isinstance(part.circuit, MappedCircuit)
     assert part.circuit.path == str(pce_path(tmp_path, "porep-2k"))
     ref = synthesize(*reference_2kib)
@@ -82,6 +95,28 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, refere
     for name in ("a", "b", "c", "input_assignment", "aux_assignment", "a_aux_density", "b_input_density",
                  "b_aux_density"):
         assert np.array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(ref, name))), name
+    del part, got
+    shared.release()
+    for name in ref_part.blocks:  # both blocks gone with the partition
+        with pytest.raises(FileNotFoundError):
+            shared_memory.SharedMemory(name=name)
+
+
+def test_a_failing_task_leaves_no_block_behind(c1_dict, tmp_path):
+    # a C1 whose Merkle path is corrupted fails in the witness, after its output block was made
+    import json
+    from pathlib import Path
+
+    from cuzk_plugin.engine.synthesis import run_task
+    from cuzk_plugin.engine.workers import SHM_PREFIX
+    from cuzk_plugin.errors import CuzkError
+
+    proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]
+    proof["comm_d_proofs"]["data"]["Single"]["path"]["path"][0]["hashes"][0][4] ^= 0x10
+    before = {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")}
+    with pytest.raises(CuzkError, match="partition 0"):
+        run_task(PorepPartitionTask(json.dumps(c1_dict).encode(), 0, str(tmp_path)))
+    assert {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")} == before
 
 
 def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
@@ -188,7 +223,7 @@ def test_witness_partition_crosses_shared_memory(tmp_path):
     del part
     shared.release()
     with pytest.raises(FileNotFoundError):
-        shared_memory.SharedMemory(name=ref.shm_name)
+        shared_memory.SharedMemory(name=ref.blocks[0])
 
 
 # -- through the engine: worker processes, shared memory, a lane ---------------------------------

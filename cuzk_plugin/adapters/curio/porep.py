@@ -23,6 +23,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from multiprocessing.shared_memory import SharedMemory
+from typing import TYPE_CHECKING
 
 from cuzk_plugin.adapters.curio.c1 import (
     C1Error,
@@ -46,6 +48,9 @@ from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.proofs import RegisteredSealProof
 from cuzk_plugin.filecoin.witness import partition_assignment
 from cuzk_plugin.formats.pce import ensure_pce
+
+if TYPE_CHECKING:
+    from cuzk_plugin.filecoin.witness.pool import WitnessPool
 
 __all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
            "extract_porep_pce", "PCE_CIRCUITS"]
@@ -288,13 +293,18 @@ class PorepJob:
             raise WitnessError(f"partition {k}: synthesized public inputs differ from the verifier's")
         return r1cs, inputs, aux
 
-    def assignment(self, k: int):
+    def assignment(self, k: int, *, pool: WitnessPool | None = None, into: SharedMemory | None = None):
         """(inputs, aux) of partition k, (n, 4) uint64 canonical with ONE first, in the recorded
-        circuit's variable order, computed without synthesis; a C1 whose values violate the
-        circuit raises (naming the partition, challenge and first failing constraint)."""
+        circuit's variable order, computed without synthesis (by ``pool``'s processes if given;
+        the aux at the start of ``into`` if given); a C1 whose values violate the circuit raises
+        (naming the partition, challenge and first failing constraint)."""
         with _gc_paused():
             t0 = time.perf_counter()
-            inputs, aux = partition_assignment(self.params, self._partitions[k].witness, partition=k)
+            w = self._partitions[k].witness
+            if pool is not None:
+                inputs, aux = pool.assignment(w, partition=k, into=into)
+            else:
+                inputs, aux = partition_assignment(self.params, w, partition=k, into=into)
             self.timings = {"witness_s": time.perf_counter() - t0}
         got = [int(x) for x in limbs_to_objects(inputs[1:])]
         if got != self._partitions[k].public_inputs:

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
 from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, ensure_porep_pce, porep_partitions
+from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.synthesis import output_block
 from cuzk_plugin.engine.types import ProofKind
+from cuzk_plugin.engine.workers import die_with_parent, task_processes
+from cuzk_plugin.filecoin.witness.pool import shared_pool
+from cuzk_plugin.filecoin.witness.porep import porep_layout
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 
@@ -50,12 +56,24 @@ class PorepPartitionTask:
         from cuzk_plugin.formats.partition import WitnessPartition
         from cuzk_plugin.formats.pce import MappedCircuit
 
-        job = porep_partitions(self.raw)
+        job = _parsed(self.raw)
         if self.pce_cache is None or not pce_enabled() or job.circuit_id not in PCE_CIRCUITS:
             return job.synthesize(self.k)
         circuit = MappedCircuit.open(ensure_porep_pce(job.circuit_id, self.pce_cache))
-        inputs, aux = job.assignment(self.k)
+        processes = task_processes()
+        pool = shared_pool(job.params, processes, on_fork=die_with_parent) if processes > 1 else None
+        # the aux straight into the block the engine maps: 4.2 GB at 32 GiB, never copied
+        into = output_block(porep_layout(job.params).num_aux * FR_LIMBS * 8)
+        inputs, aux = job.assignment(self.k, pool=pool, into=into)
         return WitnessPartition(circuit, inputs, aux), job.public_inputs(self.k)
+
+
+@lru_cache(maxsize=1)
+def _parsed(raw: bytes):
+    """The worker's last parsed C1: a job's partitions arrive one after another (a 32 GiB C1 is
+    ~50 MB of JSON; parsing and checking it again for each of its 10 partitions would cost more
+    than the witness)."""
+    return porep_partitions(raw)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ share a GIL well) and Poseidon over Python ints: one process takes ~5.7 s on a 1
 :class:`WitnessPool` forks N workers once (after the layout is traced, so they inherit it) and
 splits each partition into :class:`~cuzk_plugin.filecoin.witness.porep.Part` pieces (comm_d
 paths, labels, parent columns, by runs of challenges) that the workers write straight into
-one shared aux array: a memfd the parent creates per partition and maps after the workers are
-done, so the 4.2 GB assignment never goes through a pipe and its pages are faulted by the
-workers in parallel. The parent meanwhile writes the header; the small roots and packed index
+one shared aux array: the caller's shared-memory block (``into``: the daemon's synthesis
+worker hands the engine that very block, so the 4.2 GB are written once) or a memfd the
+parent creates, mapped after the workers are done. The assignment never goes through a pipe
+and its pages are faulted by the workers in parallel. The parent meanwhile writes the header; the small roots and packed index
 values come back through the pool and are checked as in the one-process path.
 """
 
@@ -20,7 +21,9 @@ import mmap
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from multiprocessing.pool import Pool
+from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
@@ -39,7 +42,7 @@ from cuzk_plugin.filecoin.witness.porep import (
     porep_layout,
 )
 
-__all__ = ["WitnessPool", "plan_parts"]
+__all__ = ["WitnessPool", "plan_parts", "shared_pool"]
 
 _PARENTS = BASE_DEGREE + EXP_DEGREE
 
@@ -92,13 +95,15 @@ class WitnessPool:
     Create it before the process starts threads (fork); close it (or use ``with``) to end the
     workers."""
 
-    def __init__(self, params: PorepParams, workers: int):
+    def __init__(self, params: PorepParams, workers: int, *, on_fork: Callable[[int], None] | None = None):
+        """``on_fork(parent pid)`` runs first in each worker (the daemon's: die with the parent)."""
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.params = params
         self.workers = workers
         porep_layout(params)  # traced here once: the forked workers inherit it
-        self._pool: Pool | None = multiprocessing.get_context("fork").Pool(workers)
+        self._pool: Pool | None = multiprocessing.get_context("fork").Pool(
+            workers, initializer=on_fork, initargs=(os.getpid(),))
 
     def __enter__(self) -> WitnessPool:
         return self
@@ -113,9 +118,10 @@ class WitnessPool:
             self._pool = None
 
     def assignment(self, w: PartitionWitness, *, partition: int | None = None, check: bool = True,
-                   timings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(inputs (num_inputs, 4), aux (num_aux, 4)) uint64, as ``partition_assignment``; the
-        aux array is backed by shared memory that lives as long as the array."""
+                   timings: dict | None = None, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(inputs (num_inputs, 4), aux (num_aux, 4)) uint64, as ``partition_assignment``. The
+        aux array lies at the start of ``into`` (a new, zero block of at least its size), or
+        else of a memfd that lives as long as the array."""
         if self._pool is None:
             raise ValueError("the witness pool is closed")
         params = self.params
@@ -124,10 +130,15 @@ class WitnessPool:
         t0 = time.perf_counter()
         h = _header(w)
         nbytes = lay.num_aux * FR_LIMBS * 8
-        fd = os.memfd_create("cuzk-witness-aux", os.MFD_CLOEXEC)
+        if into is not None and into.size < nbytes:
+            raise ValueError(f"the output block holds {into.size} bytes, the aux needs {nbytes}")
+        fd = -1 if into is not None else os.memfd_create("cuzk-witness-aux", os.MFD_CLOEXEC)
         try:
-            os.ftruncate(fd, nbytes)  # zero pages: what no part writes stays 0
-            path = f"/proc/{os.getpid()}/fd/{fd}"
+            if into is not None:  # POSIX shared memory lies in /dev/shm on Linux
+                path = f"/dev/shm/{into.name}"
+            else:
+                os.ftruncate(fd, nbytes)  # zero pages: what no part writes stays 0
+                path = f"/proc/{os.getpid()}/fd/{fd}"
             chs = list(w.challenges)
             parts = plan_parts(params.challenges_per_partition, self.workers)
             jobs = [(p, self._pool.apply_async(_run_part, (params, path, h, chs[p.first:p.first + p.count], p)))
@@ -143,10 +154,11 @@ class WitnessPool:
                 slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
             t2 = time.perf_counter()
             # populated: the caller reads every page (an upload); one batched mapping, not 1 M faults
-            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            buf = into.buf if into is not None else mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
         finally:
-            os.close(fd)
-        all_aux = np.frombuffer(mm, dtype=np.uint64).reshape(lay.num_aux, FR_LIMBS)
+            if fd >= 0:
+                os.close(fd)
+        all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=buf)
         all_aux[:lay.header_aux] = header
         inputs = _finish(lay, w, h, header_ok, got, partition, check)
         if timings is not None:
@@ -155,3 +167,18 @@ class WitnessPool:
             timings.update({f"slowest {kind} part": seconds for kind, seconds in slowest.items()})
             timings["map and finish"] = time.perf_counter() - t2
         return inputs, all_aux
+
+
+_shared: WitnessPool | None = None
+
+
+def shared_pool(params: PorepParams, workers: int, *, on_fork: Callable[[int], None] | None = None) -> WitnessPool:
+    """This process's pool for ``params``' shape (one at a time: another shape or size replaces
+    it), forked on first use and kept for the partitions that follow."""
+    global _shared
+    if _shared is not None and (_shared.params != params or _shared.workers != workers):
+        _shared.close()
+        _shared = None
+    if _shared is None:
+        _shared = WitnessPool(params, workers, on_fork=on_fork)
+    return _shared

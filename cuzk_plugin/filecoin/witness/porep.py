@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
+from multiprocessing.shared_memory import SharedMemory
 from typing import cast
 
 import numpy as np
@@ -740,11 +741,13 @@ def _check_shape(params: PorepParams, w: PartitionWitness) -> None:
 
 def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition: int | None = None,
                          check: bool = True, timings: dict | None = None,
-                         workers: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                         workers: int = 1, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(inputs (num_inputs, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr
     limbs, equal to the reference synthesis of ``w``. With ``check`` a witness that violates a
     root equality raises :class:`WitnessMismatch` (``partition`` only names it). ``timings``,
-    if given, receives each phase's wall seconds.
+    if given, receives each phase's wall seconds. With ``into`` (a new, zero shared-memory block
+    of at least the aux's size) the aux array is written at its start, where a reader in
+    another process maps it: no copy of the GBs afterwards.
 
     ``workers`` > 1 computes the partition in that many forked processes for this call
     (:class:`~cuzk_plugin.filecoin.witness.pool.WitnessPool`; hold one to keep them). With one,
@@ -753,10 +756,15 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
     if workers > 1:
         from cuzk_plugin.filecoin.witness.pool import WitnessPool
         with WitnessPool(params, workers) as pool:
-            return pool.assignment(w, partition=partition, check=check, timings=timings)
+            return pool.assignment(w, partition=partition, check=check, timings=timings, into=into)
     _check_shape(params, w)
     lay = porep_layout(params)
-    all_aux = _timed(timings, "allocate", zeroed_aux, lay)
+    if into is None:
+        all_aux = _timed(timings, "allocate", zeroed_aux, lay)
+    elif into.size < lay.num_aux * FR_LIMBS * 8:
+        raise ValueError(f"the output block holds {into.size} bytes, the aux needs {lay.num_aux * FR_LIMBS * 8}")
+    else:
+        all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=into.buf)
     aux = _Aux.of(lay, all_aux)
     t0 = time.perf_counter()
     h = _header(w)
