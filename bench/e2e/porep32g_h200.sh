@@ -54,7 +54,7 @@ if [ "${PHASE:-prep}" = prep ]; then
         ${TEST_K:+-k "$TEST_K"} >"$OUT/tests.txt" 2>&1
     echo "gpu tests rc=$? at $(stamp)"; tail -6 "$OUT/tests.txt"
     wait $seal; tail -3 "$OUT/seal.txt"
-    if [ -f bench/synthesis/witness_h200.sh ]; then
+    if [ "${WITNESS_BENCH:-1}" = 1 ] && [ -f bench/synthesis/witness_h200.sh ]; then
         C1="$C1" timeout 150 bash bench/synthesis/witness_h200.sh >"$OUT/witness.txt" 2>&1
         echo "witness rc=$? at $(stamp)"; tail -12 "$OUT/witness.txt"
     fi
@@ -65,7 +65,7 @@ if [ "${PHASE:-prep}" = prep ]; then
     ls -l "$PARAMS"
     # Every partition's witness against every recorded row, a, b, c compared on the GPU.
     timeout "${CHECK_TIMEOUT:-150}" /usr/bin/time -v $PY -m cuzk_plugin.cli.main pce check --c1 "$C1" --param-cache "$PARAMS" \
-        --backend cuda >"$OUT/pce-check.txt" 2>&1
+        --backend cuda ${CHECK_PARTITIONS:+--partitions "$CHECK_PARTITIONS"} >"$OUT/pce-check.txt" 2>&1
     echo "pce check rc=$? at $(stamp)"; grep -E "partition|Maximum resident|Error|error" "$OUT/pce-check.txt" | cut -c1-300
     exit 0
 fi
@@ -86,9 +86,11 @@ safety_margin = "0"
 backend = "cuda"
 gpu_workers_per_device = ${GPU_WORKERS:-2}
 [synthesis]
-threads = ${SYNTH_THREADS:-10}
+threads = ${SYNTH_THREADS:-2}
+witness_processes = ${WITNESS_PROCESSES:-8}
 [pipeline]
-synthesis_lookahead = ${LOOKAHEAD:-3}
+synthesis_lookahead = ${LOOKAHEAD:-2}
+max_parallel_synthesis = ${PARALLEL_SYNTHESIS:-2}
 EOF
 cat "$CACHE/daemon.toml" >"$OUT/daemon.toml"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 500 >"$OUT/gpu-mem.csv" 2>/dev/null &
