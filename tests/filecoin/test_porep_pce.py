@@ -67,6 +67,12 @@ def test_witness_partition_proof_equals_reference_byte_for_byte(tmp_path, backen
     assert verify(key.vk, got, public)
 
 
+def _task(c1: bytes, k: int, pce_cache: Path) -> PorepPartitionTask:
+    """Partition k's task as the provider's plan makes it."""
+    job = porep_partitions(c1)
+    return PorepPartitionTask(job.partition(k), job.circuit_id, str(pce_cache))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", [1, 3])
 def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, reference_2kib, tmp_path, processes,
@@ -79,7 +85,7 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, refere
     from cuzk_plugin.engine.synthesis import SharedPartition, run_task
 
     monkeypatch.setattr(workers, "_task_processes", processes)
-    ref_part = run_task(PorepPartitionTask(c1_bytes, 0, str(tmp_path)))
+    ref_part = run_task(_task(c1_bytes, 0, tmp_path))
     assert [(name, block, offset) for name, block, offset, *_ in ref_part.layout] == [
         ("input_assignment", 1, 0), ("aux_assignment", 0, 0)]
     shared = SharedPartition(ref_part)
@@ -115,16 +121,16 @@ def test_a_failing_task_leaves_no_block_behind(c1_dict, tmp_path):
     proof["comm_d_proofs"]["data"]["Single"]["path"]["path"][0]["hashes"][0][4] ^= 0x10
     before = {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")}
     with pytest.raises(CuzkError, match="partition 0"):
-        run_task(PorepPartitionTask(json.dumps(c1_dict).encode(), 0, str(tmp_path)))
+        run_task(_task(json.dumps(c1_dict).encode(), 0, tmp_path))
     assert {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")} == before
 
 
 def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
     monkeypatch.setenv("CUZK_DISABLE_PCE", "1")
     calls = []
-    monkeypatch.setattr("cuzk_plugin.adapters.curio.porep.PorepJob.synthesize",
-                        lambda self, k: calls.append(k) or ("reference", []))
-    part, _ = PorepPartitionTask(c1_bytes, 1, str(tmp_path)).synthesize()
+    monkeypatch.setattr("cuzk_plugin.adapters.curio.porep.PorepPartition.synthesize",
+                        lambda self: calls.append(self.index) or ("reference", []))
+    part, _ = _task(c1_bytes, 1, tmp_path).synthesize()
     assert part == "reference" and calls == [1]
     assert not pce_path(tmp_path, "porep-2k").exists()
 

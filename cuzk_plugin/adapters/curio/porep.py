@@ -52,7 +52,7 @@ from cuzk_plugin.formats.pce import ensure_pce
 if TYPE_CHECKING:
     from cuzk_plugin.filecoin.witness.pool import WitnessPool
 
-__all__ = ["PorepJob", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
+__all__ = ["PorepJob", "PorepPartition", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
            "extract_porep_pce", "PCE_CIRCUITS"]
 
 log = logging.getLogger(__name__)
@@ -131,9 +131,58 @@ def _path_index(levels: list[PathLevel]) -> int:
 
 
 @dataclass(frozen=True)
-class _Partition:
+class PorepPartition:
+    """One checked partition of a C1: what a synthesis worker needs, and small (a 32 GiB
+    partition pickles to ~0.9 MB; its C1 is ~50 MB of JSON and takes seconds to parse)."""
+
+    params: PorepParams
+    index: int
     witness: PartitionWitness
     public_inputs: list[int]  #: without ONE
+
+    def circuit(self):
+        """(R1CS, inputs, aux). Every constraint is checked as it is enforced; the first one the
+        C1's values violate raises :class:`WitnessError` naming the part of the circuit it
+        belongs to, before the rest is synthesized."""
+        k = self.index
+        cs = FastConstraintSystem(check_as_you_go=True)
+        regions: list[tuple[int, str]] = []
+        with _gc_paused():
+            try:
+                synthesize_partition(cs, self.params, self.witness, regions=regions)
+            except CircuitError as exc:
+                bad = getattr(exc, "constraint", None)
+                if bad is None:
+                    raise
+                where = next((name for start, name in reversed(regions) if start <= bad), "partition header")
+                raise WitnessError(
+                    f"partition {k}: the C1's values violate constraint {bad} ({where}); the C1 is "
+                    f"corrupted or inconsistent, nothing was proved") from None
+            r1cs, inputs, aux = cs.finish()
+        self._check_inputs(inputs, "synthesized")
+        return r1cs, inputs, aux
+
+    def assignment(self, *, pool: WitnessPool | None = None, into: SharedMemory | None = None):
+        """(inputs, aux), (n, 4) uint64 canonical with ONE first, in the recorded circuit's
+        variable order, computed without synthesis (by ``pool``'s processes if given; the aux at
+        the start of ``into`` if given); a C1 whose values violate the circuit raises (naming
+        the partition, challenge and first failing constraint)."""
+        with _gc_paused():
+            if pool is not None:
+                inputs, aux = pool.assignment(self.witness, partition=self.index, into=into)
+            else:
+                inputs, aux = partition_assignment(self.params, self.witness, partition=self.index, into=into)
+        self._check_inputs(inputs, "witness's")
+        return inputs, aux
+
+    def synthesize(self):
+        """(SynthesizedPartition, public inputs without ONE), witness checked."""
+        r1cs, inputs, aux = self.circuit()
+        return synthesize_r1cs(r1cs, inputs, aux, check=False), list(self.public_inputs)
+
+    def _check_inputs(self, inputs, what: str) -> None:
+        if [int(x) for x in limbs_to_objects(inputs[1:])] != self.public_inputs:
+            raise WitnessError(f"partition {self.index}: the {what} public inputs differ from the verifier's")
 
 
 class PorepJob:
@@ -144,8 +193,6 @@ class PorepJob:
         self.sector_id = sector_id
         self.prefix = prefix
         self.seal_proof = c1.seal_proof
-        #: seconds spent in the last :meth:`circuit` call: synthesize_s, finish_s, check_s
-        self.timings: dict[str, float] = {}
         # NI-PoRep proves more partitions of the same circuit; synthetic PoRep the interactive
         # count (porep-variants-facts.md sections 2 and 6)
         self.params: PorepParams = porep_params(self.seal_proof.sector_size,
@@ -169,6 +216,9 @@ class PorepJob:
     def witness(self, k: int) -> PartitionWitness:
         return self._partitions[k].witness
 
+    def partition(self, k: int) -> PorepPartition:
+        return self._partitions[k]
+
     @cached_property
     def graph(self) -> StackedGraph:
         return StackedGraph(self.params.nodes, self.seal_proof.porep_id,
@@ -176,7 +226,7 @@ class PorepJob:
 
     # -- building and checking --------------------------------------------------------------
 
-    def _build(self) -> list[_Partition]:
+    def _build(self) -> list[PorepPartition]:
         p, c1, pre = self.params, self.c1, self.prefix
         replica_id = _fr(c1.replica_id, f"{pre}.replica_id")
         comm_d = _fr(c1.comm_d, f"{pre}.comm_d")
@@ -218,8 +268,8 @@ class PorepJob:
         if poseidon_hash([comm_c, comm_r_last]) != comm_r:
             raise C1Error(f"{pre}.comm_r", "is not Poseidon(comm_c, comm_r_last) of the vanilla proofs")
         return [
-            _Partition(PartitionWitness(replica_id, comm_d, comm_r, comm_r_last, comm_c, chs), inputs)
-            for chs, inputs in out
+            PorepPartition(p, k, PartitionWitness(replica_id, comm_d, comm_r, comm_r_last, comm_c, chs), inputs)
+            for k, (chs, inputs) in enumerate(out)
         ]
 
     def _column(self, cp: ColumnProof, node: int, path: str, variant: str) -> ColumnOpening:
@@ -268,53 +318,16 @@ class PorepJob:
     # -- synthesis --------------------------------------------------------------------------
 
     def circuit(self, k: int):
-        """(R1CS, inputs, aux) of partition k. Every constraint is checked as it is enforced;
-        the first one the C1's values violate raises :class:`WitnessError` naming the part of
-        the circuit it belongs to, before the rest is synthesized."""
-        cs = FastConstraintSystem(check_as_you_go=True)
-        regions: list[tuple[int, str]] = []
-        with _gc_paused():
-            t0 = time.perf_counter()
-            try:
-                synthesize_partition(cs, self.params, self._partitions[k].witness, regions=regions)
-            except CircuitError as exc:
-                bad = getattr(exc, "constraint", None)
-                if bad is None:
-                    raise
-                where = next((name for start, name in reversed(regions) if start <= bad), "partition header")
-                raise WitnessError(
-                    f"partition {k}: the C1's values violate constraint {bad} ({where}); the C1 is "
-                    f"corrupted or inconsistent, nothing was proved") from None
-            t1 = time.perf_counter()
-            r1cs, inputs, aux = cs.finish()
-            self.timings = {"synthesize_and_check_s": t1 - t0, "finish_s": time.perf_counter() - t1}
-        got = [int(x) for x in limbs_to_objects(inputs[1:])]
-        if got != self._partitions[k].public_inputs:
-            raise WitnessError(f"partition {k}: synthesized public inputs differ from the verifier's")
-        return r1cs, inputs, aux
+        """(R1CS, inputs, aux) of partition k (:meth:`PorepPartition.circuit`)."""
+        return self._partitions[k].circuit()
 
     def assignment(self, k: int, *, pool: WitnessPool | None = None, into: SharedMemory | None = None):
-        """(inputs, aux) of partition k, (n, 4) uint64 canonical with ONE first, in the recorded
-        circuit's variable order, computed without synthesis (by ``pool``'s processes if given;
-        the aux at the start of ``into`` if given); a C1 whose values violate the circuit raises
-        (naming the partition, challenge and first failing constraint)."""
-        with _gc_paused():
-            t0 = time.perf_counter()
-            w = self._partitions[k].witness
-            if pool is not None:
-                inputs, aux = pool.assignment(w, partition=k, into=into)
-            else:
-                inputs, aux = partition_assignment(self.params, w, partition=k, into=into)
-            self.timings = {"witness_s": time.perf_counter() - t0}
-        got = [int(x) for x in limbs_to_objects(inputs[1:])]
-        if got != self._partitions[k].public_inputs:
-            raise WitnessError(f"partition {k}: the witness's public inputs differ from the verifier's")
-        return inputs, aux
+        """(inputs, aux) of partition k (:meth:`PorepPartition.assignment`)."""
+        return self._partitions[k].assignment(pool=pool, into=into)
 
     def synthesize(self, k: int):
         """(SynthesizedPartition, public inputs without ONE) of partition k, witness checked."""
-        r1cs, inputs, aux = self.circuit(k)
-        return synthesize_r1cs(r1cs, inputs, aux, check=False), self.public_inputs(k)
+        return self._partitions[k].synthesize()
 
 
 #: The largest C1 envelope accepted: a 64 GiB sector's C1 is about 50 MB of JSON, its envelope

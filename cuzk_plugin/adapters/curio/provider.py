@@ -2,10 +2,9 @@
 
 Register it with ``ProviderRegistry.register(PorepCircuitProvider())`` or the entry point
 ``cuzk_plugin.circuit_providers``. A request's ``vanilla_proof`` (Curio's C1 envelope) is
-parsed and checked once in :meth:`plan`; each partition is then re-parsed in a worker process
-from the same bytes (a task holds only the bytes and its partition index) and its witness
-computed: the backend evaluates a, b, c from the sector size's pre-compiled circuit (extracted
-into the param cache on first use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis
+parsed and checked once in :meth:`plan`; each partition's checked witness then goes to a worker
+process, which computes its assignment: the backend evaluates a, b, c from the sector size's
+pre-compiled circuit (extracted into the param cache on first use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis
 (every constraint built in Python, a, b, c on the host), for debugging.
 """
 
@@ -13,12 +12,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.c1 import C1Error
 from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
-from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, PorepPartition, ensure_porep_pce, porep_partitions
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
@@ -43,11 +41,12 @@ def pce_enabled() -> bool:
 
 @dataclass(frozen=True)
 class PorepPartitionTask:
-    """Partition ``k`` of the C1 in ``raw`` (envelope or bare C1 JSON); ``pce_cache`` is the
-    param cache holding (or to hold) the pre-compiled circuit, None for the reference path."""
+    """One partition of a C1 the plan parsed and checked (the partition's witness travels, ~0.9
+    MB at 32 GiB, not the ~50 MB C1); ``pce_cache`` is the param cache holding (or to hold) the
+    pre-compiled circuit ``circuit_id``, None for the reference path."""
 
-    raw: bytes
-    k: int
+    partition: PorepPartition
+    circuit_id: str
     pce_cache: str | None = None
 
     def synthesize(self):
@@ -56,24 +55,16 @@ class PorepPartitionTask:
         from cuzk_plugin.formats.partition import WitnessPartition
         from cuzk_plugin.formats.pce import MappedCircuit
 
-        job = _parsed(self.raw)
-        if self.pce_cache is None or not pce_enabled() or job.circuit_id not in PCE_CIRCUITS:
-            return job.synthesize(self.k)
-        circuit = MappedCircuit.open(ensure_porep_pce(job.circuit_id, self.pce_cache))
+        part = self.partition
+        if self.pce_cache is None or not pce_enabled() or self.circuit_id not in PCE_CIRCUITS:
+            return part.synthesize()
+        circuit = MappedCircuit.open(ensure_porep_pce(self.circuit_id, self.pce_cache))
         processes = task_processes()
-        pool = shared_pool(job.params, processes, on_fork=die_with_parent) if processes > 1 else None
+        pool = shared_pool(part.params, processes, on_fork=die_with_parent) if processes > 1 else None
         # the aux straight into the block the engine maps: 4.2 GB at 32 GiB, never copied
-        into = output_block(porep_layout(job.params).num_aux * FR_LIMBS * 8)
-        inputs, aux = job.assignment(self.k, pool=pool, into=into)
-        return WitnessPartition(circuit, inputs, aux), job.public_inputs(self.k)
-
-
-@lru_cache(maxsize=1)
-def _parsed(raw: bytes):
-    """The worker's last parsed C1: a job's partitions arrive one after another (a 32 GiB C1 is
-    ~50 MB of JSON; parsing and checking it again for each of its 10 partitions would cost more
-    than the witness)."""
-    return porep_partitions(raw)
+        into = output_block(porep_layout(part.params).num_aux * FR_LIMBS * 8)
+        inputs, aux = part.assignment(pool=pool, into=into)
+        return WitnessPartition(circuit, inputs, aux), list(part.public_inputs)
 
 
 @dataclass(frozen=True)
@@ -121,7 +112,7 @@ class PorepCircuitProvider:
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
                                        make_test_key=porep_test_key, test_key_circuit=porep_test_key_circuit)
         pce_cache = str(param_cache) if param_cache is not None else None
-        tasks = tuple(PorepPartitionTask(bytes(request.vanilla_proof), k, pce_cache) for k in range(job.num_partitions))
+        tasks = tuple(PorepPartitionTask(job.partition(k), job.circuit_id, pce_cache) for k in range(job.num_partitions))
         return JobPlan(circuit_id, tasks)
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
