@@ -2,7 +2,21 @@
 
 
 class CuzkError(Exception):
-    """Base of every error this package raises on purpose."""
+    """Base of every error this package raises on purpose.
+
+    Picklable whatever a subclass's ``__init__`` takes: an error raised in a worker process
+    crosses back to the daemon (the default pickling calls ``__init__`` with the message alone,
+    which fails for ``WitnessMismatch(partition, challenge, ...)`` and breaks the whole pool)."""
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls: type[CuzkError], args: tuple, state: dict) -> CuzkError:
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, *args)
+    exc.__dict__.update(state)
+    return exc
 
 
 class EncodingError(CuzkError, ValueError):

@@ -108,20 +108,29 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, refere
             shared_memory.SharedMemory(name=name)
 
 
-def test_a_failing_task_leaves_no_block_behind(c1_dict, tmp_path):
-    # a C1 whose Merkle path is corrupted fails in the witness, after its output block was made
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, tmp_path, processes):
+    # a C1 whose Merkle path is corrupted fails in the witness, in a synthesis worker, after its
+    # output block was made: the error crosses back naming the partition, challenge and part of
+    # the circuit (it once broke the pool instead: the error did not unpickle), and the block goes
     import json
-    from pathlib import Path
 
-    from cuzk_plugin.engine.synthesis import run_task
+    from cuzk_plugin.engine.synthesis import SynthesisPool
     from cuzk_plugin.engine.workers import SHM_PREFIX
-    from cuzk_plugin.errors import CuzkError
+    from cuzk_plugin.filecoin.witness import WitnessMismatch
 
     proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]
     proof["comm_d_proofs"]["data"]["Single"]["path"]["path"][0]["hashes"][0][4] ^= 0x10
     before = {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")}
-    with pytest.raises(CuzkError, match="partition 0"):
-        run_task(_task(json.dumps(c1_dict).encode(), 0, tmp_path))
+    task = _task(json.dumps(c1_dict).encode(), 0, tmp_path)
+    pool = SynthesisPool(1, processes)
+    try:
+        for _ in range(2):  # the same worker answers again: the pool was not broken
+            with pytest.raises(WitnessMismatch, match=r"partition 0: .*challenge 1 .*comm_d inclusion") as err:
+                await pool.run(task)
+            assert err.value.partition == 0 and err.value.challenge == 1
+    finally:
+        pool.shutdown()
     assert {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")} == before
 
 
@@ -130,8 +139,8 @@ def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr("cuzk_plugin.adapters.curio.porep.PorepPartition.synthesize",
                         lambda self: calls.append(self.index) or ("reference", []))
-    part, _ = _task(c1_bytes, 1, tmp_path).synthesize()
-    assert part == "reference" and calls == [1]
+    part, _ = _task(c1_bytes, 0, tmp_path).synthesize()
+    assert part == "reference" and calls == [0]
     assert not pce_path(tmp_path, "porep-2k").exists()
 
 

@@ -8,7 +8,8 @@ of the domain: L_i(tau) = (tau^N - 1) / N * w^i / (tau - w^i). The key's vectors
 :class:`~cuzk_plugin.formats.params.ProvingKey`) follow from u, v, w and the secrets.
 
 This is the reference the device key generators are checked against byte for byte, and the
-CPU backend's ``generate_srs``; vectorised numpy over Python ints, fine for small circuits.
+CPU backend's ``generate_srs``: vectorised numpy over Python ints for the QAP, and the points on
+every core (:mod:`.multiples`; a 2^21 key in minutes).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
+from cuzk_plugin.backends.cpu.multiples import raw_multiples
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_ints, limbs_to_objects, root_of_unity
-from cuzk_plugin.bls12_381.fixed_base import FixedBaseTable
 from cuzk_plugin.bls12_381.ntt import powers
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.formats.params import ProvingKey, SetupSecrets, VerifyingKey
@@ -30,6 +31,7 @@ from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 __all__ = [
     "QapColumns",
     "UnluckySecrets",
+    "batch_inverse",
     "csr_column_sums",
     "input_sums",
     "lagrange_at_tau",
@@ -63,6 +65,26 @@ class QapColumns:
     domain_size: int
 
 
+_mulmod = np.frompyfunc(lambda x, y: x * y % R, 2, 1)
+
+
+def batch_inverse(x: np.ndarray) -> np.ndarray:
+    """1 / x mod r of every element of an object array of nonzero ints mod r, with one modular
+    inversion (Montgomery's trick: running products forward, running inverses back)."""
+    n = x.shape[0]
+    if n == 0:
+        return np.empty(0, dtype=object)
+    prefix = _mulmod.accumulate(x)  # x_0 ... x_i
+    back = np.empty(n, dtype=object)
+    back[0] = pow(int(prefix[-1]), -1, R)
+    back[1:] = x[:0:-1]
+    inv_prefix = _mulmod.accumulate(back)[::-1]  # 1 / (x_0 ... x_i)
+    before = np.empty(n, dtype=object)
+    before[0] = 1
+    before[1:] = prefix[:-1]
+    return inv_prefix * before % R
+
+
 def lagrange_at_tau(tau: int, num_rows: int) -> tuple[np.ndarray, int]:
     """L_i(tau) for i < num_rows (object array) over the domain of the smallest power of two
     >= num_rows, and that domain's size N. UnluckySecrets when tau lies in the domain."""
@@ -72,7 +94,7 @@ def lagrange_at_tau(tau: int, num_rows: int) -> tuple[np.ndarray, int]:
     if z_tau == 0:
         raise UnluckySecrets(f"tau lies in the domain of size 2^{log2n}: draw other secrets")
     w_pows = powers(root_of_unity(log2n), num_rows)
-    inv = np.frompyfunc(lambda x: pow(int(x), -1, R), 1, 1)((tau - w_pows) % R)
+    inv = batch_inverse((tau - w_pows) % R)
     return (z_tau * pow(n, -1, R) % R) * w_pows % R * inv % R, n
 
 
@@ -143,16 +165,10 @@ def proving_key_from_qap(qap: QapColumns, secrets: SetupSecrets) -> ProvingKey:
     l_scalars = (s.beta * qap.u[n_in:] + s.alpha * qap.v[n_in:] + qap.w[n_in:]) % R * delta_inv % R
     h_scalars = powers(s.tau, n - 1) * (z_tau * delta_inv % R) % R
     a_scalars, b_scalars = qap.u[qap.a_dense], qap.v[qap.b_dense]
-    g1 = FixedBaseTable(G1Point(), len(h_scalars) + len(l_scalars) + len(a_scalars) + len(b_scalars))
-    g2 = FixedBaseTable(G2Point(), len(b_scalars))
-    key = ProvingKey(
-        vk=verifying_key(s, input_sums(qap)),
-        h=g1.raw_vector(h_scalars, 96, what="h"),
-        l=g1.raw_vector(l_scalars, 96, what="l"),
-        a=g1.raw_vector(a_scalars, 96, what="a"),
-        b_g1=g1.raw_vector(b_scalars, 96, what="b_g1"),
-        b_g2=g2.raw_vector(b_scalars, 192, reorder_g2=True, what="b_g2"),
-    )
+    b_limbs = ints_to_limbs(b_scalars, FR_LIMBS)
+    h, l, a, b_g1, b_g2 = raw_multiples([("g1", ints_to_limbs(h_scalars, FR_LIMBS)), ("g1", ints_to_limbs(l_scalars, FR_LIMBS)),
+                                         ("g1", ints_to_limbs(a_scalars, FR_LIMBS)), ("g1", b_limbs), ("g2", b_limbs)])
+    key = ProvingKey(vk=verifying_key(s, input_sums(qap)), h=h, l=l, a=a, b_g1=b_g1, b_g2=b_g2)
     log.info("keygen: %d inputs, %d aux, domain %d, points %.2fs", n_in, len(l_scalars), n, time.perf_counter() - t0)
     return key
 
