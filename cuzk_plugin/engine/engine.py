@@ -64,7 +64,7 @@ from cuzk_plugin.engine.types import (
     request_id_problem,
 )
 from cuzk_plugin.engine.workers import reclaim_stale_blocks, run_killable
-from cuzk_plugin.errors import BackendError, TransientBackendError
+from cuzk_plugin.errors import BackendError, DeviceOutOfMemory, TransientBackendError
 from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.proof import Proof, encode_proofs
@@ -147,6 +147,8 @@ class Engine:
         #: it failed on every one of these.
         self._primary_lanes = frozenset(lane.name for lane in self.lanes if lane.backend is self.lanes[0].backend)
         self._lane_strikes: dict[str, int] = {}
+        #: Held while a partition that ran out of device memory gathers every worker of its lane.
+        self._alone_on_lane = asyncio.Lock()
         self._lane_rest_until: dict[str, float] = {}
         workers = config.gpus.gpu_workers_per_device
         self.slots = SlotPool([WorkerSlot(lane.name, w) for lane in self.lanes for w in range(workers)],
@@ -550,7 +552,19 @@ class Engine:
                 ):
                     with attempt:
                         lanes = frozenset(pinned) if pinned else allowed
-                        return await self._gpu_attempt(job, p, shared, key, okey, lanes, pinned, attempt.retry_state.attempt_number)
+                        n = attempt.retry_state.attempt_number
+                        try:
+                            return await self._gpu_attempt(job, p, shared, key, okey, lanes, pinned, n)
+                        except DeviceOutOfMemory as exc:
+                            # Partitions in flight beside it took the memory (a 73 GB WindowPoSt key
+                            # leaves room for one 2^27 partition, not two): once more, alone.
+                            if sum(s.lane == pinned[0] for s in self.slots.slots) < 2:
+                                raise
+                            log.warning("job %s partition %d: out of device memory on %s beside other partitions "
+                                        "(%s); retrying it alone on the lane", loggable(job.id), p, pinned[0], exc)
+                            self.metrics.retries.labels(pinned[0]).inc()
+                            return await self._gpu_attempt(job, p, shared, key, okey, frozenset(pinned), pinned, n,
+                                                           alone=True)
             except BackendError as exc:
                 lane = pinned[0] if pinned else "?"
                 excluded.append(lane)
@@ -563,13 +577,31 @@ class Engine:
                                 loggable(job.id), p, lane, exc)
         raise AssertionError("unreachable")
 
+    async def _take_workers(self, okey: tuple, circuit_id: str, lanes: frozenset[str], alone: bool) -> list[WorkerSlot]:
+        """A worker of one of ``lanes``; ``alone``: every worker of that lane (the first is the
+        one to prove with), gathered one by one as they free up, one gatherer at a time (so two
+        never hold half a lane each)."""
+        if not alone:
+            return [await self.slots.acquire(okey, circuit_id, lanes)]
+        async with self._alone_on_lane:
+            held = [await self.slots.acquire(okey, circuit_id, lanes)]
+            try:
+                while len(held) < sum(s.lane == held[0].lane for s in self.slots.slots):
+                    held.append(await self.slots.acquire(okey, circuit_id, frozenset({held[0].lane})))
+            except BaseException:
+                for slot in held:
+                    self.slots.release(slot)
+                raise
+        return held
+
     async def _gpu_attempt(self, job: Job, p: int, shared: SharedPartition, key: ProvingKey | DeviceKey, okey: tuple,
-                           lanes: frozenset[str], pinned: list[str], attempt: int) -> Proof:
-        slot = await self.slots.acquire(okey, job.circuit_id, lanes)
+                           lanes: frozenset[str], pinned: list[str], attempt: int, alone: bool = False) -> Proof:
+        slot, *beside = await self._take_workers(okey, job.circuit_id, lanes, alone)
         if not pinned:
             pinned.append(slot.lane)
         lane = self._lane_by_name[slot.lane]
-        slot.busy_job, slot.busy_kind = job.id, job.kind.label
+        for held in (slot, *beside):
+            held.busy_job, held.busy_kind = job.id, job.kind.label
         self.srs.add_ref(job.circuit_id, slot.lane)
         fut: asyncio.Future | None = None
         try:
@@ -592,9 +624,9 @@ class Engine:
             if fut is not None and not fut.done():
                 # Cancelled while the backend call runs (the cancel flag interrupts it): its slot,
                 # key and partition memory stay taken until the call returns.
-                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id, shared))
+                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id, shared, beside))
             else:
-                self._release_gpu(slot, job.circuit_id, shared if fut is not None else None)
+                self._release_gpu(slot, job.circuit_id, shared if fut is not None else None, beside)
         job.lanes_used.add(lane.name)
         job.event("gpu_start", p, slot.name, times.start, times.started, attempt)
         job.event("gpu_finish", p, slot.name, times.started, times.assembled, attempt)
@@ -624,10 +656,13 @@ class Engine:
             log.warning("lane %s: gave up on %d partitions in a row; set aside for %.0fs (used only if no other "
                         "lane is left)", lane, strikes, LANE_REST_S)
 
-    def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None) -> None:
+    def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None,
+                     beside: list[WorkerSlot]) -> None:
         if shared is not None:
             shared.release()
         self.srs.drop_ref(circuit_id, slot.lane)
+        for other in beside:
+            self.slots.release(other)
         self.slots.release(slot)
 
     async def _self_verify(self, job: Job, key: ProvingKey | DeviceKey, proofs: list[Proof], inputs: list[list[int]]) -> None:

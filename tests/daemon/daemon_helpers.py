@@ -22,7 +22,7 @@ from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.config import Config, load_config
 from cuzk_plugin.engine.circuits import JobPlan, ProviderRegistry
 from cuzk_plugin.engine.types import ProofRequest
-from cuzk_plugin.errors import BackendError, TransientBackendError
+from cuzk_plugin.errors import BackendError, DeviceOutOfMemory, TransientBackendError
 from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import batch_verify
@@ -84,6 +84,36 @@ class BrokenBackend(CountingBackend):
     def prove_start(self, srs, part):
         self._count()
         raise BackendError(self.message)
+
+
+class TightMemoryBackend(CountingBackend):
+    """A device with memory for one partition at a time: a partition started while another is in
+    flight runs out of device memory (as a 2^27 WindowPoSt partition beside another does on an
+    H200 holding its 73 GB key). Records the most partitions it saw in flight at once."""
+
+    def __init__(self, name: str = "tight") -> None:
+        super().__init__(name)
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.out_of_memory = 0
+
+    def prove_start(self, srs, part):
+        self._count()
+        with self._lock:
+            if self.in_flight:
+                self.out_of_memory += 1
+                raise DeviceOutOfMemory("injected: out of memory (cudaErrorMemoryAllocation, 2)")
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(0.2)  # long enough for the other worker to try beside it
+        return super().prove_start(srs, part)
+
+    def prove_finish(self, pending) -> ProofSums:
+        try:
+            return super().prove_finish(pending)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
 
 class WrongProofBackend(CountingBackend):

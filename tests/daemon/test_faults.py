@@ -3,7 +3,15 @@ self-verification), and a lane that keeps failing (moved to another backend)."""
 
 from __future__ import annotations
 
-from daemon_helpers import BrokenBackend, CountingBackend, FlakyBackend, WrongProofBackend, synthetic_request, verify_synthetic
+from daemon_helpers import (
+    BrokenBackend,
+    CountingBackend,
+    FlakyBackend,
+    TightMemoryBackend,
+    WrongProofBackend,
+    synthetic_request,
+    verify_synthetic,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
@@ -67,3 +75,16 @@ async def test_failing_lane_moves_to_the_fallback_backend(make_daemon):
     lanes = {e.lane.split("/")[0] for e in res.timeline if e.stage == "gpu_finish"}
     assert lanes == {"cpu:0"}
     assert _metric(d.engine.metrics_text(), "cuzk_lane_failovers_total", from_lane="gpu:0") >= 1.0
+
+
+async def test_out_of_device_memory_beside_others_waits_and_runs_alone(make_daemon):
+    # two workers on a device with room for one partition: a partition that runs out of memory
+    # beside another is proved again alone on the lane instead of failing the job
+    tight = TightMemoryBackend()
+    d = await make_daemon(backends=[tight], gpus={"gpu_workers_per_device": 2, "retry_attempts": 1})
+    res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request("tight", log2=4, partitions=4, seed=6)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
+    assert verify_synthetic(d.param_cache, 4, 6, res.proof)
+    assert tight.out_of_memory >= 1 and tight.most_in_flight == 1
+    assert _metric(d.engine.metrics_text(), "cuzk_backend_retries_total", lane="tight:0") == tight.out_of_memory
+    assert all(not s.busy_job for s in d.engine.slots.slots) and len(d.engine.slots.idle) == 2

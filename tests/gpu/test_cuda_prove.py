@@ -63,3 +63,29 @@ def test_bench_circuit_proofs_verify(cuda_bench):
         assert run.time_ms > 0 and run.inputs[0] == 1
         check = check_proof(verifying_key(secrets, 12, len(run.inputs), run.w_one), run.sums, run.inputs)
         assert check.verified and check.tampered_rejected
+
+
+def _above_r(values: np.ndarray) -> np.ndarray:
+    """The same field elements written as v + r, or v + 2r where that stays below 2^256."""
+    from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
+
+    return ints_to_limbs([v + (2 * R if v + 2 * R < 1 << 256 else R) for v in limbs_to_ints(values)])
+
+
+def test_values_at_or_above_r_are_reduced_on_the_device(cuda, cpu):
+    # the host hands the assignment as written; the upload reduces z below r on the device
+    # (the MSMs' signed windows need k < r): the same sums as the canonical partition's
+    import dataclasses
+
+    key, part, _ = keyed_partition(CORE_CIRCUITS[sorted(CORE_CIRCUITS)[0]], seed=5)
+    want = cpu.prove_finish(cpu.prove_start(cpu.load_srs(key), part))
+    above = dataclasses.replace(part, input_assignment=_above_r(part.input_assignment),
+                                aux_assignment=_above_r(part.aux_assignment))
+    assert not np.array_equal(above.aux_assignment, part.aux_assignment)
+    srs = cuda.load_srs(key)
+    try:
+        got = cuda.prove_finish(cuda.prove_start(srs, above))
+    finally:
+        srs.release()
+    for field in ("h", "l", "a", "b_g1", "b_g2"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)

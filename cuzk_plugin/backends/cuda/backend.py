@@ -186,7 +186,7 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit,
 
 #: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, the upload, the
 #: wait behind partitions started earlier, and a witness partition's R1CS evaluation.
-PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs")
+PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs", "msm_in_turn")
 #: Keys of CudaSrs.keygen_ms, in cz_srs_generate's order: the Lagrange basis at tau, each matrix's
 #: column sums (with the dense checks and the scalars' compaction), each vector's points, total.
 KEYGEN_TIMINGS = ("lagrange", "columns_a", "a", "columns_b", "b_g1", "b_g2", "columns_c", "l", "h", "total")
@@ -353,8 +353,7 @@ class CudaBackend:
         if isinstance(part, WitnessPartition):
             return self._prove_start_witness(srs, part)
         a, b, c = (np.ascontiguousarray(v, dtype=np.uint64) for v in (part.a, part.b, part.c))
-        inputs = canonical_scalars(part.input_assignment)
-        aux = canonical_scalars(part.aux_assignment)
+        inputs, aux = self._assignment(part)
         dens = [np.ascontiguousarray(d, dtype=np.uint8) for d in
                 (part.a_aux_density, part.b_input_density, part.b_aux_density)]
         handle = ctypes.c_void_p()
@@ -363,6 +362,13 @@ class CudaBackend:
              u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle))
         return CudaPending(handle=handle, keep_alive=(a, b, c, inputs, aux, *dens))
 
+    @staticmethod
+    def _assignment(part: SynthesizedPartition | WitnessPartition) -> tuple[np.ndarray, np.ndarray]:
+        """inputs and aux as the library takes them: (n, 4) uint64, C-contiguous, any value below
+        2^256 (the upload reduces z below r on the device; no host pass over the GBs)."""
+        return (_contiguous(part.input_assignment, (FR_LIMBS,), "input_assignment"),
+                _contiguous(part.aux_assignment, (FR_LIMBS,), "aux_assignment"))
+
     def _prove_start_witness(self, srs: CudaSrs, part: WitnessPartition) -> CudaPending:
         """a, b, c evaluated on the device from the resident circuit, straight into H."""
         circuit = part.circuit
@@ -370,8 +376,7 @@ class CudaBackend:
             raise ValueError(f"prove_start: {circuit!r} is not a live CUDA circuit handle")
         if circuit.device != srs.device:
             raise ValueError(f"prove_start: the circuit is on GPU {circuit.device}, the key on GPU {srs.device}")
-        inputs = canonical_scalars(part.input_assignment)
-        aux = canonical_scalars(part.aux_assignment)
+        inputs, aux = self._assignment(part)
         handle = ctypes.c_void_p()
         call("cz_prove_start_witness", self.context(srs.device), srs.handle, circuit.handle, u64_ptr(inputs),
              inputs.shape[0], u64_ptr(aux), aux.shape[0], ctypes.byref(handle))

@@ -467,6 +467,13 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
 
 }  // namespace
 
+size_t msm_scratch_bytes(size_t count, size_t point_bytes) {
+    const int c = msm_default_window(count);
+    const size_t windows = (256 + c - 1) / c, buckets = (size_t(1) << (c - 1)) + 1;
+    const size_t xyzz_bytes = point_bytes * 2;  // X, Y, ZZ, ZZZ: twice the affine x, y
+    return 50 * count + windows * buckets * xyzz_bytes + (size_t(64) << 20);
+}
+
 int msm_default_window(size_t count) {
     // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): c = 20 is fastest at 2^24 points,
     // 22 at 2^27. Only c = 16, 20, 22, 24 leave the top window most of its bits (c W - 255

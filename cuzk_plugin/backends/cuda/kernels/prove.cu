@@ -161,31 +161,51 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     // and host thread (an MSM synchronises its stream between phases), so their small kernels,
     // sorts and tails fill what the others leave idle; the main stream (H, then the H MSM: the
     // longest chain) has the highest priority. Everything they read is on the device now.
+    // Where the device lacks the memory for all five at once (a 73 GB WindowPoSt key beside a
+    // 2^27 partition), they run one after another on the main stream instead, after H.
     CZ_CHECK(cudaStreamSynchronize(s));
     throw_if_cancelled(cancel);
+    size_t free_bytes = 0, total_bytes = 0;
+    CZ_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const size_t g1 = sizeof(affine_t<fq_t>), g2_bytes = sizeof(affine_t<fq2_t>);
+    const size_t side_by_side_bytes = msm_scratch_bytes(nb, g2_bytes) + msm_scratch_bytes(part.n_aux, g1) +
+                                      msm_scratch_bytes(na, g1) + msm_scratch_bytes(nb, g1) +
+                                      msm_scratch_bytes(srs.n_h, g1) + 2 * n * sizeof(fr_t);
+    const bool side_by_side = side_by_side_bytes <= free_bytes;
+    if (timings) timings->msm_in_turn = side_by_side ? 0 : 1;
     msm_options opt;
     opt.cancel = cancel;
     const fr_t* b_ptr = b_scalars.get();
     const fr_t* a_ptr = a_scalars.get();
-    auto g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb, opt);
-    auto l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux, opt);
-    auto a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na, opt);
+    std::future<xyzz_t<fq2_t>> g2;
+    std::future<xyzz_t<fq_t>> l, a, b1;
+    if (side_by_side) {
+        g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, b_ptr, nb, opt);
+        l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, part.aux, part.n_aux, opt);
+        a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, a_ptr, na, opt);
+    }
 
-    std::future<xyzz_t<fq_t>> b1;
     proof_sums out;
     try {
         auto th = std::chrono::steady_clock::now();
-        dev_buf<fr_t> hbuf(n, s);
-        quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);  // canonical in and out
-        wait_stream(s, cancel);
-        if (timings) timings->h_ms = ms_since(th);
-        auto tm = std::chrono::steady_clock::now();
-        b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb, opt);
-        out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h, opt);
-        out.b_g1 = b1.get();
-        out.l = l.get();
-        out.a = a.get();
-        if (timings) timings->g1_msm_ms = ms_since(tm);
+        {
+            dev_buf<fr_t> hbuf(n, s);
+            quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);  // canonical in and out
+            wait_stream(s, cancel);
+            if (timings) timings->h_ms = ms_since(th);
+            if (side_by_side) b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, b_ptr, nb, opt);
+            out.h = msm_device<fq_t>(ctx, s, srs.h, hbuf.get(), srs.n_h, opt);
+        }
+        if (side_by_side) {
+            out.b_g1 = b1.get();
+            out.l = l.get();
+            out.a = a.get();
+        } else {
+            out.b_g1 = msm_device<fq_t>(ctx, s, srs.b_g1, b_ptr, nb, opt);
+            out.l = msm_device<fq_t>(ctx, s, srs.l, part.aux, part.n_aux, opt);
+            out.a = msm_device<fq_t>(ctx, s, srs.a, a_ptr, na, opt);
+        }
+        if (timings) timings->g1_msm_ms = ms_since(th) - timings->h_ms;
     } catch (...) {
         // a_scalars and b_scalars must outlive the side work; the first error is the one reported.
         if (g2.valid()) g2.wait();
@@ -196,7 +216,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     }
     auto tw = std::chrono::steady_clock::now();
     try {
-        out.b_g2 = g2.get();
+        out.b_g2 = side_by_side ? g2.get() : msm_device<fq2_t>(ctx, s, srs.b_g2, b_ptr, nb, opt);
     } catch (...) {
         sync_compute_streams(ctx);
         throw;
