@@ -114,6 +114,12 @@ class ProviderRegistry:
             raise InvalidRequest(f"proof_kind: {int(request.kind)} is not a kind this daemon proves ({known})")
         return provider.plan(request, param_cache)
 
+    def worker_warmers(self) -> tuple[object, ...]:
+        """The providers' ``warm_worker`` (an optional attribute: a picklable zero-argument
+        callable), run in every synthesis worker as it starts, so that what a provider computes
+        once per process (constants, layouts) is never on a latency-critical proof's path."""
+        return tuple(w for p in dict.fromkeys(self._by_kind.values()) if (w := getattr(p, "warm_worker", None)))
+
     def key_source(self, circuit_id: str, param_cache: Path) -> KeySource:
         for provider in dict.fromkeys(self._by_kind.values()):
             source = provider.key_source(circuit_id, param_cache)

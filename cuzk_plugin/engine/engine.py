@@ -168,7 +168,7 @@ class Engine:
         # reserve) allow: the cores go to those, a witness split across its share of them.
         at_once = min(config.synthesis_workers(), config.parallel_synthesis(), window + n_slots)
         witness = config.synthesis.witness_processes or max(1, (os.cpu_count() or 1) // min(at_once, window))
-        self.pool = synthesis_pool or SynthesisPool(at_once, witness)
+        self.pool = synthesis_pool or SynthesisPool(at_once, witness, self.providers.worker_warmers())
         self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
         self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
         #: Planning and self-verification of CRITICAL jobs (WinningPoSt): never queued behind a large

@@ -53,13 +53,19 @@ def task_processes() -> int:
     return _task_processes
 
 
-def worker_init(parent_pid: int, processes: int = 1) -> None:
+def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = ()) -> None:
     """Initializer of every synthesis worker: dies with the daemon; SIGINT is the daemon's to
-    handle; ``processes``: what :func:`task_processes` says."""
+    handle; ``processes``: what :func:`task_processes` says; ``warmers``: zero-argument
+    callables run now (a failing one is logged: its work is then done on first use)."""
     global _task_processes
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _task_processes = max(1, processes)
+    for warm in warmers:
+        try:
+            warm()
+        except Exception:
+            log.exception("synthesis worker warm-up %r failed", warm)
 
 
 def shm_block_name() -> str:
