@@ -467,11 +467,39 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
 
 }  // namespace
 
-size_t msm_scratch_bytes(size_t count, size_t point_bytes) {
-    const int c = msm_default_window(count);
+namespace {
+__global__ void count_large_kernel(const fr_t* __restrict__ s, size_t n, unsigned long long* count) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    bool big = false;
+    if (i < n) {
+        fr_t k = s[i];
+        uint32_t high = 0;
+#pragma unroll
+        for (int j = 1; j < 8; j++) high |= k.v[j];
+        big = high != 0 || k.v[0] > 1;
+    }
+    unsigned votes = __ballot_sync(0xffffffffu, big);  // every lane reaches it: no early return
+    if ((threadIdx.x & 31) == 0 && votes) atomicAdd(count, (unsigned long long)__popc(votes));
+}
+}  // namespace
+
+size_t count_large_scalars(cudaStream_t stream, const fr_t* scalars, size_t n) {
+    if (n == 0) return 0;
+    dev_buf<unsigned long long> count(1, stream);
+    CZ_CHECK(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), stream));
+    count_large_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, n, count.get());
+    CZ_CHECK_LAUNCH();
+    unsigned long long host = 0;
+    CZ_CHECK(cudaMemcpyAsync(&host, count.get(), sizeof host, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+    return (size_t)host;
+}
+
+size_t msm_scratch_bytes(size_t count, size_t large, size_t point_bytes) {
+    const int c = msm_default_window(large);
     const size_t windows = (256 + c - 1) / c, buckets = (size_t(1) << (c - 1)) + 1;
     const size_t xyzz_bytes = point_bytes * 2;  // X, Y, ZZ, ZZZ: twice the affine x, y
-    return 50 * count + windows * buckets * xyzz_bytes + (size_t(64) << 20);
+    return 10 * count + 40 * large + windows * buckets * xyzz_bytes + (size_t(64) << 20);
 }
 
 int msm_default_window(size_t count) {

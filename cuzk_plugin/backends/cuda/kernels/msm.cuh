@@ -24,11 +24,15 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
 // Window bits used for a Pippenger tail of `count` scalars.
 int msm_default_window(size_t count);
 
-// An upper bound of the device memory an MSM of `count` points of `point_bytes` (the affine
-// size: 96 in G1, 192 in G2) holds at its peak: the classification (10 bytes a point), two
-// window states (keys, values and the sort's double buffer: 40 bytes a point in all) and the
-// buckets of every window.
-size_t msm_scratch_bytes(size_t count, size_t point_bytes);
+// Scalars of `scalars[0..n)` other than 0 and 1: the ones Pippenger sorts into buckets (a
+// Filecoin witness is mostly bits). Synchronises the stream.
+size_t count_large_scalars(cudaStream_t stream, const fr_t* scalars, size_t n);
+
+// An upper bound of the device memory an MSM of `count` points, `large` of them with scalars
+// other than 0 and 1, holds at its peak (`point_bytes`: the affine size, 96 in G1, 192 in G2):
+// the classification (10 bytes a point), two window states of the large ones (keys, values
+// and the sort's scratch: 40 bytes a point in all) and the buckets of every window.
+size_t msm_scratch_bytes(size_t count, size_t large, size_t point_bytes);
 
 // Converts canonical affine limbs to Montgomery in place (host layout (n, 2, 6) / (n, 2, 2, 6)).
 template <class F>

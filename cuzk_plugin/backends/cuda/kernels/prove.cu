@@ -168,9 +168,12 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     size_t free_bytes = 0, total_bytes = 0;
     CZ_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const size_t g1 = sizeof(affine_t<fq_t>), g2_bytes = sizeof(affine_t<fq2_t>);
-    const size_t side_by_side_bytes = msm_scratch_bytes(nb, g2_bytes) + msm_scratch_bytes(part.n_aux, g1) +
-                                      msm_scratch_bytes(na, g1) + msm_scratch_bytes(nb, g1) +
-                                      msm_scratch_bytes(srs.n_h, g1) + 2 * n * sizeof(fr_t);
+    const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
+    const size_t side_by_side_bytes =
+        msm_scratch_bytes(nb, b_large, g2_bytes) + msm_scratch_bytes(nb, b_large, g1) +
+        msm_scratch_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1) +
+        msm_scratch_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1) +
+        msm_scratch_bytes(srs.n_h, srs.n_h, g1) + 2 * n * sizeof(fr_t);  // H: every value large
     const bool side_by_side = side_by_side_bytes <= free_bytes;
     if (timings) timings->msm_in_turn = side_by_side ? 0 : 1;
     msm_options opt;
