@@ -112,12 +112,17 @@ def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: s
     n_base = len(arities) - {"Single": 0, "Sub": 1, "Top": 2}[expect_variant]
     out = []
     for i, (el, arity) in enumerate(zip(levels, arities, strict=False)):
-        where = _level_path(path, expect_variant, i, n_base)
-        if len(el.hashes) != arity - 1:
-            raise C1Error(f"{where}.hashes", f"{len(el.hashes)} siblings, arity {arity} needs {arity - 1}")
-        if el.index >= arity:
-            raise C1Error(f"{where}.index", f"{el.index} is not below the arity {arity}")
-        out.append(PathLevel(arity, tuple(_fr(h, f"{where}.hashes[{j}]") for j, h in enumerate(el.hashes)), el.index))
+        # a 32 GiB C1 holds ~240 K of these hashes: the JSON path is only spelled out for a bad one
+        hashes = tuple(int.from_bytes(bytes(h), "little") for h in el.hashes)
+        if len(hashes) != arity - 1 or el.index >= arity or max(hashes, default=0) >= R:
+            where = _level_path(path, expect_variant, i, n_base)
+            if len(hashes) != arity - 1:
+                raise C1Error(f"{where}.hashes", f"{len(hashes)} siblings, arity {arity} needs {arity - 1}")
+            if el.index >= arity:
+                raise C1Error(f"{where}.index", f"{el.index} is not below the arity {arity}")
+            j = next(j for j, x in enumerate(hashes) if x >= R)
+            raise C1Error(f"{where}.hashes[{j}]", "is not a field element (>= r)")
+        out.append(PathLevel(arity, hashes, el.index))
     return out
 
 
