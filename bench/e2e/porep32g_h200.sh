@@ -86,11 +86,11 @@ safety_margin = "0"
 backend = "cuda"
 gpu_workers_per_device = ${GPU_WORKERS:-2}
 [synthesis]
-threads = ${SYNTH_THREADS:-2}
-witness_processes = ${WITNESS_PROCESSES:-8}
+threads = ${SYNTH_THREADS:-4}
+witness_processes = ${WITNESS_PROCESSES:-4}
 [pipeline]
 synthesis_lookahead = ${LOOKAHEAD:-2}
-max_parallel_synthesis = ${PARALLEL_SYNTHESIS:-2}
+max_parallel_synthesis = ${PARALLEL_SYNTHESIS:-4}
 EOF
 cat "$CACHE/daemon.toml" >"$OUT/daemon.toml"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 500 >"$OUT/gpu-mem.csv" 2>/dev/null &
