@@ -10,7 +10,10 @@ if TYPE_CHECKING:
     from cuzk_plugin.server.batch import ProofRecord
 
 STAGE_COLORS = {"synthesis": "#4c72b0", "srs": "#dd8452", "gpu_start": "#55a868", "gpu_finish": "#8fd19e",
-                "verify": "#c44e52", "queue": "#cccccc"}
+                "verify": "#c44e52", "queue": "#cccccc", "upload": "#937860", "gpu_queue": "#e5e5e5",
+                "abc": "#da8bc3", "h": "#8172b3", "msm_g1": "#64b5cd", "msm_g2_wait": "#ccb974", "assemble": "#555555"}
+#: The stages of a GPU call (inside its gpu_finish): drawn on a row of their own under the lane's.
+DEVICE_STAGES = {"upload", "gpu_queue", "abc", "h", "msm_g1", "msm_g2_wait", "assemble"}
 
 
 def timeline_bars(records: list[ProofRecord]) -> dict[str, list[tuple[float, float, str, str]]]:
@@ -22,6 +25,8 @@ def timeline_bars(records: list[ProofRecord]) -> dict[str, list[tuple[float, flo
             if e["stage"] == "queue":
                 continue
             row = e["lane"] if e["lane"] and e["lane"] != "host" else f"host ({e['stage']})"
+            if e["stage"] in DEVICE_STAGES:
+                row += " stages"
             label = f"{r.job_id.rsplit('-', 1)[-1]}.{e['partition']}" if e["partition"] >= 0 else r.job_id.rsplit("-", 1)[-1]
             rows.setdefault(row, []).append((base + e["start_ms"], max(0.5, e["end_ms"] - e["start_ms"]), e["stage"], label))
     return rows

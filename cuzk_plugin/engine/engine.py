@@ -48,7 +48,7 @@ from cuzk_plugin.engine.errors import (
     SelfVerificationFailed,
 )
 from cuzk_plugin.engine.job import Job
-from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, prove_step
+from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
 from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
 from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
@@ -630,6 +630,8 @@ class Engine:
         job.lanes_used.add(lane.name)
         job.event("gpu_start", p, slot.name, times.start, times.started, attempt)
         job.event("gpu_finish", p, slot.name, times.started, times.assembled, attempt)
+        for stage, t_start, t_end in device_stages(times):
+            job.event(stage, p, slot.name, t_start, t_end, attempt)
         job.timings.gpu_compute_sum += times.assembled - times.start
         self.metrics.stage.labels("gpu").observe(times.assembled - times.start)
         if self.timing_lines:

@@ -232,6 +232,34 @@ def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPar
     return witness_to_synthesized(part, *CpuBackend().evaluate_r1cs(circuit, part.z()))
 
 
+#: A backend's own stage times (``device_ms`` keys, in the order they run in one call) and the
+#: timeline stage each becomes: the upload, the wait for the partition ahead, a, b, c from the
+#: resident circuit, H, the G1 MSMs, the wait for the G2 MSM.
+DEVICE_STAGES = (("upload", "upload"), ("queue", "gpu_queue"), ("r1cs", "abc"), ("h", "h"),
+                 ("g1_msm", "msm_g1"), ("g2_wait", "msm_g2_wait"))
+
+
+def device_stages(times: GpuStepTimes) -> list[tuple[str, float, float]]:
+    """(timeline stage, start, end) perf_counter stamps of the backend's stages in one call, laid
+    end to end back from the moment its results were back on the host (the backend reports
+    durations, not times), then the proof's assembly on the host. Empty for a backend that
+    keeps no stage times."""
+    ms = times.device_ms
+    if not ms:
+        return []
+    spans, end = [], times.finished
+    for key, stage in reversed(DEVICE_STAGES):
+        seconds = max(0.0, float(ms.get(key, 0.0))) / 1e3
+        if key == "r1cs":  # the device work before H that total_ms counts and no stage names
+            end -= max(0.0, float(ms.get("total", 0.0)) / 1e3 - sum(float(ms.get(k, 0.0)) / 1e3
+                                                                   for k in ("h", "g1_msm", "g2_wait")))
+        if seconds > 0:
+            spans.append((stage, end - seconds, end))
+        end -= seconds
+    spans.reverse()
+    return [*spans, ("assemble", times.finished, times.assembled)]
+
+
 def prove_step(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition, vk: VerifyingKey,
                cancelled: threading.Event) -> tuple[Proof, GpuStepTimes]:
     """One partition on one device (blocking: runs on a GPU worker thread)."""

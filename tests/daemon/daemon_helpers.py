@@ -208,3 +208,18 @@ def synthetic_request(request_id: str, log2: int = 4, partitions: int = 1, seed:
                       priority: int = 0) -> pb.SubmitProofRequest:
     return pb.SubmitProofRequest(request_id=request_id, proof_kind=pb.SYNTHETIC, priority=priority,
                                  synthetic=pb.SyntheticInput(log2_constraints=log2, partitions=partitions, seed=seed))
+
+
+class StageTimedBackend(CountingBackend):
+    """The cpu backend reporting CUDA-like stage times (ms) for each call, as CudaPending does."""
+
+    def __init__(self, name: str = "timed") -> None:
+        super().__init__(name)
+        self.stages = {"h": 3.0, "g1_msm": 5.0, "g2_wait": 1.0, "total": 12.0, "upload": 2.0, "queue": 0.0,
+                       "r1cs": 4.0, "msm_in_turn": 0.0}
+
+    def prove_finish(self, pending) -> ProofSums:
+        sums = super().prove_finish(pending)
+        time.sleep(0.03)  # the stages above fit in the call
+        pending.timings_ms = dict(self.stages)
+        return sums
