@@ -13,7 +13,7 @@ from cuzk_plugin.adapters.curio.post_job import PostJob, PostWitnessError
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_ints
 from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
 from cuzk_plugin.filecoin.post_seal import post_test_sectors, post_vanilla_proofs, random_randomness
-from cuzk_plugin.filecoin.witness import post as post_witness
+from cuzk_plugin.filecoin.witness import poseidon_cpu
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many
 from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
 
@@ -87,7 +87,7 @@ def test_8mib_window_of_distinct_sectors_equals_the_reference_and_the_python_pat
     inputs, aux = window_8mib.assignment()
     assert inputs.dtype == aux.dtype == np.uint64
     assert (inputs == ref_inputs).all() and (aux == ref_aux).all()
-    monkeypatch.setattr(post_witness, "native_poseidon", lambda arity: None)
+    monkeypatch.setattr(poseidon_cpu, "native_poseidon", lambda arity: None)
     py_inputs, py_aux = window_8mib.assignment()
     assert (py_inputs == inputs).all() and (py_aux == aux).all()
 

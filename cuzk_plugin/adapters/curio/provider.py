@@ -4,8 +4,9 @@ Register it with ``ProviderRegistry.register(PorepCircuitProvider())`` or the en
 ``cuzk_plugin.circuit_providers``. A request's ``vanilla_proof`` (Curio's C1 envelope) is
 parsed and checked once in :meth:`plan`; each partition's checked witness then goes to a worker
 process, which computes its assignment: the backend evaluates a, b, c from the sector size's
-pre-compiled circuit (extracted into the param cache on first use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis
-(every constraint built in Python, a, b, c on the host), for debugging.
+pre-compiled circuit (extracted into the param cache on first use). ``CUZK_DISABLE_PCE=1``
+falls back to the reference synthesis (every constraint built in Python, a, b, c on the host),
+for debugging.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 from cuzk_plugin.adapters.curio.c1 import C1Error
 from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, PorepPartition, ensure_porep_pce, porep_partitions
-from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.synthesis import output_block
@@ -62,7 +62,7 @@ class PorepPartitionTask:
         processes = task_processes()
         pool = shared_pool(part.params, processes, on_fork=die_with_parent) if processes > 1 else None
         # the aux straight into the block the engine maps: 4.2 GB at 32 GiB, never copied
-        into = output_block(porep_layout(part.params).num_aux * FR_LIMBS * 8)
+        into = output_block(porep_layout(part.params).aux_nbytes)
         inputs, aux = part.assignment(pool=pool, into=into)
         return WitnessPartition(circuit, inputs, aux), list(part.public_inputs)
 

@@ -8,8 +8,9 @@ paths, labels, parent columns, by runs of challenges) that the workers write str
 one shared aux array: the caller's shared-memory block (``into``: the daemon's synthesis
 worker hands the engine that very block, so the 4.2 GB are written once) or a memfd the
 parent creates, mapped after the workers are done. The assignment never goes through a pipe
-and its pages are faulted by the workers in parallel. The parent meanwhile writes the header; the small roots and packed index
-values come back through the pool and are checked as in the one-process path.
+and its pages are faulted by the workers in parallel. The parent meanwhile writes the header;
+the small roots and packed index values come back through the pool and are checked as in the
+one-process path.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from cuzk_plugin.filecoin.witness.porep import (
     _Header,
     _header,
     _write_header,
+    aux_in_block,
     compute_part,
     porep_layout,
 )
@@ -78,7 +80,7 @@ def _run_part(params: PorepParams, path: str, header: _Header, chs: list, part: 
     lay = porep_layout(params)
     fd = os.open(path, os.O_RDWR)
     try:
-        mm = mmap.mmap(fd, lay.num_aux * FR_LIMBS * 8)
+        mm = mmap.mmap(fd, lay.aux_nbytes)
     finally:
         os.close(fd)
     all_aux = np.frombuffer(mm, dtype=np.uint64).reshape(lay.num_aux, FR_LIMBS)
@@ -129,15 +131,14 @@ class WitnessPool:
         lay = porep_layout(params)
         t0 = time.perf_counter()
         h = _header(w)
-        nbytes = lay.num_aux * FR_LIMBS * 8
-        if into is not None and into.size < nbytes:
-            raise ValueError(f"the output block holds {into.size} bytes, the aux needs {nbytes}")
+        # the caller's block is checked before a worker writes into it
+        all_aux = aux_in_block(lay, into) if into is not None else None
         fd = -1 if into is not None else os.memfd_create("cuzk-witness-aux", os.MFD_CLOEXEC)
         try:
             if into is not None:  # POSIX shared memory lies in /dev/shm on Linux
                 path = f"/dev/shm/{into.name}"
             else:
-                os.ftruncate(fd, nbytes)  # zero pages: what no part writes stays 0
+                os.ftruncate(fd, lay.aux_nbytes)  # zero pages: what no part writes stays 0
                 path = f"/proc/{os.getpid()}/fd/{fd}"
             chs = list(w.challenges)
             parts = plan_parts(params.challenges_per_partition, self.workers)
@@ -153,12 +154,12 @@ class WitnessPool:
                 got.add(p, values)
                 slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
             t2 = time.perf_counter()
-            # populated: the caller reads every page (an upload); one batched mapping, not 1 M faults
-            buf = into.buf if into is not None else mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            if all_aux is None:  # populated: the caller reads every page (an upload); one mapping, not 1 M faults
+                mm = mmap.mmap(fd, lay.aux_nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+                all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=mm)
         finally:
             if fd >= 0:
                 os.close(fd)
-        all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=buf)
         all_aux[:lay.header_aux] = header
         inputs = _finish(lay, w, h, header_ok, got, partition, check)
         if timings is not None:

@@ -134,6 +134,11 @@ class PorepLayout:
         return self.header_aux + self.params.challenges_per_partition * self.challenge_aux
 
     @property
+    def aux_nbytes(self) -> int:
+        """Bytes of the (num_aux, 4) uint64 aux array."""
+        return self.num_aux * FR_LIMBS * 8
+
+    @property
     def num_inputs(self) -> int:
         return self.params.num_public_inputs
 
@@ -345,6 +350,14 @@ class _Aux:
     def fields(self, off: int, values: np.ndarray) -> None:
         """values (challenges, k) object ints at challenge offset ``off``."""
         self.ch[:, off:off + values.shape[1], :] = _limbs(values)
+
+
+def aux_in_block(layout: PorepLayout, block: SharedMemory) -> np.ndarray:
+    """The partition's (num_aux, 4) uint64 aux array at the start of ``block`` (new, so zero),
+    which must hold it."""
+    if block.size < layout.aux_nbytes:
+        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {layout.aux_nbytes}")
+    return np.ndarray((layout.num_aux, FR_LIMBS), np.uint64, buffer=block.buf)
 
 
 def zeroed_aux(layout: PorepLayout) -> np.ndarray:
@@ -759,12 +772,7 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
             return pool.assignment(w, partition=partition, check=check, timings=timings, into=into)
     _check_shape(params, w)
     lay = porep_layout(params)
-    if into is None:
-        all_aux = _timed(timings, "allocate", zeroed_aux, lay)
-    elif into.size < lay.num_aux * FR_LIMBS * 8:
-        raise ValueError(f"the output block holds {into.size} bytes, the aux needs {lay.num_aux * FR_LIMBS * 8}")
-    else:
-        all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=into.buf)
+    all_aux = _timed(timings, "allocate", zeroed_aux, lay) if into is None else aux_in_block(lay, into)
     aux = _Aux.of(lay, all_aux)
     t0 = time.perf_counter()
     h = _header(w)

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.filecoin.poseidon import constants
-from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
+from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
 
 __all__ = ["NativePoseidon", "native_poseidon"]
 
@@ -166,3 +166,22 @@ def native_poseidon(arity: int, ifma: bool = True) -> NativePoseidon | None:
         fn, form = lib.cz_poseidon_many, _mont
     args = (c.full_rounds, c.partial_rounds, *(form(v) for v in ([s0], keys, mds, pre, w_hat, v_rest)))
     return NativePoseidon(arity, poseidon_num_aux(arity), fn, args)
+
+
+def poseidon_into(arity: int, preimage: np.ndarray, aux: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Hash ``preimage`` (n, arity, 4) canonical limbs (MerkleTree tag); instance k's aux go to
+    the flat uint64 index ``offsets[k]`` of ``aux`` (C-contiguous) on. Returns the digests
+    (n, 4). The C hash where it builds, else the numpy one over Python ints."""
+    n = preimage.shape[0]
+    digest = np.empty((n, FR_LIMBS), dtype=np.uint64)
+    native = native_poseidon(arity)
+    if native is not None:
+        native.hash_into(np.ascontiguousarray(preimage), aux, offsets, digest)
+        return digest
+    h_aux, dig = poseidon_many(limbs_to_objects(preimage.reshape(-1, FR_LIMBS)).reshape(n, arity).T.copy())
+    rows = offsets[:, None] + FR_LIMBS * np.arange(h_aux.shape[0], dtype=np.int64)  # (n, num_aux)
+    flat, values = aux.reshape(-1), ints_to_limbs(h_aux.T.reshape(-1)).reshape(n, h_aux.shape[0], FR_LIMBS)
+    for limb in range(FR_LIMBS):
+        flat[rows + limb] = values[..., limb]
+    digest[:] = ints_to_limbs(dig)
+    return digest

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.post_circuit import SlotWitness
 from cuzk_plugin.filecoin.post_proofs import PostShape
-from cuzk_plugin.filecoin.witness.porep import _insert_2, _insert_8, _limbs
-from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
-from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
+from cuzk_plugin.filecoin.witness.porep import _insert_2, _insert_8
+from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
+from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 
 __all__ = ["post_assignment", "PostLayout", "post_layout", "PostWitnessMismatch"]
 
@@ -99,24 +99,6 @@ def _zeros(shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, max(8 * count, 1)), dtype=np.uint64, count=count).reshape(shape)
 
 
-def _poseidon_into(arity: int, preimage: np.ndarray, aux: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Hash ``preimage`` (n, arity, 4) canonical limbs; instance k's aux go to the flat uint64
-    index ``offsets[k]`` of ``aux`` (C-contiguous) on. Returns the digests (n, 4)."""
-    n = preimage.shape[0]
-    digest = np.empty((n, FR_LIMBS), dtype=np.uint64)
-    native = native_poseidon(arity)
-    if native is not None:
-        native.hash_into(np.ascontiguousarray(preimage), aux, offsets, digest)
-        return digest
-    h_aux, dig = poseidon_many(limbs_to_objects(preimage.reshape(-1, FR_LIMBS)).reshape(n, arity).T.copy())
-    rows = offsets[:, None] + FR_LIMBS * np.arange(h_aux.shape[0], dtype=np.int64)  # (n, num_aux)
-    flat, values = aux.reshape(-1), _limbs(h_aux.T)
-    for limb in range(FR_LIMBS):
-        flat[rows + limb] = values[..., limb]
-    digest[:] = _limbs(dig)
-    return digest
-
-
 def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, aux) as (n, 4) uint64 canonical limbs, ONE first, in synthesize_post's order.
 
@@ -164,7 +146,7 @@ def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.
     aux = _zeros((n_slots, lay.slot_aux, FR_LIMBS))
     aux[:, 0], aux[:, 1], aux[:, 2] = crl, cc, cr
     starts = np.arange(n_slots, dtype=np.int64) * slot_words
-    digest = _poseidon_into(2, np.stack([cc, crl], axis=1), aux, starts + 3 * FR_LIMBS)
+    digest = poseidon_into(2, np.stack([cc, crl], axis=1), aux, starts + 3 * FR_LIMBS)
     bad = np.flatnonzero((digest != cr).any(axis=-1))
     if bad.size:
         s = int(bad[0])
@@ -207,7 +189,7 @@ def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.
             ins_aux, children = _insert_2(cur, els, *cols)
             ch[:, :, o_ins:o_ins + 2] = np.stack(ins_aux, axis=2)
         preimage = np.stack(children, axis=2).reshape(n_slots * n_ch, a, FR_LIMBS)
-        cur = _poseidon_into(a, preimage, aux, ch_starts + FR_LIMBS * o_hash).reshape(n_slots, n_ch, FR_LIMBS)
+        cur = poseidon_into(a, preimage, aux, ch_starts + FR_LIMBS * o_hash).reshape(n_slots, n_ch, FR_LIMBS)
 
     wrong = np.argwhere((cur != crl[:, None]).any(axis=-1))
     if wrong.size:

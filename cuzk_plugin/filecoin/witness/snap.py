@@ -32,7 +32,7 @@ from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
 from cuzk_plugin.filecoin.witness.porep import _bits_le, _insert_2, _insert_8, _limbs, _node_hash_sig, _pack, _rbn
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
-from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
+from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 from cuzk_plugin.filecoin.witness.sha256 import sha256_many, sha256_templates
 
 __all__ = ["UpdateLayout", "UpdateWitnessMismatch", "update_assignment", "update_layout"]
@@ -167,21 +167,19 @@ def _node_hashes(lay: UpdateLayout, left: np.ndarray, right: np.ndarray) -> tupl
 
 def _poseidon(cur: _Cursor, preimage: list[np.ndarray], tag: int | None = None) -> np.ndarray:
     """A Poseidon hash per instance, written at the cursor; its digests (n,) object. The tree
-    hashes (MerkleTree tag) go to the C Poseidon where it builds: their ~1.4 s of numpy over
-    Python ints was a third of a 32 GiB partition's witness."""
-    native = native_poseidon(len(preimage)) if tag is None else None
-    if native is None or not cur.arr.flags.c_contiguous:
+    hashes (MerkleTree tag) go to :func:`poseidon_into` (the C Poseidon where it builds: their
+    ~1.4 s of numpy over Python ints was a third of a 32 GiB partition's witness)."""
+    if tag is not None or not cur.arr.flags.c_contiguous:
         aux, digest = poseidon_many(np.stack(preimage).astype(object), tag)
         cur.fields(aux.T, aux.shape[0])
         return digest
-    n = len(preimage[0])
-    pre = np.ascontiguousarray(np.stack([_limbs(np.asarray(p, dtype=object)) for p in preimage], axis=1))
-    out = np.empty((n, FR_LIMBS), dtype=np.uint64)
+    n, num_aux = len(preimage[0]), poseidon_num_aux(len(preimage))
+    pre = np.stack([_limbs(np.asarray(p, dtype=object)) for p in preimage], axis=1)
     # instance k's aux from cursor row (k, cur.aux) on, as flat uint64 indices of cur.arr
     offsets = (np.arange(n, dtype=np.int64) * cur.arr.shape[1] + cur.aux) * FR_LIMBS
-    native.hash_into(pre, cur.arr, offsets, out)
-    cur.aux += native.num_aux
-    cur.cons += native.num_aux
+    out = poseidon_into(len(preimage), pre, cur.arr, offsets)
+    cur.aux += num_aux
+    cur.cons += num_aux
     return limbs_to_objects(out)
 
 
