@@ -558,7 +558,7 @@ class Engine:
                         except DeviceOutOfMemory as exc:
                             # Partitions in flight beside it took the memory (a 73 GB WindowPoSt key
                             # leaves room for one 2^27 partition, not two): once more, alone.
-                            if sum(s.lane == pinned[0] for s in self.slots.slots) < 2:
+                            if self.slots.workers_of(pinned[0]) < 2:
                                 raise
                             log.warning("job %s partition %d: out of device memory on %s beside other partitions "
                                         "(%s); retrying it alone on the lane", loggable(job.id), p, pinned[0], exc)
@@ -586,7 +586,7 @@ class Engine:
         async with self._alone_on_lane:
             held = [await self.slots.acquire(okey, circuit_id, lanes)]
             try:
-                while len(held) < sum(s.lane == held[0].lane for s in self.slots.slots):
+                while len(held) < self.slots.workers_of(held[0].lane):
                     held.append(await self.slots.acquire(okey, circuit_id, frozenset({held[0].lane})))
             except BaseException:
                 for slot in held:

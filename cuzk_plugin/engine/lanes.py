@@ -244,15 +244,16 @@ def device_stages(times: GpuStepTimes) -> list[tuple[str, float, float]]:
     end to end back from the moment its results were back on the host (the backend reports
     durations, not times), then the proof's assembly on the host. Empty for a backend that
     keeps no stage times."""
-    ms = times.device_ms
-    if not ms:
+    if not times.device_ms:
         return []
+    s = {key: max(0.0, float(v)) / 1e3 for key, v in times.device_ms.items()}
+    # the device work before H that total_ms counts and no stage names (the scalars' selection)
+    unnamed = max(0.0, s.get("total", 0.0) - s.get("h", 0.0) - s.get("g1_msm", 0.0) - s.get("g2_wait", 0.0))
     spans, end = [], times.finished
     for key, stage in reversed(DEVICE_STAGES):
-        seconds = max(0.0, float(ms.get(key, 0.0))) / 1e3
-        if key == "r1cs":  # the device work before H that total_ms counts and no stage names
-            end -= max(0.0, float(ms.get("total", 0.0)) / 1e3 - sum(float(ms.get(k, 0.0)) / 1e3
-                                                                   for k in ("h", "g1_msm", "g2_wait")))
+        seconds = s.get(key, 0.0)
+        if key == "r1cs":
+            end -= unnamed
         if seconds > 0:
             spans.append((stage, end - seconds, end))
         end -= seconds

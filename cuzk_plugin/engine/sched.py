@@ -104,6 +104,9 @@ class SlotPool:
     def lanes(self) -> list[str]:
         return list(dict.fromkeys(s.lane for s in self.slots))
 
+    def workers_of(self, lane: str) -> int:
+        return sum(s.lane == lane for s in self.slots)
+
     async def acquire(self, key: tuple, circuit_id: str, allowed: frozenset[str] | None = None) -> WorkerSlot:
         live = [w for w in self._waiters if not w.future.done()]
         if not live:

@@ -23,17 +23,22 @@ def keyed_partition(builder, seed=1):
     return key, synthesize(r1cs, inputs, aux), inputs
 
 
-@pytest.mark.parametrize("name", sorted(CORE_CIRCUITS))
-def test_sums_match_cpu(cuda, cpu, name):
-    key, part, _ = keyed_partition(CORE_CIRCUITS[name])
+def assert_cuda_sums_equal_cpu(cuda, cpu, key, part, cuda_part=None):
+    """The five sums of ``part`` on the cpu backend, and of ``cuda_part`` (default ``part``) on CUDA."""
     want = cpu.prove_finish(cpu.prove_start(cpu.load_srs(key), part))
     srs = cuda.load_srs(key)
     try:
-        got = cuda.prove_finish(cuda.prove_start(srs, part))
+        got = cuda.prove_finish(cuda.prove_start(srs, part if cuda_part is None else cuda_part))
     finally:
         srs.release()
     for field in ("h", "l", "a", "b_g1", "b_g2"):
         np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+
+
+@pytest.mark.parametrize("name", sorted(CORE_CIRCUITS))
+def test_sums_match_cpu(cuda, cpu, name):
+    key, part, _ = keyed_partition(CORE_CIRCUITS[name])
+    assert_cuda_sums_equal_cpu(cuda, cpu, key, part)
 
 
 def test_filecoin_like_proofs_verify_with_resident_key(cuda):
@@ -78,14 +83,7 @@ def test_values_at_or_above_r_are_reduced_on_the_device(cuda, cpu):
     import dataclasses
 
     key, part, _ = keyed_partition(CORE_CIRCUITS[sorted(CORE_CIRCUITS)[0]], seed=5)
-    want = cpu.prove_finish(cpu.prove_start(cpu.load_srs(key), part))
     above = dataclasses.replace(part, input_assignment=_above_r(part.input_assignment),
                                 aux_assignment=_above_r(part.aux_assignment))
     assert not np.array_equal(above.aux_assignment, part.aux_assignment)
-    srs = cuda.load_srs(key)
-    try:
-        got = cuda.prove_finish(cuda.prove_start(srs, above))
-    finally:
-        srs.release()
-    for field in ("h", "l", "a", "b_g1", "b_g2"):
-        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    assert_cuda_sums_equal_cpu(cuda, cpu, key, part, above)
