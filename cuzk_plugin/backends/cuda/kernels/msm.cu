@@ -35,17 +35,20 @@ struct digit_offset {  // M = sum_w 2^(c w + c - 1), 9 words (c W <= 288)
     uint32_t w[9];
 };
 
-__global__ void classify_kernel(const fr_t* __restrict__ s, size_t n, uint8_t* is_one, uint8_t* is_big) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fr_t k = s[i];
+// A scalar's kind: 0, 1, or 2 for any other value (the only ones Pippenger sorts into buckets).
+__device__ __forceinline__ uint32_t scalar_kind(const fr_t& k) {
     uint32_t high = 0;
 #pragma unroll
     for (int j = 1; j < 8; j++) high |= k.v[j];
-    bool one = high == 0 && k.v[0] == 1;
-    bool zero = high == 0 && k.v[0] == 0;
-    is_one[i] = one;
-    is_big[i] = !one && !zero;
+    return high == 0 && k.v[0] <= 1 ? k.v[0] : 2;
+}
+
+__global__ void classify_kernel(const fr_t* __restrict__ s, size_t n, uint8_t* is_one, uint8_t* is_big) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t kind = scalar_kind(s[i]);
+    is_one[i] = kind == 1;
+    is_big[i] = kind == 2;
 }
 
 __global__ void digits_kernel(const fr_t* __restrict__ s, const uint32_t* __restrict__ idx, size_t n, int window,
@@ -470,14 +473,7 @@ xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* s
 namespace {
 __global__ void count_large_kernel(const fr_t* __restrict__ s, size_t n, unsigned long long* count) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    bool big = false;
-    if (i < n) {
-        fr_t k = s[i];
-        uint32_t high = 0;
-#pragma unroll
-        for (int j = 1; j < 8; j++) high |= k.v[j];
-        big = high != 0 || k.v[0] > 1;
-    }
+    bool big = i < n && scalar_kind(s[i]) == 2;
     unsigned votes = __ballot_sync(0xffffffffu, big);  // every lane reaches it: no early return
     if ((threadIdx.x & 31) == 0 && votes) atomicAdd(count, (unsigned long long)__popc(votes));
 }
