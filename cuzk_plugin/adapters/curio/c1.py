@@ -20,7 +20,7 @@ from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 
 __all__ = [
     "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
-    "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json", "domain_bytes",
+    "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json",
 ]
 
 class _BadByte(ValueError):
@@ -59,10 +59,6 @@ class C1Error(CuzkError, ValueError):
         super().__init__(f"{path}: {message}")
         self.path = path
         self.message = message
-
-
-def domain_bytes(d: bytes | list[int]) -> bytes:
-    return bytes(d)
 
 
 class _Strict(BaseModel):

@@ -247,8 +247,8 @@ class PorepJob:
         for k, proofs in enumerate(parts):
             if len(proofs) != p.challenges_per_partition:
                 raise C1Error(f"{base}[{k}]", f"{len(proofs)} challenges, expected {p.challenges_per_partition}")
-            expected = porep_challenges(self.seal_proof.challenge_kind, replica_id=bytes(c1.replica_id),
-                                        comm_r=bytes(c1.comm_r), seed=bytes(c1.seed), nodes=p.nodes,
+            expected = porep_challenges(self.seal_proof.challenge_kind, replica_id=c1.replica_id,
+                                        comm_r=c1.comm_r, seed=c1.seed, nodes=p.nodes,
                                         challenges_per_partition=p.challenges_per_partition, partition=k)
             challenges, inputs = [], [replica_id, comm_d, comm_r]
             for i, (vp, challenge) in enumerate(zip(proofs, expected, strict=False)):

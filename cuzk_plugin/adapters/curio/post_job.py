@@ -23,12 +23,12 @@ from cuzk_plugin.bls12_381.fields import FR_LIMBS, ints_to_limbs, limbs_to_objec
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError, CuzkError
-from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.post_challenges import check_randomness, slot_challenges
 from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs, synthesize_post
 from cuzk_plugin.filecoin.post_proofs import PostKind, RegisteredPoStProof, post_circuit_id, post_proof_by_number
 from cuzk_plugin.filecoin.post_vanilla import FallbackPoStSectorProof
-from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
+from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
+from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, post_assignment
 
 __all__ = ["PostJob", "PostRequestError", "PostWitnessError"]
@@ -56,15 +56,10 @@ def _proof_path(i: int) -> str:
 def _comm_r_ok(sectors: tuple[FallbackPoStSectorProof, ...]) -> list[bool]:
     """Per sector, whether comm_r = Poseidon(comm_c, comm_r_last): all in one C call where it
     is built (a 2349-sector partition: ~0.05 s, not 1.2 s of Python ints)."""
-    pairs = [(s.sectors[0].comm_c, s.sectors[0].comm_r_last) for s in sectors]
-    native = native_poseidon(2)
-    if native is None:
-        return [poseidon_hash(list(p)) == s.comm_r for p, s in zip(pairs, sectors, strict=True)]
-    n = len(pairs)
-    aux = np.empty((n, native.num_aux, FR_LIMBS), dtype=np.uint64)
-    digest = np.empty((n, FR_LIMBS), dtype=np.uint64)
-    native.hash_into(ints_to_limbs(v for p in pairs for v in p).reshape(n, 2, FR_LIMBS), aux,
-                     np.arange(n, dtype=np.int64) * native.num_aux * FR_LIMBS, digest)
+    n, num_aux = len(sectors), poseidon_num_aux(2)
+    pairs = ints_to_limbs(v for s in sectors for v in (s.sectors[0].comm_c, s.sectors[0].comm_r_last))
+    aux = np.empty((n, num_aux, FR_LIMBS), dtype=np.uint64)
+    digest = poseidon_into(2, pairs.reshape(n, 2, FR_LIMBS), aux, np.arange(n, dtype=np.int64) * num_aux * FR_LIMBS)
     want = ints_to_limbs(s.comm_r for s in sectors).reshape(n, FR_LIMBS)
     return (digest == want).all(axis=1).tolist()
 
