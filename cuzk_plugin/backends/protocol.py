@@ -68,6 +68,16 @@ class CircuitHandle(Protocol):
 
 
 @runtime_checkable
+class HostPinning(Protocol):
+    """Optional: a backend whose uploads run faster from page-locked host memory (cuda). The
+    engine pins the shared-memory blocks it recycles for partitions, once each."""
+
+    def pin_host(self, address: int, nbytes: int) -> None: ...
+
+    def unpin_host(self, address: int) -> None: ...
+
+
+@runtime_checkable
 class Backend(Protocol):
     """What the engine and the conformance suite need from a backend."""
 

@@ -35,7 +35,7 @@ from functools import partial
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from cuzk_plugin.backends.protocol import Backend
+from cuzk_plugin.backends.protocol import Backend, HostPinning
 from cuzk_plugin.config import Config
 from cuzk_plugin.engine.circuits import KeySource, ProviderRegistry, param_cache_dir
 from cuzk_plugin.engine.device_key import DeviceKey
@@ -47,6 +47,7 @@ from cuzk_plugin.engine.errors import (
     QueueFull,
     SelfVerificationFailed,
 )
+from cuzk_plugin.engine.host_blocks import HostBlockPool
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
@@ -169,6 +170,10 @@ class Engine:
         at_once = min(config.synthesis_workers(), config.parallel_synthesis(), window + n_slots)
         witness = config.synthesis.witness_processes or max(1, (os.cpu_count() or 1) // min(at_once, window))
         self.pool = synthesis_pool or SynthesisPool(at_once, witness, self.providers.worker_warmers())
+        #: Large partition blocks kept mapped (and pinned for the first backend that pins) between
+        #: partitions: at most a window's worth wait zeroed for the next task.
+        self.host_blocks = HostBlockPool(
+            window, pinner=next((lane.backend for lane in self.lanes if isinstance(lane.backend, HostPinning)), None))
         self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
         self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
         #: Planning and self-verification of CRITICAL jobs (WinningPoSt): never queued behind a large
@@ -220,6 +225,7 @@ class Engine:
         self._gpu_threads.shutdown(wait=False, cancel_futures=True)
         joined = loop.run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True))
         done, _ = await asyncio.wait([joined], timeout=STOP_WAIT_S)
+        await asyncio.to_thread(self.host_blocks.close)  # the free blocks now, the others as released
         self._io_threads.shutdown(wait=False, cancel_futures=True)
         self._critical_threads.shutdown(wait=False, cancel_futures=True)
         if done:
@@ -515,7 +521,7 @@ class Engine:
         try:
             t0 = time.perf_counter()
             job.mark_started(t0)
-            shared = await self.pool.run(task)
+            shared = await self.pool.run(task, self.host_blocks, job.circuit_id)
             t1 = time.perf_counter()
         finally:
             self._synth_slots.release()

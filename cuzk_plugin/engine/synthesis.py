@@ -14,7 +14,8 @@ device-resident copy.
 A task may also write its largest array straight into a block of its own
 (:func:`output_block`: a 32 GiB PoRep partition's 4.2 GB aux, written by the witness workers):
 export then leaves that array where it is and copies only the rest, so the ref may name
-several blocks.
+several blocks. Such a block is one the engine recycles where it offered one of that size
+(:mod:`cuzk_plugin.engine.host_blocks`: its pages exist and are pinned for the GPU).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache, partial
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
 from cuzk_plugin.engine.circuits import PartitionTask
+from cuzk_plugin.engine.host_blocks import HostBlockPool
 from cuzk_plugin.engine.workers import shm_block_name, stop_pool, worker_init
 from cuzk_plugin.errors import CuzkError
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
@@ -65,15 +67,26 @@ class SharedPartitionRef:
     pce_digest: str | None = None
 
 
-#: Worker side: the blocks the running task made with output_block, by name.
+#: Worker side: the blocks the running task made or took with output_block, by name.
 _task_blocks: dict[str, shared_memory.SharedMemory] = {}
+#: Worker side: the engine's recycled zero blocks offered to the running task, by size, and
+#: those it took (the engine's: never unlinked here).
+_offered: dict[int, list[str]] = {}
+_taken: set[str] = set()
 
 
 def output_block(nbytes: int) -> shared_memory.SharedMemory:
-    """A new zero block for the running task's largest array (worker side): an array written at
-    its start is exported in place. The block goes with the task's result, or is unlinked if
-    the task fails."""
-    shm = shared_memory.SharedMemory(name=shm_block_name(), create=True, size=max(nbytes, 1))
+    """A zero block of exactly ``nbytes`` for the running task's largest array (worker side): an
+    array written at its start is exported in place. One the engine offered when it has that
+    size (recycled: its pages exist, and are pinned for the GPU), else a new one. The block
+    goes with the task's result, or back to the engine (a new one: unlinked) if the task fails."""
+    size = max(nbytes, 1)
+    if _offered.get(size):
+        name = _offered[size].pop()
+        shm = shared_memory.SharedMemory(name=name)
+        _taken.add(name)
+    else:
+        shm = shared_memory.SharedMemory(name=shm_block_name(), create=True, size=size)
     _task_blocks[shm.name] = shm
     return shm
 
@@ -91,8 +104,9 @@ def _in_block(arr: np.ndarray) -> tuple[str, int] | None:
 
 
 def _close_task_blocks(unlink: bool) -> None:
-    """Drop the worker's handles of the task's blocks (and the blocks, if nobody takes them)."""
-    for shm in _task_blocks.values():
+    """Drop the worker's handles of the task's blocks (and the blocks it made, if nobody takes
+    them; an offered block stays the engine's, registered for cleanup by the engine)."""
+    for name, shm in _task_blocks.items():
         try:
             shm.close()
         except BufferError:  # a view still alive: collect it, or the mapping outlives the task
@@ -100,11 +114,15 @@ def _close_task_blocks(unlink: bool) -> None:
             gc.collect()
             with contextlib.suppress(BufferError):
                 shm.close()
+        if name in _taken:
+            continue
         if unlink:
             _unlink_quietly(shm)
         else:  # the engine owns it from here and unlinks it (Python 3.11 has no track=False)
             resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
     _task_blocks.clear()
+    _taken.clear()
+    _offered.clear()
 
 
 def export_partition(part: SynthesizedPartition | WitnessPartition, public_inputs: list[int],
@@ -151,16 +169,19 @@ def mapped_circuit(path: str, digest: str) -> MappedCircuit:
 class SharedPartition:
     """A partition mapped from shared memory (engine side), reference counted: the owner holds
     one reference, a backend call in flight another (``hold``); the last ``release`` unmaps and
-    unlinks the block, so a cancelled job never pulls the memory from under a running call."""
+    unlinks the block, so a cancelled job never pulls the memory from under a running call.
+    With ``blocks`` (the engine's :class:`HostBlockPool`), its mappings are the pool's and the
+    release hands each block back to it (recycled or freed in its thread)."""
 
-    def __init__(self, ref: SharedPartitionRef):
+    def __init__(self, ref: SharedPartitionRef, blocks: HostBlockPool | None = None):
         self._refs = 1
         self.ref = ref
+        self._pool = blocks
         self._blocks: list[shared_memory.SharedMemory] = []  # unregistered by unlink
         self.partition: SynthesizedPartition | WitnessPartition
         try:
             for name in ref.blocks:
-                self._blocks.append(shared_memory.SharedMemory(name=name))
+                self._blocks.append(blocks.attach(name) if blocks is not None else shared_memory.SharedMemory(name=name))
             views = {name: np.ndarray(shape, np.dtype(dt), buffer=self._blocks[b].buf, offset=off)
                      for name, b, off, shape, dt in ref.layout}
             if ref.pce_path is None or ref.pce_digest is None:
@@ -169,8 +190,9 @@ class SharedPartition:
                 self.partition = WitnessPartition(mapped_circuit(ref.pce_path, ref.pce_digest), **views)
         except BaseException:
             views = {}
-            self._close()
-            discard(ref)
+            attached = {shm.name for shm in self._blocks}
+            self._free()
+            discard(replace(ref, blocks=tuple(n for n in ref.blocks if n not in attached)), blocks)
             raise
         self.nbytes = sum(shm.size for shm in self._blocks)
 
@@ -182,22 +204,29 @@ class SharedPartition:
         if self._refs > 0 or not self._blocks:
             return
         self.partition = None  # type: ignore[assignment]
-        self._close()
-        for shm in self._blocks:
-            _unlink_quietly(shm)
-        self._blocks = []
+        self._free()
 
-    def _close(self) -> None:
-        for shm in self._blocks:
+    def _free(self) -> None:
+        blocks, self._blocks = self._blocks, []
+        if self._pool is not None:
+            for shm in blocks:
+                self._pool.release(shm)
+            return
+        for shm in blocks:
             try:
                 shm.close()
             except BufferError:  # a view still alive somewhere (a backend thread): unlink anyway
                 log.debug("shared partition block %s still referenced at release (unmapped when collected)", shm.name)
+            _unlink_quietly(shm)
 
 
-def discard(ref: SharedPartitionRef) -> None:
-    """Unlink the blocks of a partition nobody will use (a cancelled job's late result)."""
+def discard(ref: SharedPartitionRef, blocks: HostBlockPool | None = None) -> None:
+    """Unlink the blocks of a partition nobody will use (a cancelled job's late result); those
+    of the engine's pool go back to it."""
     for name in ref.blocks:
+        if blocks is not None and blocks.owns(name):
+            blocks.release(blocks.attach(name))
+            continue
         try:
             shm = shared_memory.SharedMemory(name=name)
         except FileNotFoundError:
@@ -211,10 +240,13 @@ def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
         shm.unlink()
 
 
-def run_task(task: PartitionTask) -> SharedPartitionRef:
-    """Worker entry point: synthesize and export to shared memory."""
+def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = ()) -> SharedPartitionRef:
+    """Worker entry point: synthesize and export to shared memory (``offer``: the engine's
+    recycled zero blocks, (name, size), that :func:`output_block` takes where the size fits)."""
     t0 = time.perf_counter()
     ref = None
+    for name, size in offer:
+        _offered.setdefault(size, []).append(name)
     try:
         part, public_inputs = task.synthesize()
         ref = export_partition(part, public_inputs, time.perf_counter() - t0)
@@ -252,23 +284,38 @@ class SynthesisPool:
         for f in futures:
             f.result()
 
-    async def run(self, task: PartitionTask) -> SharedPartition:
-        """Synthesize ``task`` in a worker; cancelling the await discards the late result."""
+    async def run(self, task: PartitionTask, blocks: HostBlockPool | None = None,
+                  circuit_id: str | None = None) -> SharedPartition:
+        """Synthesize ``task`` in a worker; cancelling the await discards the late result. With
+        ``blocks``, the task is offered the pool's recycled blocks of ``circuit_id``'s sizes."""
+        offer = blocks.offer(circuit_id) if blocks is not None and circuit_id is not None else ()
         try:
-            cfut: Future = self._executor.submit(run_task, task)
-        except BrokenProcessPool:
-            self._executor = self._new_executor()
-            cfut = self._executor.submit(run_task, task)
+            try:
+                cfut: Future = self._executor.submit(run_task, task, offer)
+            except BrokenProcessPool:
+                self._executor = self._new_executor()
+                cfut = self._executor.submit(run_task, task, offer)
+        except BaseException:
+            if blocks is not None:
+                blocks.returned(offer, (), None)
+            raise
         try:
             ref = await asyncio.wrap_future(cfut)
         except asyncio.CancelledError:
-            cfut.add_done_callback(_discard_result)
+            cfut.add_done_callback(partial(_discard_result, blocks=blocks, offer=offer))
             raise
-        except BrokenProcessPool as exc:
-            log.error("a synthesis worker died (%s); starting a new pool", exc)
-            self._executor = self._new_executor()
-            raise SynthesisFailed(f"synthesis worker process died: {exc}") from None
-        return SharedPartition(ref)
+        except BaseException as exc:
+            if blocks is not None:
+                blocks.returned(offer, (), None)
+            if isinstance(exc, BrokenProcessPool):
+                log.error("a synthesis worker died (%s); starting a new pool", exc)
+                self._executor = self._new_executor()
+                raise SynthesisFailed(f"synthesis worker process died: {exc}") from None
+            raise
+        shared = SharedPartition(ref, blocks)
+        if blocks is not None:
+            blocks.returned(offer, ref.blocks, circuit_id)
+        return shared
 
     def submit_raw(self, fn) -> Future:
         """Run a picklable callable in a worker (key generation); the caller holds a slot."""
@@ -286,6 +333,11 @@ class SynthesisPool:
             stop_pool(self._executor, timeout)
 
 
-def _discard_result(cfut: Future) -> None:
+def _discard_result(cfut: Future, blocks: HostBlockPool | None = None, offer: tuple = ()) -> None:
+    used: tuple[str, ...] = ()
     if not cfut.cancelled() and cfut.exception() is None:
-        discard(cfut.result())
+        ref = cfut.result()
+        used = ref.blocks
+        discard(ref, blocks)
+    if blocks is not None:
+        blocks.returned(offer, used, None)

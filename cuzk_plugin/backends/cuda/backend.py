@@ -257,6 +257,15 @@ class CudaBackend:
             _, handle = self._contexts.popitem()
             call("cz_context_destroy", handle)
 
+    def pin_host(self, address: int, nbytes: int) -> None:
+        """Page-lock a host range for every device (the engine's recycled partition blocks):
+        uploads from it skip the staging copy. Once per range, until :meth:`unpin_host`."""
+        call("cz_host_register", ctypes.c_void_p(address), nbytes)
+
+    def unpin_host(self, address: int) -> None:
+        """Undo :meth:`pin_host` (before the range is unmapped; nothing may upload from it)."""
+        call("cz_host_unregister", ctypes.c_void_p(address))
+
     def devices(self) -> list[DeviceInfo]:
         count = ctypes.c_int(0)
         call("cz_device_count", ctypes.byref(count))

@@ -78,6 +78,8 @@ _SIGNATURES = {
     "cz_device_count": [POINTER(c_int)],
     "cz_device_info": [c_int, c_char_p, c_int, _U64P, POINTER(c_int)],
     "cz_device_check": [c_int],
+    "cz_host_register": [c_void_p, c_size_t],
+    "cz_host_unregister": [c_void_p],
     "cz_context_create": [c_int, _VPP],
     "cz_context_destroy": [c_void_p],
     "cz_ntt": [c_void_p, _U64P, c_int, c_int, c_int],

@@ -106,6 +106,20 @@ cz_status cz_device_info(int device, char* name, int name_len, uint64_t* memory_
     });
 }
 
+// Page-locks [p, p + n) of this process's memory for every device (a recycled shared-memory
+// block the engine keeps mapped): uploads from it skip the staging copy. p page aligned.
+cz_status cz_host_register(void* p, size_t n) {
+    return cz_guard([&] {
+        CZ_REQUIRE(p != nullptr && n > 0, "cz_host_register needs a non-empty range");
+        CZ_CHECK(cudaHostRegister(p, n, cudaHostRegisterPortable));
+    });
+}
+
+// Undoes cz_host_register(p, ...) (before the memory is unmapped; nothing may be uploading from it).
+cz_status cz_host_unregister(void* p) {
+    return cz_guard([&] { CZ_CHECK(cudaHostUnregister(p)); });
+}
+
 // CZ_NO_DEVICE, naming the card's compute capability, when this build has no code for it.
 cz_status cz_device_check(int device) {
     return cz_guard([&] { require_kernel_image(device); });

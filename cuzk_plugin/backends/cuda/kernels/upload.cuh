@@ -10,10 +10,11 @@
 #include "prove.cuh"
 #include "r1cs.cuh"
 
-// Copies `bytes` of pageable host memory to device memory on ctx.upload_stream, a chunk at a
-// time through the staging buffers. Returns once `src` has been read; the device copies may
-// still be running (record an event on upload_stream to wait for them). `cancel` is checked
-// before each chunk (CZ_CANCELLED).
+// Copies `bytes` of host memory to device memory on ctx.upload_stream, a chunk at a time: through
+// the staging buffers (pageable memory; the device copies may still be running on return:
+// record an event on upload_stream to wait for them) or directly (memory registered by
+// cz_host_register). Returns once `src` has been read. `cancel` is checked before each chunk
+// (CZ_CANCELLED).
 void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes, const cz_cancel_flag* cancel = nullptr);
 
 // Frees the staging buffers (context teardown; nothing may be uploading).

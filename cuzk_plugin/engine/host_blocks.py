@@ -1,0 +1,220 @@
+"""Recycled shared-memory blocks for partitions' large arrays (engine side).
+
+A 32 GiB PoRep partition's assignment is a 4.17 GB block. Made fresh for every partition, it
+costs its writers ~0.9 s of page faults (16 processes; 2.5 s in one), its release an unlink of
+0.34 s on the event loop, and its upload runs from pageable memory through the staging
+buffers (0.55 s); kept and pinned, its pages are written in 0.08 s and uploaded in 0.076 s
+(``bench/synthesis/shm_costs.py`` on the H200 host). So the engine keeps each large block
+mapped once, pins it with the GPU backend, and when a partition is done zeroes the block in a
+background thread (0.45 s of one core, off every critical path) and offers it to the next
+task of the same circuit: the worker writes into it instead of making a block (see
+:func:`cuzk_plugin.engine.synthesis.output_block`).
+
+Bounded: at most ``max_free`` zeroed blocks wait for a task; more are freed, and blocks idle
+for ``idle_s`` are freed too, so an idle daemon gives the memory back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from cuzk_plugin.backends.protocol import HostPinning
+
+log = logging.getLogger(__name__)
+#: Smaller blocks (public inputs, a small partition's arrays) are made and freed as before.
+MIN_POOLED_BYTES = 64 << 20
+
+
+@dataclass(eq=False)
+class _Block:
+    shm: shared_memory.SharedMemory
+    address: int
+    pinned: bool = False
+    idle_since: float = field(default_factory=time.monotonic)
+
+
+class HostBlockPool:
+    """The engine's large shared-memory blocks: offered zeroed to tasks, recycled on release."""
+
+    def __init__(self, max_free: int, pinner: HostPinning | None = None, idle_s: float = 120.0):
+        self.max_free = max(0, max_free)
+        self.idle_s = idle_s
+        self._pinner = pinner
+        self._pin_failed = False  # once: the rest are staged too, no warning a block
+        self._lock = threading.Lock()
+        self._owned: dict[str, _Block] = {}  # every block the pool maps: free, offered or in use
+        self._free: dict[int, list[_Block]] = {}  # by size, zeroed
+        self._sizes: dict[str, tuple[int, ...]] = {}  # circuit id -> large block sizes its partitions use
+        self._work: queue.SimpleQueue[tuple[str, shared_memory.SharedMemory | None]] = queue.SimpleQueue()
+        self._pending = 0  # queued or being worked on
+        self._idle = threading.Condition(self._lock)
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="cuzk-host-blocks", daemon=True)
+        self._thread.start()
+
+    # -- the engine's side ------------------------------------------------------------------
+    def offer(self, circuit_id: str) -> tuple[tuple[str, int], ...]:
+        """Zeroed blocks (name, size) for a task of ``circuit_id``: one of each size its last
+        partition used, where one is free. The task uses what fits; :meth:`returned` takes back
+        the rest."""
+        out = []
+        with self._lock:
+            for size in self._sizes.get(circuit_id, ()):
+                free = self._free.get(size)
+                if free:
+                    out.append((free.pop().shm.name, size))
+        return tuple(out)
+
+    def returned(self, offered: tuple[tuple[str, int], ...], used: tuple[str, ...], circuit_id: str | None) -> None:
+        """After a task: the offered blocks it did not use go back (zeroed again: a failed task
+        may have written into one); with ``circuit_id``, remember the large sizes it used."""
+        for name, _ in offered:
+            if name not in used:
+                self._queue("recycle", name)
+        if circuit_id is not None:
+            with self._lock:
+                sizes = tuple(b.shm.size for n in used if (b := self._owned.get(n)) is not None)
+                if sizes:
+                    self._sizes[circuit_id] = sizes
+
+    def attach(self, name: str) -> shared_memory.SharedMemory:
+        """The engine's mapping of block ``name``: the pool's own for a recycled block, else a new
+        one (adopted by the pool when large: recycled on release)."""
+        with self._lock:
+            block = self._owned.get(name)
+        if block is not None:
+            return block.shm
+        shm = shared_memory.SharedMemory(name=name)
+        if shm.size >= MIN_POOLED_BYTES and not self._closed:
+            address = np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
+            with self._lock:
+                self._owned[name] = _Block(shm, address)
+        return shm
+
+    def owns(self, name: str) -> bool:
+        with self._lock:
+            return name in self._owned
+
+    def release(self, shm: shared_memory.SharedMemory) -> None:
+        """A partition is done with ``shm``: recycled if the pool owns it, else unmapped and
+        unlinked; either way in the background thread (never on the event loop)."""
+        with self._lock:
+            owned = shm.name in self._owned
+        if owned:
+            self._queue("recycle", shm.name)
+        else:
+            self._queue("free", shm.name, shm)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until the background work queued so far is done (tests, shutdown)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def stats(self) -> tuple[int, int, int]:
+        """(blocks mapped, of them free, bytes mapped)."""
+        with self._lock:
+            return (len(self._owned), sum(len(v) for v in self._free.values()),
+                    sum(b.shm.size for b in self._owned.values()))
+
+    def close(self) -> None:
+        """Free every free block now and every other one as it is released."""
+        with self._lock:
+            self._closed = True
+        self._queue("trim", "")
+        self.flush()
+
+    # -- background ---------------------------------------------------------------------------
+    def _queue(self, what: str, name: str, shm: shared_memory.SharedMemory | None = None) -> None:
+        with self._lock:
+            self._pending += 1
+        self._work.put((what, name) if shm is None else (what, shm))  # type: ignore[arg-type]
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                what, arg = self._work.get(timeout=max(1.0, self.idle_s / 4))
+            except queue.Empty:
+                self._trim()
+                continue
+            try:
+                if what == "recycle":
+                    self._recycle(str(arg))
+                elif what == "free":
+                    _free_block(arg)  # type: ignore[arg-type]
+                else:
+                    self._trim()
+            except Exception:  # never let one block stop the thread that frees the others
+                log.exception("host block %s: %s failed", getattr(arg, "name", arg), what)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+    def _recycle(self, name: str) -> None:
+        with self._lock:
+            block = self._owned.get(name)
+            keep = block is not None and not self._closed and self._free_count() < self.max_free
+            if block is not None and not keep:
+                del self._owned[name]
+        if block is None:
+            return
+        if not keep:
+            self._drop(block)
+            return
+        if not block.pinned and self._pinner is not None and not self._pin_failed:
+            try:
+                self._pinner.pin_host(block.address, block.shm.size)
+                block.pinned = True
+            except Exception as exc:  # uploads from it go through the staging buffers then
+                log.warning("host blocks: pinning %.1f GB failed (%s); uploads from these blocks are staged",
+                            block.shm.size / 1e9, exc)
+                self._pin_failed = True
+        ctypes.memset(block.address, 0, block.shm.size)  # ctypes releases the GIL meanwhile
+        block.idle_since = time.monotonic()
+        with self._lock:
+            self._free.setdefault(block.shm.size, []).append(block)
+
+    def _free_count(self) -> int:
+        return sum(len(v) for v in self._free.values())
+
+    def _trim(self) -> None:
+        """Free the blocks idle longer than idle_s (all free ones once closed)."""
+        now = time.monotonic()
+        with self._lock:
+            gone = []
+            for size, blocks in list(self._free.items()):
+                keep = [b for b in blocks if not self._closed and now - b.idle_since < self.idle_s]
+                gone += [b for b in blocks if b not in keep]
+                if keep:
+                    self._free[size] = keep
+                else:
+                    del self._free[size]
+            for b in gone:
+                del self._owned[b.shm.name]
+        for b in gone:
+            self._drop(b)
+        if gone:
+            log.info("host blocks: freed %d idle block(s) (%.1f GB)", len(gone), sum(b.shm.size for b in gone) / 1e9)
+
+    def _drop(self, block: _Block) -> None:
+        if block.pinned and self._pinner is not None:
+            with contextlib.suppress(Exception):
+                self._pinner.unpin_host(block.address)
+        _free_block(block.shm)
+
+
+def _free_block(shm: shared_memory.SharedMemory) -> None:
+    """Unmap and unlink (a view still alive somewhere: the mapping goes when it is collected)."""
+    with contextlib.suppress(BufferError):
+        shm.close()
+    with contextlib.suppress(FileNotFoundError):
+        shm.unlink()

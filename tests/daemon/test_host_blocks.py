@@ -1,0 +1,178 @@
+"""The engine's recycled partition blocks (engine/host_blocks.py): zeroed before they are
+offered again, pinned once with the backend, never unlinked by the worker that borrows one,
+freed beyond the bound, when idle and at stop; proofs from recycled blocks verify."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from multiprocessing import shared_memory
+
+import numpy as np
+import pytest
+from daemon_helpers import synthetic_request
+
+from cuzk_plugin.adapters.synthetic import SyntheticTask
+from cuzk_plugin.backends.cpu import CpuBackend
+from cuzk_plugin.engine import host_blocks
+from cuzk_plugin.engine.host_blocks import HostBlockPool
+from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisFailed, output_block, run_task
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+
+
+class RecordingPinner:
+    def __init__(self) -> None:
+        self.pinned: dict[int, int] = {}
+        self.calls: list[tuple[str, int]] = []
+
+    def pin_host(self, address: int, nbytes: int) -> None:
+        assert address not in self.pinned, "pinned twice"
+        self.pinned[address] = nbytes
+        self.calls.append(("pin", address))
+
+    def unpin_host(self, address: int) -> None:
+        del self.pinned[address]
+        self.calls.append(("unpin", address))
+
+
+class PinningCpuBackend(CpuBackend, RecordingPinner):
+    def __init__(self) -> None:
+        CpuBackend.__init__(self)
+        RecordingPinner.__init__(self)
+
+
+def _exists(name: str) -> bool:
+    return os.path.exists(f"/dev/shm/{name.lstrip('/')}")
+
+
+@pytest.fixture
+def small_blocks_count(monkeypatch):
+    """The test partitions' blocks (KBs) are pooled as a 32 GiB partition's 4 GB block is."""
+    monkeypatch.setattr(host_blocks, "MIN_POOLED_BYTES", 1)
+
+
+def _block(nbytes: int, fill: int) -> str:
+    shm = shared_memory.SharedMemory(create=True, size=nbytes)
+    shm.buf[:] = bytes([fill]) * nbytes
+    name = shm.name
+    shm.close()
+    return name
+
+
+def test_a_released_block_comes_back_zeroed_pinned_once_and_offered_for_its_circuit(small_blocks_count):
+    pinner = RecordingPinner()
+    pool = HostBlockPool(2, pinner=pinner)
+    try:
+        name = _block(8192, 0xAB)
+        shm = pool.attach(name)
+        assert pool.offer("c") == ()  # nothing free yet, no size known
+        pool.returned((), (name,), "c")
+        pool.release(shm)
+        assert pool.flush()
+        assert bytes(shm.buf) == bytes(8192)  # zeroed
+        assert list(pinner.pinned.values()) == [8192]
+        assert pool.offer("other") == ()
+        assert pool.offer("c") == ((name, 8192),)
+        assert pool.offer("c") == ()  # offered once
+        assert pool.attach(name) is shm  # the pool's mapping (the pinned one), not a new one
+        pool.release(shm)
+        assert pool.flush() and pinner.calls.count(("pin", next(iter(pinner.pinned)))) == 1
+    finally:
+        pool.close()
+    assert not _exists(name) and pinner.pinned == {}
+
+
+def test_blocks_beyond_the_bound_idle_ones_and_small_ones_are_freed():
+    pool = HostBlockPool(1, idle_s=0.0)
+    host_blocks_min = host_blocks.MIN_POOLED_BYTES
+    try:
+        small = _block(4096, 1)
+        shm = pool.attach(small)
+        assert not pool.owns(small)  # under MIN_POOLED_BYTES: freed on release, in the pool's thread
+        pool.release(shm)
+        assert pool.flush() and not _exists(small)
+        host_blocks.MIN_POOLED_BYTES = 1
+        a, b = _block(4096, 2), _block(4096, 3)
+        sa, sb = pool.attach(a), pool.attach(b)
+        pool.release(sa)
+        pool.release(sb)
+        assert pool.flush()
+        assert _exists(a) != _exists(b) or not (_exists(a) or _exists(b))  # one kept at most (max_free 1)
+        pool._trim()  # idle_s 0: the kept one goes too
+        assert not _exists(a) and not _exists(b) and pool.stats() == (0, 0, 0)
+    finally:
+        host_blocks.MIN_POOLED_BYTES = host_blocks_min
+        pool.close()
+
+
+@dataclass(frozen=True)
+class WritesBlocks:
+    sizes: tuple[int, ...]
+
+    def synthesize(self):
+        names = []
+        for n in self.sizes:
+            shm = output_block(n)
+            shm.buf[:n] = b"\x07" * n
+            names.append(shm.name)
+        raise ValueError(" ".join(names))
+
+
+def test_the_worker_writes_into_an_offered_block_and_never_unlinks_it(small_blocks_count):
+    pool = HostBlockPool(2)
+    try:
+        first = run_task(SyntheticTask(4, 1))  # no offer: a block of its own
+        (name,) = first.blocks
+        SharedPartition(first, pool).release()  # adopted, recycled
+        pool.returned((), first.blocks, "synthetic-k4")
+        assert pool.flush()
+        size = pool.attach(name).size
+        offer = pool.offer("synthetic-k4")
+        assert offer == ((name, size),)
+        ref = run_task(SyntheticTask(4, 2), offer)
+        assert ref.blocks == (name,)  # written into the recycled block
+        shared = SharedPartition(ref, pool)
+        want, _ = SyntheticTask(4, 2).synthesize()
+        for field in ("a", "b", "c", "input_assignment", "aux_assignment"):
+            np.testing.assert_array_equal(getattr(shared.partition, field), getattr(want, field))
+        shared.release()
+        pool.returned(offer, ref.blocks, "synthetic-k4")
+        assert pool.flush()
+
+        # A task that fails after writing: the offered block stays (the engine's), its own goes.
+        offer = pool.offer("synthetic-k4")
+        assert offer == ((name, size),)
+        with pytest.raises(SynthesisFailed, match="ValueError") as err:
+            run_task(WritesBlocks((size, size + 64)), offer)
+        mine = str(err.value).split(": ", 1)[1].split()  # the names the task wrote into
+        assert mine[0] == name and _exists(name) and not _exists(mine[1])
+        pool.returned(offer, (), None)  # zeroed again before the next offer
+        assert pool.flush() and bytes(pool.attach(name).buf) == bytes(size)
+    finally:
+        pool.close()
+    assert not _exists(name)
+
+
+async def test_jobs_prove_from_recycled_pinned_blocks(make_daemon, small_blocks_count, monkeypatch):
+    backend = PinningCpuBackend()
+    d = await make_daemon(backends=[backend])
+    seen: list[str] = []
+    attach = HostBlockPool.attach
+
+    def recording_attach(self, name):
+        seen.append(name)
+        return attach(self, name)
+
+    monkeypatch.setattr(HostBlockPool, "attach", recording_attach)
+    names = []
+    for k in range(2):
+        res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request(f"hb-{k}", log2=4, partitions=3,
+                                                                            seed=k)))).result
+        assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message  # self-verified
+        assert d.engine.host_blocks.flush()
+        names.append(set(seen))
+        seen.clear()
+    assert names[1] & names[0], "the second job reused none of the first job's blocks"
+    assert backend.pinned and all(_exists(n) for n in names[0] | names[1] if d.engine.host_blocks.owns(n))
+    await d.engine.stop()
+    assert backend.pinned == {} and not any(_exists(n) for n in names[0] | names[1])
