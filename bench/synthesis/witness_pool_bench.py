@@ -1,12 +1,14 @@
 """Time one PoRep partition's witness with N worker processes (cuzk_plugin.filecoin.witness.pool).
 
-    python bench/synthesis/witness_pool_bench.py --c1 c1.json --workers 1 4 8 16 [--repeat 3] [--partition K]
+    python bench/synthesis/witness_pool_bench.py --c1 c1.json --workers 1 4 8 16 [--repeat 3] [--partition K] [--recycled]
 
 For each N: one warm-up (its assignment's digest must equal the one-process result's), then
 ``--repeat`` timed runs, median, min and max; the peak memory of the partition in flight is
 the largest sum of Pss (proportional set size: shared pages split among the processes that
 map them) over this process and its workers, sampled every 10 ms, minus what this process held
-before the run (the parsed C1 and the traced layout).
+before the run (the parsed C1 and the traced layout). ``--recycled`` writes every run into one
+shared-memory block whose pages exist (zeroed between runs, untimed), as the daemon's recycled
+partition blocks (engine/host_blocks.py) are; else each run gets a fresh memfd.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -85,6 +89,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8, 16])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--partition", type=int, default=0)
+    ap.add_argument("--recycled", action="store_true")
     args = ap.parse_args()
 
     from cuzk_plugin.adapters.curio import porep_partitions
@@ -98,6 +103,16 @@ def main() -> int:
     print(f"layout (templates traced, once a process): {time.perf_counter() - t:.2f} s; aux {lay.num_aux} "
           f"({lay.num_aux * 32 / 1e9:.2f} GB)", flush=True)
 
+    block = None
+    if args.recycled:
+        import ctypes
+        from multiprocessing.shared_memory import SharedMemory
+        block = SharedMemory(create=True, size=lay.aux_nbytes)
+        address = np.ndarray((block.size,), np.uint8, buffer=block.buf).__array_interface__["data"][0]
+
+        def zero() -> None:
+            ctypes.memset(address, 0, block.size)
+        zero()
     want: str | None = None
     for n in args.workers:
         pool = WitnessPool(params, n) if n > 1 else None
@@ -106,11 +121,13 @@ def main() -> int:
         with _PeakPss() as mem:
             for r in range(args.repeat + 1):
                 tm: dict = {}
+                if block is not None:
+                    zero()
                 t = time.perf_counter()
                 if pool is None:
-                    inputs, aux = partition_assignment(params, w, partition=args.partition, timings=tm)
+                    inputs, aux = partition_assignment(params, w, partition=args.partition, timings=tm, into=block)
                 else:
-                    inputs, aux = pool.assignment(w, partition=args.partition, timings=tm)
+                    inputs, aux = pool.assignment(w, partition=args.partition, timings=tm, into=block)
                 wall = time.perf_counter() - t
                 if r == 0:
                     got = _digest(inputs, aux)
@@ -129,6 +146,9 @@ def main() -> int:
         last = ", ".join(f"{k} {v:.2f}" for k, v in phases[-1].items())
         print(f"workers {n}: median {statistics.median(walls):.3f} s (min {min(walls):.3f}, max {max(walls):.3f},"
               f" {len(walls)} runs); peak Pss of the partition in flight {peak:.2f} GiB; last run: {last}", flush=True)
+    if block is not None:
+        block.close()
+        block.unlink()
     return 0
 
 

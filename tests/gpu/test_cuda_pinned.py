@@ -4,18 +4,29 @@ or unregistering what is not registered is an error that says so."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.circuit.r1cs import synthesize
-from cuzk_plugin.engine.synthesis import SharedPartition, export_partition
+from cuzk_plugin.engine.synthesis import SharedPartition, run_task
 from cuzk_plugin.errors import BackendError
+from cuzk_plugin.formats.partition import SynthesizedPartition
 from cuzk_plugin.groth16.setup import setup
 
 pytestmark = pytest.mark.gpu
 
 FIELDS = ("h", "l", "a", "b_g1", "b_g2")
+
+
+@dataclass(frozen=True)
+class Given:
+    part: SynthesizedPartition
+
+    def synthesize(self) -> tuple[SynthesizedPartition, list[int]]:
+        return self.part, []
 
 
 def _address(shared: SharedPartition) -> tuple[int, int]:
@@ -28,9 +39,7 @@ def test_partitions_from_pinned_blocks_match_cpu(cuda, cpu):
     key = setup(shape)
     parts = [synthesize(*filecoin_like(1 << 10, seed=seed).finish()) for seed in (6, 7)]
     want = [cpu.prove_finish(cpu.prove_start(cpu.load_srs(key), p)) for p in parts]
-    shared = []
-    for p in parts:
-        shared.append(SharedPartition(export_partition(p, [], 0.0)))  # one block, as a worker makes it
+    shared = [SharedPartition(run_task(Given(p))) for p in parts]  # one block each, as a worker makes it
     pinned = [_address(s) for s in shared]
     for address, size in pinned:
         cuda.pin_host(address, size)
