@@ -4,12 +4,13 @@ assignments against the reference synthesis and against the Python-int path."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostWitnessError
+from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostWitnessError
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_ints
 from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
 from cuzk_plugin.filecoin.post_seal import post_test_sectors, post_vanilla_proofs, random_randomness
@@ -93,10 +94,9 @@ def test_8mib_window_of_distinct_sectors_equals_the_reference_and_the_python_pat
 
 
 def test_8mib_window_corrupted_leaf_names_its_inclusion_proof(window_8mib):
-    slots = list(window_8mib.slots)
-    s = slots[1]
-    bad = type(s)(s.comm_r, s.comm_c, s.comm_r_last, (s.leaves[0], (s.leaves[1] + 1) % R, *s.leaves[2:]), s.paths)
-    job = PostJob(window_8mib.proof, window_8mib.randomness, 0, window_8mib.sectors, (slots[0], bad),
-                  window_8mib.public_inputs, window_8mib.origins)
+    part = window_8mib.partition
+    leaves = part.slots_values.leaves.copy()
+    leaves[1, 1, 0] ^= 1  # sector 1's second challenged leaf
+    bad = PostPartition(part.proof, dataclasses.replace(part.slots_values, leaves=leaves), part.challenges)
     with pytest.raises(PostWitnessError, match=r"^vanilla_proofs\[1\]\.vanilla_proof\.sectors\[0\]\.inclusion_proofs\[1\]: "):
-        job.assignment()
+        bad.assignment()

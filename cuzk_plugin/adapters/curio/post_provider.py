@@ -1,11 +1,12 @@
 """The WindowPoSt and WinningPoSt circuit provider for the engine.
 
 A request (Curio's WINDOW_POST_PARTITION / WINNING_POST, post-facts.md section 7) is decoded
-and checked once in :meth:`PostCircuitProvider.plan`; its one partition is decoded again in a
-worker process from the same fields and its witness computed without synthesis
-(:mod:`cuzk_plugin.filecoin.witness.post`): the backend evaluates a, b, c from the circuit's
-pre-compiled file (``pce-<id>`` in the param cache, recorded from the blank circuit on first
-use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis. Both kinds keep their default
+and checked once in :meth:`PostCircuitProvider.plan`, into limb arrays; a worker process
+receives those arrays and computes the partition's witness without synthesis
+(:mod:`cuzk_plugin.filecoin.witness.post`), split over ``[synthesis] witness_processes``
+forked processes for a large partition, straight into the shared-memory block the engine maps:
+the backend evaluates a, b, c from the circuit's pre-compiled file (``pce-<id>`` in the param
+cache, recorded from the blank circuit on first use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis. Both kinds keep their default
 priorities (WinningPoSt CRITICAL, WindowPoSt HIGH; engine/types.py) unless the request sets
 one, and the engine self-verifies the proof before it is returned.
 """
@@ -18,11 +19,13 @@ from pathlib import Path
 
 from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
 from cuzk_plugin.adapters.curio.post import PostDecodeError
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
+from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostRequestError
 from cuzk_plugin.adapters.curio.provider import pce_enabled
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.synthesis import output_block
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
+from cuzk_plugin.engine.workers import die_with_parent, task_processes
 from cuzk_plugin.filecoin.post_proofs import WINDOW_SECTORS, PostKind, post_circuit_id, post_shape
 
 __all__ = ["PostCircuitProvider", "PostPartitionTask", "PostKeyGenerator", "post_test_key", "TEST_KEY_CIRCUITS",
@@ -59,27 +62,32 @@ def ensure_post_pce(circuit_id: str, param_cache) -> str:
 
 @dataclass(frozen=True)
 class PostPartitionTask:
-    """The PoSt partition of these request fields (picklable, bytes only); ``pce_cache`` is the
-    param cache holding (or to hold) the pre-compiled circuit, None for the reference path."""
+    """The PoSt partition the plan decoded and checked (picklable: its limb arrays, ~54 MB for a
+    32 GiB Window partition, so the worker decodes nothing); ``pce_cache`` is the param cache
+    holding (or to hold) the pre-compiled circuit, None for the reference path."""
 
-    registered_proof: int
-    randomness: bytes
-    vanilla_proofs: tuple[bytes, ...]
-    partition_index: int
+    partition: PostPartition
     pce_cache: str | None = None
 
     def synthesize(self):
         """(WitnessPartition on the mapped pre-compiled circuit, or SynthesizedPartition on the
         reference path; public inputs without ONE); PostWitnessError if the proofs are corrupt."""
+        from cuzk_plugin.filecoin.witness.post import post_layout
+        from cuzk_plugin.filecoin.witness.post_pool import MIN_PATHS_PER_PROCESS, shared_post_pool
         from cuzk_plugin.formats.partition import WitnessPartition
         from cuzk_plugin.formats.pce import MappedCircuit
 
-        job = PostJob.from_fields(self.registered_proof, self.randomness, self.vanilla_proofs, self.partition_index)
+        part = self.partition
         if self.pce_cache is None or not pce_enabled():
-            return job.synthesize()
-        inputs, aux = job.assignment()
-        circuit = MappedCircuit.open(ensure_post_pce(job.circuit_id, self.pce_cache))
-        return WitnessPartition(circuit, inputs, aux), list(job.public_inputs)
+            return part.synthesize()
+        circuit = MappedCircuit.open(ensure_post_pce(part.circuit_id, self.pce_cache))
+        paths = part.slots_values.rows * part.shape.challenges_per_slot
+        processes = min(task_processes(), paths // MIN_PATHS_PER_PROCESS)
+        pool = shared_post_pool(processes, on_fork=die_with_parent) if processes > 1 else None
+        # the aux straight into the block the engine maps: 4.06 GB for a 32 GiB Window partition, never copied
+        into = output_block(post_layout(part.shape).aux_nbytes)
+        inputs, aux = part.assignment(pool=pool, into=into)
+        return WitnessPartition(circuit, inputs, aux), list(part.public_inputs)
 
 
 @dataclass(frozen=True)
@@ -147,9 +155,7 @@ class PostCircuitProvider:
         # The key before any synthesis: a missing Filecoin file fails the job here, naming the paths.
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
                                        make_test_key=post_test_key, test_key_circuit=post_test_key_circuit)
-        task = PostPartitionTask(request.registered_proof, bytes(request.randomness),
-                                 tuple(bytes(v) for v in request.vanilla_proofs), request.partition_index,
-                                 str(param_cache) if param_cache is not None else None)
+        task = PostPartitionTask(job.partition, str(param_cache) if param_cache is not None else None)
         return JobPlan(circuit_id, (task,))
 
     def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:

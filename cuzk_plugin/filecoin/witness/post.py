@@ -8,10 +8,13 @@ per challenge its leaf and per tree_r_last level the index bits, siblings, inser
 Poseidon hash (post-facts.md section 4). Poseidon follows the gadget's schedule
 (:mod:`.poseidon`), insertion the gadget's pick order (:mod:`.porep`'s insert_8 / insert_2).
 
-Values live in (..., 4) uint64 limb arrays throughout: each tree level's hashes of every slot
-and challenge are one call of the C Poseidon (:mod:`.poseidon_cpu`, ~20x the Python-int
-schedule; that schedule where no C compiler is found), which writes its aux straight into the
-assignment at each instance's offset.
+The slots' values come as :class:`SlotArrays` ((..., 4) uint64 limb arrays, decoded once
+from the vanilla proofs' bytes): each tree level's hashes of every slot and challenge are one
+call of the C Poseidon (:mod:`.poseidon_cpu`, ~20x the Python-int schedule; that schedule
+where no C compiler is found), which writes its aux straight into the assignment at each
+instance's offset. The aux may lie in a shared-memory block the caller gives (``into``: the
+engine exports it in place) and may be split by runs of slots over forked processes
+(:mod:`.post_pool`); both run :func:`write_run`, so the result is the same bit for bit.
 
 With every value computed this way, the only constraints vanilla proofs can violate are
 comm_r = Poseidon(comm_c, comm_r_last) and each path's computed root = comm_r_last; both are
@@ -22,18 +25,25 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
+from multiprocessing.shared_memory import SharedMemory
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
+from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_ints
 from cuzk_plugin.errors import CircuitError
+from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
 from cuzk_plugin.filecoin.post_circuit import SlotWitness
 from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.witness.porep import _insert_2, _insert_8
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 
-__all__ = ["post_assignment", "PostLayout", "post_layout", "PostWitnessMismatch"]
+if TYPE_CHECKING:
+    from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool
+
+__all__ = ["post_assignment", "SlotArrays", "PostLayout", "post_layout", "PostWitnessMismatch", "RunFailures",
+           "write_run", "aux_in_block"]
 
 _INSERT = {2: 2, 8: 22}  # aux (= constraints) of insert_2 / insert_8
 
@@ -71,6 +81,19 @@ class PostLayout:
     def slot_constraints(self) -> int:
         return self.header_constraints + self.shape.challenges_per_slot * self.challenge_constraints
 
+    @property
+    def aux_nbytes(self) -> int:
+        """Bytes of the partition's (num_aux, 4) uint64 aux array (4.06 GB for a 32 GiB Window)."""
+        return self.shape.sector_slots * self.slot_aux * FR_LIMBS * 8
+
+    def comm_r_constraint(self, slot: int) -> int:
+        """The constraint comm_r = Poseidon(comm_c, comm_r_last) of ``slot``."""
+        return slot * self.slot_constraints + self.header_constraints - 1
+
+    def root_constraint(self, slot: int, challenge: int) -> int:
+        """The constraint computed root = comm_r_last of ``slot``'s ``challenge``."""
+        return slot * self.slot_constraints + self.header_constraints + (challenge + 1) * self.challenge_constraints - 1
+
 
 def post_layout(shape: PostShape) -> PostLayout:
     p2 = poseidon_num_aux(2)
@@ -86,6 +109,115 @@ def post_layout(shape: PostShape) -> PostLayout:
     return PostLayout(shape, 3 + p2, off, tuple(levels), 1 + p2 + 1, cons + 2)
 
 
+@dataclass(frozen=True, eq=False)
+class SlotArrays:
+    """A partition's distinct sector slots as canonical Fr limbs (uint64), and which of them
+    each circuit slot is: all the witness needs, without Python ints (a 32 GiB Window
+    partition: ~54 MB, nearly all siblings). Row u's first slot comes before row u + 1's."""
+
+    comm_r: np.ndarray  #: (rows, 4)
+    comm_c: np.ndarray  #: (rows, 4)
+    comm_r_last: np.ndarray  #: (rows, 4): tree_r_last's root
+    leaves: np.ndarray  #: (rows, challenges, 4): each challenged leaf
+    siblings: np.ndarray  #: (rows, challenges, sum of arity - 1, 4): leaf level first
+    index: np.ndarray  #: (rows, challenges, levels) uint8: the node's position among its level's children
+    order: np.ndarray  #: (slots,) int64: the row each circuit slot is
+
+    @property
+    def rows(self) -> int:
+        return self.comm_r.shape[0]
+
+    def check(self, shape: PostShape) -> None:
+        """ValueError naming the first array (or slot) that does not fit ``shape``'s circuit."""
+        ch, ar = shape.challenges_per_slot, shape.tree_arities
+        u = self.rows
+        want = {"comm_r": (u, FR_LIMBS), "comm_c": (u, FR_LIMBS), "comm_r_last": (u, FR_LIMBS),
+                "leaves": (u, ch, FR_LIMBS), "siblings": (u, ch, sum(a - 1 for a in ar), FR_LIMBS),
+                "index": (u, ch, len(ar)), "order": (shape.sector_slots,)}
+        for name, dims in want.items():
+            arr = getattr(self, name)
+            dtype = {"index": np.uint8, "order": np.int64}.get(name, np.uint64)
+            if arr.shape != dims or arr.dtype != dtype:
+                raise ValueError(f"{name}: {arr.dtype}{list(arr.shape)}, the circuit's slots need {np.dtype(dtype)}{list(dims)}")
+        if self.order.size and (self.order.min() < 0 or self.order.max() >= u):
+            raise ValueError(f"order: a slot names a row outside 0..{u - 1}")
+        for lv, a in enumerate(ar):
+            if (self.index[:, :, lv] >= a).any():
+                raise ValueError(f"level {lv}: a path index is not below the arity {a}")
+
+    def select(self, rows: np.ndarray, order: np.ndarray) -> SlotArrays:
+        """These ``rows`` (sorted), for slots ``order`` (numbered among them): views where the
+        rows are one run, else copies."""
+        pick: slice | np.ndarray = rows
+        if rows.size and rows[-1] - rows[0] + 1 == rows.size:
+            pick = slice(int(rows[0]), int(rows[-1]) + 1)
+        return SlotArrays(self.comm_r[pick], self.comm_c[pick], self.comm_r_last[pick], self.leaves[pick],
+                          self.siblings[pick], self.index[pick], order)
+
+    @classmethod
+    def from_witnesses(cls, shape: PostShape, slots: list[SlotWitness]) -> SlotArrays:
+        """The arrays of ``slots`` (one row per distinct object: a padded partition's slots
+        given as the same object are computed once); ValueError names a slot that does not fit."""
+        n_slots, n_ch, arities = shape.sector_slots, shape.challenges_per_slot, shape.tree_arities
+        if len(slots) != n_slots:
+            raise ValueError(f"{len(slots)} sector slots, the circuit has {n_slots}")
+        first: dict[int, int] = {}  # id of a distinct slot -> its row
+        order = np.array([first.setdefault(id(slot), len(first)) for slot in slots], dtype=np.int64)
+        distinct = list({id(slot): slot for slot in slots}.values())
+        where = np.unique(order, return_index=True)[1]  # the first slot of each row
+        for u, slot in enumerate(distinct):
+            if len(slot.paths) != n_ch or len(slot.leaves) != n_ch or any([lv.arity for lv in path] != arities
+                                                                         for path in slot.paths):
+                raise ValueError(f"slot {where[u]}: paths do not have the circuit's shape ({n_ch} paths of arities {arities})")
+            if slot.comm_r is None or slot.comm_c is None or slot.comm_r_last is None:
+                raise ValueError(f"slot {where[u]} has no values: a witness assignment needs slots with values, not blank ones")
+        u = len(distinct)
+        index = np.array([[[lv.index for lv in path] for path in s.paths] for s in distinct], dtype=np.int64)
+        index = index.reshape(u, n_ch, len(arities))
+        for lv, a in enumerate(arities):
+            if ((index[:, :, lv] < 0) | (index[:, :, lv] >= a)).any():
+                raise ValueError(f"level {lv}: a path index is not below the arity {a}")
+        return cls(_fr([s.comm_r for s in distinct], (u,)), _fr([s.comm_c for s in distinct], (u,)),
+                   _fr([s.comm_r_last for s in distinct], (u,)), _fr([v for s in distinct for v in s.leaves], (u, n_ch)),
+                   _fr([v for s in distinct for path in s.paths for lv in path for v in lv.siblings],
+                       (u, n_ch, sum(a - 1 for a in arities))), index.astype(np.uint8), order)
+
+    def witnesses(self, shape: PostShape) -> list[SlotWitness]:
+        """The slots as :class:`SlotWitness` (Python ints; slots of one row share one object),
+        for the reference synthesis."""
+        u, n_ch = self.rows, shape.challenges_per_slot
+        comm_r, comm_c, crl = (limbs_to_ints(a) for a in (self.comm_r, self.comm_c, self.comm_r_last))
+        leaves = np.array(limbs_to_ints(self.leaves), dtype=object).reshape(u, n_ch)
+        sibs = np.array(limbs_to_ints(self.siblings), dtype=object).reshape(u, n_ch, -1)
+        rows = []
+        for k in range(u):
+            paths = []
+            for c in range(n_ch):
+                levels, s0 = [], 0
+                for lv, a in enumerate(shape.tree_arities):
+                    levels.append(PathLevel(a, tuple(sibs[k, c, s0:s0 + a - 1]), int(self.index[k, c, lv])))
+                    s0 += a - 1
+                paths.append(tuple(levels))
+            rows.append(SlotWitness(comm_r[k], comm_c[k], crl[k], tuple(leaves[k]), tuple(paths)))
+        return [rows[u] for u in self.order.tolist()]
+
+    def packed_indices(self, shape: PostShape) -> np.ndarray:
+        """(rows, challenges) int64: each path's index bits packed leaf level first, the public
+        input the circuit makes of them (the challenged leaf's number)."""
+        bits = [a.bit_length() - 1 for a in shape.tree_arities]
+        if sum(bits) >= 63:
+            raise ValueError("the index bits of a path do not fit the packed challenge word")
+        shifts = np.cumsum([0, *bits[:-1]], dtype=np.int64)
+        return (self.index.astype(np.int64) << shifts).sum(axis=-1)
+
+    def first_slots(self) -> np.ndarray:
+        """(rows,) the first circuit slot of each row."""
+        first = np.full(self.rows, -1, dtype=np.int64)
+        rows, at = np.unique(self.order, return_index=True)
+        first[rows] = at
+        return first
+
+
 def _fr(values, shape: tuple[int, ...]) -> np.ndarray:
     """Python ints -> ``shape + (4,)`` uint64 limbs of each value mod r."""
     return ints_to_limbs(int(v) % R for v in values).reshape(*shape, FR_LIMBS)
@@ -99,84 +231,125 @@ def _zeros(shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, max(8 * count, 1)), dtype=np.uint64, count=count).reshape(shape)
 
 
-def post_assignment(shape: PostShape, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
+def aux_in_block(lay: PostLayout, block: SharedMemory) -> np.ndarray:
+    """The partition's (slots, slot_aux, 4) uint64 aux at the start of ``block`` (new, so
+    zero), which must hold it."""
+    if block.size < lay.aux_nbytes:
+        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {lay.aux_nbytes}")
+    return np.ndarray((lay.shape.sector_slots, lay.slot_aux, FR_LIMBS), np.uint64, buffer=block.buf)
+
+
+def post_assignment(shape: PostShape, slots: list[SlotWitness] | SlotArrays, *, into: SharedMemory | None = None,
+                    pool: PostWitnessPool | None = None, timings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, aux) as (n, 4) uint64 canonical limbs, ONE first, in synthesize_post's order.
 
-    Slots given as the same :class:`SlotWitness` object (a partition padded with its last
-    sector, Winning's 66 slots of one sector) are computed once and copied."""
+    ``into``: a new, zero shared-memory block of at least the aux's size; the aux is written at
+    its start (the engine then exports it without a copy). ``pool``: forked processes that
+    compute runs of slots into it at once (:class:`~.post_pool.PostWitnessPool`). Slots given as
+    the same :class:`SlotWitness` object (or the same row of :class:`SlotArrays`) are computed
+    once per run and copied."""
     lay = post_layout(shape)
-    n_slots, n_ch = shape.sector_slots, shape.challenges_per_slot
-    if len(slots) != n_slots:
-        raise ValueError(f"{len(slots)} sector slots, the circuit has {n_slots}")
-    arities = shape.tree_arities
-    first: dict[int, int] = {}  # id of a distinct slot -> its index among the distinct ones
-    order = np.array([first.setdefault(id(slot), len(first)) for slot in slots], dtype=np.int64)
-    distinct = list({id(slot): slot for slot in slots}.values())
-    where = [int(np.flatnonzero(order == u)[0]) for u in range(len(distinct))]  # first slot of each
-    for u, slot in enumerate(distinct):
-        if len(slot.paths) != n_ch or len(slot.leaves) != n_ch or any([lv.arity for lv in path] != arities
-                                                                     for path in slot.paths):
-            raise ValueError(f"slot {where[u]}: paths do not have the circuit's shape ({n_ch} paths of arities {arities})")
-        if slot.comm_r is None or slot.comm_c is None or slot.comm_r_last is None:
-            raise ValueError(f"slot {where[u]} has no values: a witness assignment needs slots with values, not blank ones")
-    try:
-        aux_u, inputs_u = _distinct_assignment(lay, distinct)
-    except PostWitnessMismatch as exc:
-        s = where[exc.slot]
-        shift = (s - exc.slot) * lay.slot_constraints
-        raise PostWitnessMismatch(s, exc.challenge, exc.constraint + shift) from None
-    aux = aux_u
-    if len(distinct) < n_slots:
-        aux = _zeros((n_slots, *aux_u.shape[1:]))
-        for s, u in enumerate(order):  # a slot's aux at a time: one 1.7 MB copy each at 32 GiB
-            aux[s] = aux_u[u]
+    arrays = slots if isinstance(slots, SlotArrays) else SlotArrays.from_witnesses(shape, slots)
+    arrays.check(shape)
+    if pool is not None:
+        aux3, failures = pool.write(lay, arrays, into, timings)
+    else:
+        aux3 = aux_in_block(lay, into) if into is not None else _zeros((shape.sector_slots, lay.slot_aux, FR_LIMBS))
+        failures = [write_run(lay, arrays, aux3, 0)]
+    raise_first(lay, arrays, failures)
+    return post_inputs(shape, arrays), aux3.reshape(-1, FR_LIMBS)
+
+
+def post_inputs(shape: PostShape, arrays: SlotArrays) -> np.ndarray:
+    """(1 + slots x (1 + challenges), 4) uint64: ONE, then per slot comm_r and its packed
+    path indices, as the circuit inputizes them."""
+    inputs = np.zeros((arrays.rows, 1 + shape.challenges_per_slot, FR_LIMBS), dtype=np.uint64)
+    inputs[:, 0] = arrays.comm_r
+    inputs[:, 1:, 0] = arrays.packed_indices(shape)
     one = np.array([[1, 0, 0, 0]], dtype=np.uint64)
-    inputs = np.concatenate([one, inputs_u[order].reshape(-1, FR_LIMBS)])
-    return inputs, aux.reshape(-1, FR_LIMBS)
+    return np.concatenate([one, inputs[arrays.order].reshape(-1, FR_LIMBS)])
 
 
-def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.ndarray, np.ndarray]:
-    """(aux (slots, slot_aux, 4), inputs (slots, 1 + challenges, 4)) uint64 limbs of these
-    slots, numbered as if they were the partition's first slots (constraint indices likewise)."""
-    n_slots, n_ch = len(slots), lay.shape.challenges_per_slot
-    crl = _fr([s.comm_r_last for s in slots], (n_slots,))
-    cc = _fr([s.comm_c for s in slots], (n_slots,))
-    cr = _fr([s.comm_r for s in slots], (n_slots,))
-    slot_words = lay.slot_aux * FR_LIMBS  # uint64 words from one slot's aux to the next
-    aux = _zeros((n_slots, lay.slot_aux, FR_LIMBS))
-    aux[:, 0], aux[:, 1], aux[:, 2] = crl, cc, cr
-    starts = np.arange(n_slots, dtype=np.int64) * slot_words
-    digest = poseidon_into(2, np.stack([cc, crl], axis=1), aux, starts + 3 * FR_LIMBS)
-    bad = np.flatnonzero((digest != cr).any(axis=-1))
-    if bad.size:
-        s = int(bad[0])
-        raise PostWitnessMismatch(s, None, s * lay.slot_constraints + lay.header_constraints - 1)
+@dataclass(frozen=True)
+class RunFailures:
+    """What one run of slots found wrong (small: it comes back through a pipe), in circuit slot
+    numbers (the first slot of the run where the failing row is computed)."""
 
-    # every (slot, challenge) path at once: values (n_slots, n_ch, 4), bits (n_slots, n_ch, 1)
-    ch = aux[:, lay.header_aux:].reshape(n_slots, n_ch, lay.challenge_aux, FR_LIMBS)
+    comm_r: np.ndarray  #: (k,) slots whose comm_r is not Poseidon(comm_c, comm_r_last)
+    roots: np.ndarray  #: (k, 2) per failing slot, (slot, its first challenge whose root is wrong)
+
+
+def write_run(lay: PostLayout, arrays: SlotArrays, aux3: np.ndarray, first: int) -> RunFailures:
+    """Write circuit slots ``first`` .. ``first + len(arrays.order) - 1`` into ``aux3`` (the
+    partition's (slots, slot_aux, 4) aux, zero where this run writes): each row of ``arrays``
+    the run's slots name is computed once, at its first slot in the run, and copied to the
+    others. One process runs all slots as one run; a pool one run a process."""
+    order = arrays.order
+    rows, pos = np.unique(order, return_index=True)  # pos: each row's first slot in the run
+    by_pos = np.argsort(pos)
+    rows, pos = rows[by_pos], pos[by_pos]
+    sub = arrays.select(rows, np.arange(rows.size, dtype=np.int64))
+    contiguous = bool(rows.size) and pos[-1] - pos[0] + 1 == rows.size
+    out = aux3[first + pos[0]:first + pos[0] + rows.size] if contiguous else _zeros((rows.size, lay.slot_aux, FR_LIMBS))
+    comm_ok, root_bad = _compute_rows(lay, sub, out)
+    src = np.empty(arrays.rows, dtype=np.int64)
+    src[rows] = first + pos
+    if not contiguous:
+        for k, p in enumerate(pos.tolist()):
+            aux3[first + p] = out[k]
+    repeat = np.ones(order.size, dtype=bool)
+    repeat[pos] = False
+    for s in np.flatnonzero(repeat).tolist():  # one slot's aux at a time: 1.7 MB at 32 GiB
+        aux3[first + s] = aux3[src[order[s]]]
+    bad = np.flatnonzero(root_bad.any(axis=1))
+    roots = np.stack([first + pos[bad], root_bad[bad].argmax(axis=1)], axis=1) if bad.size else np.zeros((0, 2), np.int64)
+    return RunFailures(first + pos[~comm_ok], roots.astype(np.int64))
+
+
+def raise_first(lay: PostLayout, arrays: SlotArrays, failures: list[RunFailures]) -> None:
+    """Raise :class:`PostWitnessMismatch` for the first failure of the runs, named as the
+    one-run computation names it: comm_r before the paths; the row's first slot, then the
+    challenge, lowest first."""
+    first = arrays.first_slots()
+
+    def of_row(slot: np.ndarray) -> np.ndarray:
+        return first[arrays.order[slot]]
+
+    comm = np.concatenate([f.comm_r for f in failures])
+    if comm.size:
+        s = int(of_row(comm).min())
+        raise PostWitnessMismatch(s, None, lay.comm_r_constraint(s))
+    roots = np.concatenate([f.roots for f in failures])
+    if roots.size:
+        slots = of_row(roots[:, 0])
+        k = int(np.lexsort((roots[:, 1], slots))[0])
+        s, c = int(slots[k]), int(roots[k, 1])
+        raise PostWitnessMismatch(s, c, lay.root_constraint(s, c))
+
+
+def _compute_rows(lay: PostLayout, arrays: SlotArrays, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Write each row of ``arrays`` into ``out`` ((rows, slot_aux, 4), C-contiguous, zero);
+    (comm_r right (rows,), root wrong (rows, challenges)) bool."""
+    n_rows, n_ch = arrays.rows, lay.shape.challenges_per_slot
+    crl, cc, cr = arrays.comm_r_last, arrays.comm_c, arrays.comm_r
+    starts = np.arange(n_rows, dtype=np.int64) * lay.slot_aux * FR_LIMBS
+    out[:, 0], out[:, 1], out[:, 2] = crl, cc, cr
+    digest = poseidon_into(2, np.stack([cc, crl], axis=1), out, starts + 3 * FR_LIMBS)
+    comm_ok = (digest == cr).all(axis=-1)
+
+    # every (row, challenge) path at once: values (rows, n_ch, 4), bits (rows, n_ch, 1)
+    ch = out[:, lay.header_aux:].reshape(n_rows, n_ch, lay.challenge_aux, FR_LIMBS)
     ch_starts = (starts[:, None] + FR_LIMBS * (lay.header_aux + lay.challenge_aux * np.arange(n_ch))).reshape(-1)
-    paths = [path for slot in slots for path in slot.paths]
-    cur = _fr([v for slot in slots for v in slot.leaves], (n_slots, n_ch))
+    cur = arrays.leaves
     ch[:, :, 0] = cur
-    n_sibs = sum(a - 1 for a in lay.shape.tree_arities)
-    sibs_all = _fr([v for path in paths for level in path for v in level.siblings], (n_slots, n_ch, n_sibs))
-    index_all = np.array([[level.index for level in path] for path in paths], dtype=np.int64).reshape(n_slots, n_ch, -1)
-    if sum(a.bit_length() - 1 for a in lay.shape.tree_arities) >= 63:
-        raise ValueError("the index bits of a path do not fit the packed challenge word")
-    packed = np.zeros((n_slots, n_ch), dtype=np.int64)
-    shift, s0 = 0, 0
+    s0 = 0
     for lv, (a, o_bits, o_sibs, o_ins, o_hash) in enumerate(lay.levels):
-        nb = a.bit_length() - 1
-        index = index_all[:, :, lv]
-        if ((index < 0) | (index >= a)).any():
-            raise ValueError(f"level {lv}: a path index is not below the arity {a}")
-        bits = [(index >> i) & 1 for i in range(nb)]
-        sibs = sibs_all[:, :, s0:s0 + a - 1]
+        index = arrays.index[:, :, lv].astype(np.int64)
+        bits = [(index >> i) & 1 for i in range(a.bit_length() - 1)]
+        sibs = arrays.siblings[:, :, s0:s0 + a - 1]
         s0 += a - 1
         for i, b in enumerate(bits):
             ch[:, :, o_bits + i, 0] = b
-            packed |= b << (shift + i)
-        shift += nb
         ch[:, :, o_sibs:o_sibs + a - 1] = sibs
         cols = [b[:, :, None] for b in bits]  # broadcast over the limbs
         els = [sibs[:, :, k] for k in range(a - 1)]
@@ -188,16 +361,6 @@ def _distinct_assignment(lay: PostLayout, slots: list[SlotWitness]) -> tuple[np.
         else:
             ins_aux, children = _insert_2(cur, els, *cols)
             ch[:, :, o_ins:o_ins + 2] = np.stack(ins_aux, axis=2)
-        preimage = np.stack(children, axis=2).reshape(n_slots * n_ch, a, FR_LIMBS)
-        cur = poseidon_into(a, preimage, aux, ch_starts + FR_LIMBS * o_hash).reshape(n_slots, n_ch, FR_LIMBS)
-
-    wrong = np.argwhere((cur != crl[:, None]).any(axis=-1))
-    if wrong.size:
-        s, c = (int(x) for x in wrong[0])
-        raise PostWitnessMismatch(s, c, s * lay.slot_constraints + lay.header_constraints
-                                  + (c + 1) * lay.challenge_constraints - 1)
-
-    inputs = np.zeros((n_slots, 1 + n_ch, FR_LIMBS), dtype=np.uint64)
-    inputs[:, 0] = cr
-    inputs[:, 1:, 0] = packed
-    return aux, inputs
+        preimage = np.stack(children, axis=2).reshape(n_rows * n_ch, a, FR_LIMBS)
+        cur = poseidon_into(a, preimage, out, ch_starts + FR_LIMBS * o_hash).reshape(n_rows, n_ch, FR_LIMBS)
+    return comm_ok, (cur != crl[:, None]).any(axis=-1)
