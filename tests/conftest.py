@@ -1,4 +1,5 @@
-"""Shared fixtures: a seeded RNG whose seed is printed on failure, and the npm oracles."""
+"""Shared fixtures: a seeded RNG whose seed is printed on failure, the npm oracles, and the
+recorded porep-2k circuit (used by the Filecoin and the conformance tests)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,14 @@ def snarkjs() -> Path:
 @pytest.fixture(scope="session")
 def circom2() -> Path:
     return _require_oracle("circom2")
+
+
+@pytest.fixture(scope="session")
+def porep_2k_pce_cache(tmp_path_factory) -> Path:
+    """A param cache holding the recorded porep-2k circuit (~5-8 s to record), shared read-only:
+    every test that only reads the circuit uses this one recording."""
+    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+
+    cache = tmp_path_factory.mktemp("porep-2k-pce")
+    ensure_porep_pce("porep-2k", cache)
+    return cache

@@ -64,6 +64,13 @@ def rng(seed) -> np.random.Generator:
 
 
 @pytest.fixture(scope="session")
+def session_seed() -> int:
+    """The session seed itself, for data that several tests share (made once per module or
+    session); a test using such data also asks for ``seed``, so a failure prints the seed."""
+    return _SESSION_SEED
+
+
+@pytest.fixture(scope="session")
 def g1_pool() -> PointPool:
     return PointPool(group=1, seed=_SESSION_SEED)
 

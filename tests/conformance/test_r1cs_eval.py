@@ -4,11 +4,13 @@ with Filecoin-like coefficients and values and for the recorded 2 KiB PoRep circ
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_objects
-from cuzk_plugin.circuit.pce_record import precompile_r1cs, record_circuit
+from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix
 from cuzk_plugin.formats.pce import PrecompiledCircuit, load_pce
 
@@ -96,17 +98,6 @@ def test_refuses_a_witness_of_the_wrong_length(backend, rng):
         handle.release()
 
 
-@pytest.fixture(scope="module")
-def porep_2k_pce(tmp_path_factory) -> PrecompiledCircuit:
-    from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
-    from cuzk_plugin.filecoin.params import porep_params
-
-    params = porep_params("2KiB")
-    path = tmp_path_factory.mktemp("pce") / "pce-porep-2k.pce"
-    record_circuit(lambda cs: synthesize_partition(cs, params, blank_partition(params)), path, "porep-2k")
-    return load_pce(path)
-
-
 def _reference_of(pce: PrecompiledCircuit) -> R1CS:
     """The circuit's rows (input constraints included) as a reference R1CS on Python ints."""
     coeffs = limbs_to_objects(np.asarray(pce.coeffs))
@@ -117,24 +108,35 @@ def _reference_of(pce: PrecompiledCircuit) -> R1CS:
     return R1CS(pce.num_inputs, pce.num_aux, pce.num_constraints, *mats)
 
 
-@pytest.mark.slow
-def test_recorded_porep_2k_circuit_matches_reference(backend, rng, porep_2k_pce):
-    pce = porep_2k_pce
+@pytest.fixture(scope="module")
+def porep_2k_case(porep_2k_pce_cache, session_seed):
+    """The recorded 2 KiB PoRep circuit, a Filecoin-like z drawn from the session seed, and the
+    reference a, b, c of it as limbs: ~10 s of Python-int work, made once for every backend."""
+    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+
+    pce = load_pce(ensure_porep_pce("porep-2k", porep_2k_pce_cache))
+    rng = np.random.default_rng(session_seed ^ zlib.crc32(b"recorded porep-2k"))
     kinds = rng.choice(4, size=pce.num_vars, p=[0.45, 0.45, 0.08, 0.02])
     values = np.zeros((pce.num_vars, 4), np.uint64)
     values[kinds == 1, 0] = 1
     big = np.flatnonzero(kinds >= 2)
     values[big] = ints_to_limbs([int.from_bytes(rng.bytes(32), "little") % R for _ in big])
     values[0] = (1, 0, 0, 0)
-    reference = _reference_of(pce)
+    want = _reference_of(pce).evaluate(limbs_to_objects(values))
+    return pce, values, [ints_to_limbs(w) for w in want]
+
+
+@pytest.mark.slow
+def test_recorded_porep_2k_circuit_matches_reference(backend, seed, porep_2k_case):
+    # seed: reports the session seed (CUZK_TEST_SEED) that draws porep_2k_case's z on a failure
+    pce, values, want = porep_2k_case
     handle = backend.load_circuit(pce)
     try:
         got = backend.evaluate_r1cs(handle, values)
     finally:
         handle.release()
-    want = reference.evaluate(limbs_to_objects(values))
     for name, g, w in zip("abc", got, want, strict=True):
-        bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
+        bad = np.flatnonzero((g != w).any(axis=1))
         assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -73,10 +74,17 @@ def _task(c1: bytes, k: int, pce_cache: Path) -> PorepPartitionTask:
     return PorepPartitionTask(job.partition(k), job.circuit_id, str(pce_cache))
 
 
+@pytest.fixture(scope="module")
+def reference_2kib_partition(reference_2kib):
+    """The reference path's partition (a, b, c, assignments, densities) of the sealed 2 KiB C1:
+    ~8 s, made once for both pool sizes (which only read it)."""
+    return synthesize(*reference_2kib)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", [1, 3])
-def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, reference_2kib, tmp_path, processes,
-                                                                  monkeypatch):
+def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, reference_2kib_partition, porep_2k_pce_cache,
+                                                                  processes, monkeypatch):
     # as a synthesis worker runs it: the witness (one process, or a forked pool of 3) written
     # straight into the block the engine maps, the small inputs copied into a second one
     from multiprocessing import shared_memory
@@ -85,14 +93,14 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, refere
     from cuzk_plugin.engine.synthesis import SharedPartition, run_task
 
     monkeypatch.setattr(workers, "_task_processes", processes)
-    ref_part = run_task(_task(c1_bytes, 0, tmp_path))
+    ref_part = run_task(_task(c1_bytes, 0, porep_2k_pce_cache))
     assert [(name, block, offset) for name, block, offset, *_ in ref_part.layout] == [
         ("input_assignment", 1, 0), ("aux_assignment", 0, 0)]
     shared = SharedPartition(ref_part)
     part, public = shared.partition, ref_part.public_inputs
     assert isinstance(part, WitnessPartition) and isinstance(part.circuit, MappedCircuit)
-    assert part.circuit.path == str(pce_path(tmp_path, "porep-2k"))
-    ref = synthesize(*reference_2kib)
+    assert part.circuit.path == str(pce_path(porep_2k_pce_cache, "porep-2k"))
+    ref = reference_2kib_partition
     assert public == porep_partitions(c1_bytes).public_inputs(0)
     from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 
@@ -109,7 +117,7 @@ def test_porep_2k_witness_on_the_pce_equals_reference_synthesis(c1_bytes, refere
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, tmp_path, processes):
+async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, porep_2k_pce_cache, processes):
     # a C1 whose Merkle path is corrupted fails in the witness, in a synthesis worker, after its
     # output block was made: the error crosses back naming the partition, challenge and part of
     # the circuit (it once broke the pool instead: the error did not unpickle), and the block goes
@@ -122,7 +130,7 @@ async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, tm
     proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]
     proof["comm_d_proofs"]["data"]["Single"]["path"]["path"][0]["hashes"][0][4] ^= 0x10
     before = {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")}
-    task = _task(json.dumps(c1_dict).encode(), 0, tmp_path)
+    task = _task(json.dumps(c1_dict).encode(), 0, porep_2k_pce_cache)
     pool = SynthesisPool(1, processes)
     try:
         for _ in range(2):  # the same worker answers again: the pool was not broken
@@ -145,8 +153,11 @@ def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_corrupted_pce_in_the_param_cache_is_extracted_again(tmp_path, caplog):
+def test_corrupted_pce_in_the_param_cache_is_extracted_again(porep_2k_pce_cache, tmp_path, caplog):
+    # a copy of the shared recording (what ensure_porep_pce left there), then corrupted in place
+    shutil.copyfile(pce_path(porep_2k_pce_cache, "porep-2k"), pce_path(tmp_path, "porep-2k"))
     path = ensure_porep_pce("porep-2k", tmp_path)
+    assert path == str(pce_path(tmp_path, "porep-2k"))
     digest = read_header(path).digest
     raw = bytearray(Path(path).read_bytes())
     raw[len(raw) // 2] ^= 0xFF
