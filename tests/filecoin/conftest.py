@@ -1,4 +1,6 @@
-"""Fixtures for the Filecoin circuit tests: one sealed 2 KiB sector and its C1 JSON per session."""
+"""Fixtures for the Filecoin circuit tests: one sealed 2 KiB sector, its C1 JSON and the reference
+syntheses of its PoRep partition and of its SnapDeals update per session (the recorded porep-2k
+circuit, ``porep_2k_pce_cache``, is in the tests' root conftest)."""
 
 from __future__ import annotations
 
@@ -28,17 +30,20 @@ def reference_2kib(c1_bytes):
     return porep_partitions(c1_bytes).circuit(0)
 
 
-@pytest.fixture(scope="session")
-def porep_2k_pce_cache(tmp_path_factory):
-    """A param cache holding the recorded porep-2k circuit (~8 s to record), shared read-only."""
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
-
-    cache = tmp_path_factory.mktemp("porep-2k-pce")
-    ensure_porep_pce("porep-2k", cache)
-    return cache
-
-
 @pytest.fixture
 def c1_dict(c1_bytes) -> dict:
     """A fresh, mutable copy of the C1 JSON."""
     return json.loads(c1_bytes)
+
+
+@pytest.fixture(scope="session")
+def snap_reference_2kib(sealed):
+    """The reference synthesis (R1CS, inputs, aux; every constraint checked as it is enforced) of
+    the SnapDeals update of the sealed sector with new data seed 3, from its encoded vanilla
+    proof as the provider decodes it: ~15 s on two cores, so made once for the tests that use it."""
+    from cuzk_plugin.adapters.curio.snap import SnapPartitionTask
+    from cuzk_plugin.filecoin.snap_seal import snap_update, vanilla_proofs
+
+    u = snap_update(sealed, data_seed=3)
+    (blob,) = vanilla_proofs(u)
+    return SnapPartitionTask(0, blob, 0, sealed.comm_r, u.tree_d_new.root, int.from_bytes(u.comm_r_new, "little")).circuit()

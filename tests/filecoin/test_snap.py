@@ -12,7 +12,6 @@ import pytest
 
 from cuzk_plugin.adapters.curio.snap import (
     SnapDecodeError,
-    SnapPartitionTask,
     decode_partition_proof,
     snap_job,
 )
@@ -225,9 +224,9 @@ def test_plan_checks_name_the_request_field(update, blob):
 
 
 @pytest.mark.slow
-def test_update_witness_satisfies_every_constraint(update, blob, sealed):
-    task = SnapPartitionTask(0, blob, 0, sealed.comm_r, update.tree_d_new.root, int.from_bytes(update.comm_r_new, "little"))
-    r1cs, inputs, aux = task.circuit()  # raises on the first violated constraint
+def test_update_witness_satisfies_every_constraint(snap_reference_2kib):
+    # SnapPartitionTask.circuit() of this module's update (conftest): it raises on the first violated constraint
+    r1cs, inputs, aux = snap_reference_2kib
     assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
     assert (r1cs.num_constraints, r1cs.num_inputs) == (COUNT_2KIB, 5)
 
