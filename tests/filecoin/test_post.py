@@ -4,6 +4,7 @@ independently, and proofs that verify (and fail when tampered)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import numpy as np
@@ -22,7 +23,7 @@ from cuzk_plugin.filecoin.post_challenges import (
     winning_sector_index,
 )
 from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
-from cuzk_plugin.filecoin.post_proofs import POST_PROOFS, PostKind, post_proof_by_number, post_shape
+from cuzk_plugin.filecoin.post_proofs import POST_PROOFS, PostKind, PostShape, post_proof_by_number, post_shape
 from cuzk_plugin.filecoin.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.proofs import prover_id_from_miner
 from cuzk_plugin.groth16.prover import prove
@@ -33,11 +34,14 @@ from tests.filecoin.post_data import sealed_post_sectors
 KIB2, MIB8, MIB512, GIB32, GIB64 = 2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30
 
 
-def _shape_count(kind: PostKind, size: int) -> ShapeConstraintSystem:
+def _shape_count_of(shape: PostShape) -> ShapeConstraintSystem:
     cs = ShapeConstraintSystem()
-    shape = post_shape(kind, size)
     synthesize_post(cs, shape, blank_slots(shape))
     return cs
+
+
+def _shape_count(kind: PostKind, size: int) -> ShapeConstraintSystem:
+    return _shape_count_of(post_shape(kind, size))
 
 
 # Public inputs incl. ONE: Window 1 + 2349 * 11 / 1 + 2300 * 11 and Winning 1 + 66 * 2 equal the
@@ -55,14 +59,31 @@ def test_small_shape_counts(kind, size, constraints, inputs):
     assert (cs.num_constraints, cs.num_inputs) == (constraints, inputs)
 
 
+# filecoin-proofs src/constants.rs, comments on WINDOW_POST_SECTOR_COUNT (post-facts.md section 5):
+# 32 GiB (2349 sectors) 125,279,217 constraints; 64 GiB (2300 sectors) 129,887,900.
+WINDOW_COUNTS = [(GIB32, 125_279_217, 25_840), (GIB64, 129_887_900, 25_301)]
+
+
+@pytest.mark.parametrize("size,constraints,inputs", WINDOW_COUNTS)
+def test_window_shape_counts_from_one_and_two_slots_match_rust_fil_proofs(size, constraints, inputs):
+    """synthesize_post is a loop over the slots, each the same circuit: the shape pass of one and
+    of two slots of the real shape (the second slot as it follows the first) gives the count of
+    every slot, and all 2349 / 2300 of them must add up to the published figure. The whole
+    pass (~25 s each on two cores) is test_window_shape_counts_match_rust_fil_proofs (heavy)."""
+    full = post_shape(PostKind.WINDOW, size)
+    one, two = (_shape_count_of(dataclasses.replace(full, sector_slots=n)) for n in (1, 2))
+    slot = (two.num_constraints - one.num_constraints, two.num_inputs - one.num_inputs)
+    assert slot[1] == 1 + full.challenges_per_slot  # comm_r and the leaf indices
+    assert (one.num_constraints, one.num_inputs) == (slot[0], 1 + slot[1])  # nothing but ONE outside the slots
+    assert (full.sector_slots * slot[0], 1 + full.sector_slots * slot[1]) == (constraints, inputs)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("size,constraints,inputs", [
-    # filecoin-proofs src/constants.rs, comments on WINDOW_POST_SECTOR_COUNT (post-facts.md section 5):
-    # 32 GiB (2349 sectors) 125,279,217 constraints; 64 GiB (2300 sectors) 129,887,900.
-    (GIB32, 125_279_217, 25_840),
-    (GIB64, 129_887_900, 25_301),
-])
+@pytest.mark.heavy
+@pytest.mark.parametrize("size,constraints,inputs", WINDOW_COUNTS)
 def test_window_shape_counts_match_rust_fil_proofs(size, constraints, inputs):
+    # heavy: ~50 s for both; test_window_shape_counts_from_one_and_two_slots_match_rust_fil_proofs
+    # checks the same figures in the default run
     cs = _shape_count(PostKind.WINDOW, size)
     assert (cs.num_constraints, cs.num_inputs) == (constraints, inputs)
 
