@@ -7,8 +7,11 @@ object decoder gives."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
+import time
 from multiprocessing.shared_memory import SharedMemory
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +27,10 @@ from cuzk_plugin.filecoin.post_seal import (
     post_vanilla_proofs,
     random_randomness,
 )
+from cuzk_plugin.filecoin.witness import post_pool
 from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, SlotArrays, post_assignment, post_layout
 from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool, plan_runs
+from cuzk_plugin.filecoin.witness.post_pool import _run as _real_run
 from tests.filecoin.post_data import sealed_post_sectors
 
 GIB32, GIB64 = 32 << 30, 64 << 30
@@ -195,6 +200,26 @@ def test_task_carries_arrays_not_the_request(winning_2k):
     assert not hasattr(back, "vanilla_proofs") and back.partition.public_inputs == winning_2k.public_inputs
     (inputs, aux), (want_inputs, want_aux) = back.partition.assignment(), winning_2k.partition.assignment()
     assert (inputs == want_inputs).all() and (aux == want_aux).all()
+
+
+def _failing_first_run(shape, path, arrays, first):
+    """A run that raises at once for slot 0; the others take a while, then leave a mark."""
+    if first == 0:
+        raise ValueError("run 0 broke")
+    time.sleep(0.5)
+    got = _real_run(shape, path, arrays, first)
+    (Path(os.environ["POST_POOL_MARKS"]) / str(first)).touch()
+    return got
+
+
+def test_a_failing_run_is_raised_after_every_run_ended(winning_2k, tmp_path, monkeypatch):
+    """No run may still write into the block once the error reaches the engine (which then
+    unlinks it, or zeroes and offers it to the next task)."""
+    monkeypatch.setenv("POST_POOL_MARKS", str(tmp_path))
+    monkeypatch.setattr(post_pool, "_run", _failing_first_run)
+    with PostWitnessPool(3) as pool, pytest.raises(ValueError, match="run 0 broke"):
+        winning_2k.partition.assignment(pool=pool)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["22", "44"]
 
 
 def test_closed_pool_and_bad_counts_are_refused(winning_2k):

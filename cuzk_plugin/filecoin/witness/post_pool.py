@@ -110,11 +110,17 @@ class PostWitnessPool:
                 part = arrays.select(rows, local.astype(np.int64).reshape(-1))
                 jobs.append(self._pool.apply_async(_run, (shape, path, part, a)))
             t1 = time.perf_counter()
-            failures, slowest = [], 0.0
-            for job in jobs:
-                got, seconds = job.get()
+            failures, slowest, error = [], 0.0, None
+            for job in jobs:  # every run ends before anything is raised: none writes into a block given back
+                try:
+                    got, seconds = job.get()
+                except Exception as exc:
+                    error = error or exc
+                    continue
                 failures.append(got)
                 slowest = max(slowest, seconds)
+            if error is not None:
+                raise error
             t2 = time.perf_counter()
             if aux3 is None:  # populated: the caller reads every page (an upload); one mapping, not 1 M faults
                 mm = mmap.mmap(fd, lay.aux_nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
