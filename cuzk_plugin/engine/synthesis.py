@@ -73,6 +73,9 @@ _task_blocks: dict[str, shared_memory.SharedMemory] = {}
 #: those it took (the engine's: never unlinked here).
 _offered: dict[int, list[str]] = {}
 _taken: set[str] = set()
+_in_task = False
+#: Blocks output_block made outside a task (tests, tools), kept mapped: see output_block.
+_loose: list[shared_memory.SharedMemory] = []
 
 
 def output_block(nbytes: int) -> shared_memory.SharedMemory:
@@ -80,6 +83,15 @@ def output_block(nbytes: int) -> shared_memory.SharedMemory:
     array written at its start is exported in place. One the engine offered when it has that
     size (recycled: its pages exist, and are pinned for the GPU), else a new one. The block
     goes with the task's result, or back to the engine (a new one: unlinked) if the task fails."""
+    if not _in_task:  # a test or tool calling a task's synthesize: nobody takes the block over,
+        shm = shared_memory.SharedMemory(create=True, size=max(nbytes, 1))
+        shm.unlink()  # so its name goes now; the mapping stays for the arrays on it (closing
+        _loose.append(shm)  # the SharedMemory would unmap it under them) until the process ends
+        return shm
+    return _task_block(nbytes)
+
+
+def _task_block(nbytes: int) -> shared_memory.SharedMemory:
     size = max(nbytes, 1)
     if _offered.get(size):
         name = _offered[size].pop()
@@ -147,13 +159,16 @@ def export_partition(part: SynthesizedPartition | WitnessPartition, public_input
         placed[name] = (len(blocks), offset)
         offset += -(-max(arr.nbytes, 1) // _ALIGN) * _ALIGN
     if copied:
-        shm = output_block(offset)
+        shm = _task_block(offset)
         blocks.append(shm.name)
         for name, arr in copied:
             np.ndarray(arr.shape, arr.dtype, buffer=shm.buf, offset=placed[name][1])[...] = arr
     layout = tuple((name, *placed[name], tuple(getattr(part, name).shape), getattr(part, name).dtype.str) for name in names)
     pce = (part.circuit.path, part.pce.digest) if isinstance(part, WitnessPartition) else (None, None)
-    return SharedPartitionRef(tuple(blocks), layout, public_inputs, seconds, os.getpid(), *pce)
+    ref = SharedPartitionRef(tuple(blocks), layout, public_inputs, seconds, os.getpid(), *pce)
+    if not _in_task:  # called directly (tests, tools): the caller has the blocks from here
+        _close_task_blocks(unlink=False)
+    return ref
 
 
 @lru_cache(maxsize=8)
@@ -243,10 +258,12 @@ def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
 def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = ()) -> SharedPartitionRef:
     """Worker entry point: synthesize and export to shared memory (``offer``: the engine's
     recycled zero blocks, (name, size), that :func:`output_block` takes where the size fits)."""
+    global _in_task
     t0 = time.perf_counter()
     ref = None
     for name, size in offer:
         _offered.setdefault(size, []).append(name)
+    _in_task = True
     try:
         part, public_inputs = task.synthesize()
         ref = export_partition(part, public_inputs, time.perf_counter() - t0)
@@ -256,6 +273,7 @@ def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = ()) -> Sh
     except Exception as exc:  # keep the type and message, but as our error (picklable, clear)
         raise SynthesisFailed(f"{type(exc).__name__}: {exc}") from None
     finally:
+        _in_task = False
         _close_task_blocks(unlink=ref is None)
     return ref
 

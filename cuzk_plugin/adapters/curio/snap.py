@@ -279,16 +279,17 @@ class SnapPartitionTask:
                                    f"nothing was proved") from None
         return cs.finish()
 
-    def assignment(self):
+    def assignment(self, into=None):
         """(inputs, aux) as (n, 4) uint64 canonical, ONE first, in the circuit's variable order,
         computed without synthesis (:mod:`cuzk_plugin.filecoin.witness.snap`). The witness checks
         every equality of the circuit itself, so the vanilla verifier does not run first (plan
-        time checked the indices, roots and comm_c); a violation names the proof's field."""
+        time checked the indices, roots and comm_c); a violation names the proof's field. The aux
+        is written into the zero block ``into`` where given."""
         from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment
 
         p, w = self._witness(verify=False)
         try:
-            return update_assignment(p, w, partition=self.k)
+            return update_assignment(p, w, partition=self.k, into=into)
         except UpdateWitnessMismatch as exc:
             where = f"vanilla_proofs[{self.k}]"
             if exc.challenge is not None:
@@ -312,10 +313,14 @@ class SnapPartitionTask:
         from cuzk_plugin.adapters.curio.provider import pce_enabled
 
         if self.pce_cache is not None and pce_enabled():
+            from cuzk_plugin.engine.synthesis import output_block
+            from cuzk_plugin.filecoin.witness.snap import update_layout
             from cuzk_plugin.formats.partition import WitnessPartition
             from cuzk_plugin.formats.pce import MappedCircuit
 
-            inputs, aux = self.assignment()
+            # the aux straight into the block the engine maps (2.6 GB at 32 GiB), never copied
+            lay = update_layout(update_params(update_proof_size(self.registered_proof)))
+            inputs, aux = self.assignment(into=output_block(lay.aux_nbytes))
             got = self._checked_inputs(inputs)
             circuit = MappedCircuit.open(ensure_snap_pce(snap_circuit_id(update_proof_size(self.registered_proof)),
                                                          self.pce_cache))

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 from multiprocessing.shared_memory import SharedMemory
-from typing import cast
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -352,11 +352,17 @@ class _Aux:
         self.ch[:, off:off + values.shape[1], :] = _limbs(values)
 
 
-def aux_in_block(layout: PorepLayout, block: SharedMemory) -> np.ndarray:
-    """The partition's (num_aux, 4) uint64 aux array at the start of ``block`` (new, so zero),
-    which must hold it."""
-    if block.size < layout.aux_nbytes:
-        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {layout.aux_nbytes}")
+class _Sized(Protocol):
+    @property
+    def num_aux(self) -> int: ...
+
+
+def aux_in_block(layout: _Sized, block: SharedMemory) -> np.ndarray:
+    """A partition's (num_aux, 4) uint64 aux array at the start of ``block`` (a zero block from
+    the engine's output_block), which must hold it; any circuit's layout with a ``num_aux``."""
+    nbytes = layout.num_aux * FR_LIMBS * 8
+    if block.size < nbytes:
+        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {nbytes}")
     return np.ndarray((layout.num_aux, FR_LIMBS), np.uint64, buffer=block.buf)
 
 

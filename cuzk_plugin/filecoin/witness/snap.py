@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
@@ -30,7 +31,16 @@ from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.snap.circuit import UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
-from cuzk_plugin.filecoin.witness.porep import _bits_le, _insert_2, _insert_8, _limbs, _node_hash_sig, _pack, _rbn
+from cuzk_plugin.filecoin.witness.porep import (
+    _bits_le,
+    _insert_2,
+    _insert_8,
+    _limbs,
+    _node_hash_sig,
+    _pack,
+    _rbn,
+    aux_in_block,
+)
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 from cuzk_plugin.filecoin.witness.sha256 import sha256_many, sha256_templates
@@ -70,6 +80,11 @@ class UpdateLayout:
     @property
     def num_aux(self) -> int:
         return self.header_aux + self.params.challenges * self.challenge_aux
+
+    @property
+    def aux_nbytes(self) -> int:
+        """Bytes of the (num_aux, 4) uint64 aux array."""
+        return self.num_aux * FR_LIMBS * 8
 
     @property
     def num_constraints(self) -> int:
@@ -232,17 +247,18 @@ def _known(value: int | None, what: str) -> int:
 
 
 def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: int | None = None,
-                      check: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                      check: bool = True, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(inputs (5, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr limbs, equal
     to the reference synthesis of ``w``. With ``check`` a witness that violates an equality
-    raises :class:`UpdateWitnessMismatch` (``partition`` only names it)."""
+    raises :class:`UpdateWitnessMismatch` (``partition`` only names it). The aux lies at the
+    start of ``into`` (a zero block: the engine's, so the 2.6 GB of a 32 GiB partition are
+    never copied) where given."""
     if len(w.challenges) != p.challenges:
         raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has {p.challenges}")
     if len(w.apex_leafs) != p.apex_leaves:
         raise ValueError(f"{len(w.apex_leafs)} apex leaves, this sector size has {p.apex_leaves}")
     lay = update_layout(p)
-    aux = np.empty((lay.num_aux, FR_LIMBS), dtype=np.uint64)
-    aux.fill(0)
+    aux = aux_in_block(lay, into) if into is not None else np.zeros((lay.num_aux, FR_LIMBS), dtype=np.uint64)
     failures: list[tuple[int, int | None, str]] = []  # (absolute constraint, challenge, region)
     pbl, cbl, n_ch = p.partition_bit_len, p.challenge_bit_len, p.challenges
 
