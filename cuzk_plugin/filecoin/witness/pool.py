@@ -149,10 +149,17 @@ class WitnessPool:
             header_ok = _write_header(lay, header, h)
             got = _Gathered.empty(params.challenges_per_partition)
             slowest: dict[str, float] = {}
-            for p, job in jobs:
-                values, seconds = job.get()
-                got.add(p, values)
-                slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
+            try:
+                for p, job in jobs:
+                    values, seconds = job.get()
+                    got.add(p, values)
+                    slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
+            except BaseException:
+                # every part ends before the error leaves: none may still write into a block
+                # the engine unlinks, or zeroes and offers to the next task
+                for _, job in jobs:
+                    job.wait()
+                raise
             t2 = time.perf_counter()
             if all_aux is None:  # populated: the caller reads every page (an upload); one mapping, not 1 M faults
                 mm = mmap.mmap(fd, lay.aux_nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)

@@ -1,0 +1,37 @@
+"""A failing piece of a pooled PoRep witness is raised only once every other piece has ended:
+the engine zeroes and offers a failed task's recycled block to the next task, so no worker may
+still be writing into it (cuzk_plugin.filecoin.witness.pool)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from cuzk_plugin.adapters.curio import porep_partitions
+from cuzk_plugin.filecoin.witness import pool as pool_module
+from cuzk_plugin.filecoin.witness.pool import WitnessPool, plan_parts
+
+
+def _slow_or_failing(params, all_aux, header, chs, part):
+    """In a forked worker: the first labels piece fails at once, every other piece leaves a
+    mark after 0.3 s (the directory comes from the environment the pool was forked with)."""
+    if part.kind == "labels" and part.first == 0:
+        raise ValueError("labels piece failed")
+    time.sleep(0.3)
+    marks = os.environ["CUZK_TEST_MARKS"]
+    with open(os.path.join(marks, f"{part.kind}-{part.first}-{part.parents}"), "w"):
+        pass
+    return {}
+
+
+def test_a_failing_piece_is_raised_after_the_others_end(c1_bytes, tmp_path, monkeypatch):
+    job = porep_partitions(c1_bytes)
+    monkeypatch.setenv("CUZK_TEST_MARKS", str(tmp_path))
+    monkeypatch.setattr(pool_module, "compute_part", _slow_or_failing)  # before the fork
+    workers = 3
+    others = len(plan_parts(job.params.challenges_per_partition, workers)) - 1
+    with WitnessPool(job.params, workers) as pool, pytest.raises(ValueError, match="labels piece failed"):
+        pool.assignment(job.witness(0), partition=0)
+    assert len(os.listdir(tmp_path)) == others
