@@ -2,7 +2,8 @@
 # One 32 GiB PoRep partition's witness with 1, 4, 8, 16 worker processes (issue 12's target:
 # from a parsed C1 to a, b, c on the device <= 1.5 s a partition, the witness <= ~1.2 s).
 # Run from the repository root:  bash bench/synthesis/witness_h200.sh   ($OUT: where the log goes)
-# Makes its own sparse 32 GiB C1 (test fixture) unless $C1 names one; WORKERS, REPEAT override.
+# Makes its own sparse 32 GiB C1 (test fixture) unless $C1 names one; WORKERS, REPEAT override;
+# BENCH_ARGS adds flags (--recycled: every run into one existing block, as the daemon does).
 # Needs python3 with numpy (and the wheels in /tmp/site if bench/e2e installed them).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -17,6 +18,7 @@ C1=${C1:-/tmp/witness-c1-32g.json}
         /usr/bin/time -f "seal: %e s wall, %M KiB peak" $PY -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse \
             --out "$C1" || exit 1
     fi
-    $PY bench/synthesis/witness_pool_bench.py --c1 "$C1" --workers ${WORKERS:-1 4 8 16} --repeat "${REPEAT:-3}"
+    # shellcheck disable=SC2086  # BENCH_ARGS: more flags, e.g. --recycled
+    $PY bench/synthesis/witness_pool_bench.py --c1 "$C1" --workers ${WORKERS:-1 4 8 16} --repeat "${REPEAT:-3}" ${BENCH_ARGS:-}
     echo "rc=$?"
 } 2>&1 | tee "$OUT/witness_h200.txt"
