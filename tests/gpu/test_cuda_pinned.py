@@ -60,3 +60,6 @@ def test_partitions_from_pinned_blocks_match_cpu(cuda, cpu):
             np.testing.assert_array_equal(getattr(g, field), getattr(w, field), err_msg=f"partition {i}: {field}")
     with pytest.raises(BackendError, match=r"not registered|cudaHostUnregister"):
         cuda.unpin_host(pinned[0][0])
+    # the failed call leaves nothing behind: the next launch check of another call passes
+    srs = cuda.load_srs(key)
+    srs.release()

@@ -43,6 +43,10 @@ inline int cz_code_of(cudaError_t err) {
 }
 
 inline void cz_throw_cuda(cudaError_t err, const char* expr, const char* file, int line) {
+    // The runtime also keeps a failed call's error as this thread's last error: cleared here, a
+    // non-sticky one (a cudaHostUnregister of an unknown range) cannot resurface at the next
+    // CZ_CHECK_LAUNCH of an unrelated call.
+    cudaGetLastError();
     char buf[400];
     std::snprintf(buf, sizeof buf, "%s failed at %s:%d: %s (%s, %d)", expr, file, line,
                   cudaGetErrorString(err), cudaGetErrorName(err), static_cast<int>(err));
