@@ -8,6 +8,7 @@ update (large-size test data) is the dense sealer's update at 2 KiB."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from cuzk_plugin.adapters.curio.snap import SnapPartitionTask, SnapWitnessError, ensure_snap_pce
 from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
 from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
+from cuzk_plugin.bls12_381.fields import ints_to_limbs
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.seal import seal
@@ -46,10 +48,18 @@ def _witness(sealed, params, k: int, data_seed: int = 3):
     return witness_from_proof(params, proof, k, sealed.comm_r, u.tree_d_new.root, int.from_bytes(u.comm_r_new, "little"))
 
 
-def _reference(params, w):
-    cs = FastConstraintSystem()
-    synthesize_update_partition(cs, params, w)
-    return cs.finish()
+def _checked_reference_values(params, w):
+    """(None, inputs, aux) by the reference synthesis with every constraint checked as it is
+    enforced (a violated one raises): no R1CS matrices, which values equal to these need not be
+    checked against again (about half of the reference's time)."""
+    cs = FastConstraintSystem(check_as_you_go=True)
+    gc.disable()  # over a million acyclic objects
+    try:
+        synthesize_update_partition(cs, params, w)
+    finally:
+        gc.enable()
+    assert (cs.num_constraints, len(cs._aux)) == (update_layout(params).num_constraints, update_layout(params).num_aux)
+    return None, ints_to_limbs(cs._inputs), ints_to_limbs(cs._aux).reshape(-1, 4)
 
 
 @pytest.mark.parametrize("size", list(SHAPES))
@@ -73,10 +83,12 @@ def test_fast_witness_equals_the_reference_synthesis(sealed, split, request):
         assert all(cp.proof_d_new.levels[-1][1] == 1 for cp in proof.challenge_proofs)
     inputs, aux = update_assignment(p, w)
     # Filecoin's 2 KiB: the session's reference synthesis of this update (from its encoded proof)
-    r1cs, ref_inputs, ref_aux = _reference(p, w) if split else request.getfixturevalue("snap_reference_2kib")
+    r1cs, ref_inputs, ref_aux = (_checked_reference_values(p, w) if split
+                                 else request.getfixturevalue("snap_reference_2kib"))
     assert np.array_equal(inputs, ref_inputs)
     assert aux.shape == ref_aux.shape and np.array_equal(aux, ref_aux)
-    assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
+    if r1cs is not None:  # else the reference values, equal to these, met every constraint as it was enforced
+        assert r1cs.first_unsatisfied(r1cs.assignment(inputs, aux)) is None
 
 
 @pytest.mark.slow
