@@ -202,12 +202,12 @@ def test_task_carries_arrays_not_the_request(winning_2k):
     assert (inputs == want_inputs).all() and (aux == want_aux).all()
 
 
-def _failing_first_run(shape, path, arrays, first):
+def _failing_first_run(path, shape, arrays, first):
     """A run that raises at once for slot 0; the others take a while, then leave a mark."""
     if first == 0:
         raise ValueError("run 0 broke")
     time.sleep(0.5)
-    got = _real_run(shape, path, arrays, first)
+    got = _real_run(path, shape, arrays, first)
     (Path(os.environ["POST_POOL_MARKS"]) / str(first)).touch()
     return got
 

@@ -35,3 +35,38 @@ def test_a_failing_piece_is_raised_after_the_others_end(c1_bytes, tmp_path, monk
     with WitnessPool(job.params, workers) as pool, pytest.raises(ValueError, match="labels piece failed"):
         pool.assignment(job.witness(0), partition=0)
     assert len(os.listdir(tmp_path)) == others
+
+
+def _dies(params, all_aux, header, chs, part):
+    """In a forked worker: the first comm_d piece's process is killed (as the out-of-memory
+    killer would), the others compute as usual."""
+    if part.kind == "comm_d" and part.first == 0:
+        os._exit(9)
+    return _real_compute(params, all_aux, header, chs, part)
+
+
+_real_compute = pool_module.compute_part
+
+
+def test_a_dead_worker_fails_the_partition_and_the_next_pool_works(c1_bytes, monkeypatch):
+    """Without the check the pool waits forever for the dead worker's piece."""
+    from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied
+    from cuzk_plugin.filecoin.witness.pool import shared_pool
+
+    job = porep_partitions(c1_bytes)
+    monkeypatch.setattr(pool_module, "compute_part", _dies)  # before the fork
+    pool = shared_pool(job.params, 3)
+    t = time.perf_counter()
+    with pytest.raises(WitnessWorkerDied, match="died"):
+        pool.assignment(job.witness(0), partition=0)
+    assert time.perf_counter() - t < 20 and pool.closed
+    monkeypatch.setattr(pool_module, "compute_part", _real_compute)
+    again = shared_pool(job.params, 3)  # a fresh pool, forked without the killer
+    assert again is not pool
+    try:
+        inputs, aux = again.assignment(job.witness(0), partition=0)
+        from cuzk_plugin.filecoin.witness import partition_assignment
+        want = partition_assignment(job.params, job.witness(0), partition=0)
+        assert (inputs == want[0]).all() and (aux == want[1]).all()
+    finally:
+        again.close()

@@ -19,11 +19,9 @@ import contextlib
 import itertools
 import math
 import mmap
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from multiprocessing.pool import Pool
 from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
@@ -31,6 +29,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.circuit import PartitionWitness
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers
 from cuzk_plugin.filecoin.witness.porep import (
     Part,
     _check_shape,
@@ -74,7 +73,7 @@ def plan_parts(challenges: int, workers: int) -> list[Part]:
     return parts
 
 
-def _run_part(params: PorepParams, path: str, header: _Header, chs: list, part: Part) -> tuple[dict, float]:
+def _run_part(path: str, params: PorepParams, header: _Header, chs: list, part: Part) -> tuple[dict, float]:
     """In a worker: map the partition's aux file, write ``part`` into it, return its values."""
     t = time.perf_counter()
     lay = porep_layout(params)
@@ -91,7 +90,7 @@ def _run_part(params: PorepParams, path: str, header: _Header, chs: list, part: 
     return got, time.perf_counter() - t
 
 
-class WitnessPool:
+class WitnessPool(ForkedWorkers):
     """``workers`` forked processes that compute one partition of ``params``' shape at a time
     together (:meth:`assignment`, equal to ``partition_assignment``'s result bit for bit).
     Create it before the process starts threads (fork); close it (or use ``with``) to end the
@@ -102,29 +101,15 @@ class WitnessPool:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.params = params
-        self.workers = workers
         porep_layout(params)  # traced here once: the forked workers inherit it
-        self._pool: Pool | None = multiprocessing.get_context("fork").Pool(
-            workers, initializer=on_fork, initargs=(os.getpid(),))
-
-    def __enter__(self) -> WitnessPool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        super().__init__(workers, on_fork=on_fork)
 
     def assignment(self, w: PartitionWitness, *, partition: int | None = None, check: bool = True,
                    timings: dict | None = None, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(inputs (num_inputs, 4), aux (num_aux, 4)) uint64, as ``partition_assignment``. The
         aux array lies at the start of ``into`` (a new, zero block of at least its size), or
         else of a memfd that lives as long as the array."""
-        if self._pool is None:
+        if self.closed:
             raise ValueError("the witness pool is closed")
         params = self.params
         _check_shape(params, w)
@@ -133,42 +118,30 @@ class WitnessPool:
         h = _header(w)
         # the caller's block is checked before a worker writes into it
         all_aux = aux_in_block(lay, into) if into is not None else None
-        fd = -1 if into is not None else os.memfd_create("cuzk-witness-aux", os.MFD_CLOEXEC)
-        try:
-            if into is not None:  # POSIX shared memory lies in /dev/shm on Linux
-                path = f"/dev/shm/{into.name}"
-            else:
-                os.ftruncate(fd, lay.aux_nbytes)  # zero pages: what no part writes stays 0
-                path = f"/proc/{os.getpid()}/fd/{fd}"
-            chs = list(w.challenges)
-            parts = plan_parts(params.challenges_per_partition, self.workers)
-            jobs = [(p, self._pool.apply_async(_run_part, (params, path, h, chs[p.first:p.first + p.count], p)))
-                    for p in parts]
+        chs = list(w.challenges)
+        parts = plan_parts(params.challenges_per_partition, self.workers)
+        header = np.zeros((lay.header_aux, FR_LIMBS), dtype=np.uint64)
+        header_ok: list[bool] = []
+        t1 = t0
+
+        def meanwhile() -> None:  # the header, while the workers compute
+            nonlocal t1
             t1 = time.perf_counter()
-            header = np.zeros((lay.header_aux, FR_LIMBS), dtype=np.uint64)
-            header_ok = _write_header(lay, header, h)
-            got = _Gathered.empty(params.challenges_per_partition)
-            slowest: dict[str, float] = {}
-            try:
-                for p, job in jobs:
-                    values, seconds = job.get()
-                    got.add(p, values)
-                    slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
-            except BaseException:
-                # every part ends before the error leaves: none may still write into a block
-                # the engine unlinks, or zeroes and offers to the next task
-                for _, job in jobs:
-                    job.wait()
-                raise
-            t2 = time.perf_counter()
-            if all_aux is None:  # populated: the caller reads every page (an upload); one mapping, not 1 M faults
-                mm = mmap.mmap(fd, lay.aux_nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
-                all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=mm)
-        finally:
-            if fd >= 0:
-                os.close(fd)
+            header_ok.append(_write_header(lay, header, h))
+
+        results, mapping = self.write(lay.aux_nbytes, into,
+                                      [(_run_part, (params, h, chs[p.first:p.first + p.count], p)) for p in parts],
+                                      meanwhile)
+        t2 = time.perf_counter()
+        got = _Gathered.empty(params.challenges_per_partition)
+        slowest: dict[str, float] = {}
+        for p, (values, seconds) in zip(parts, results, strict=True):
+            got.add(p, values)
+            slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
+        if all_aux is None:
+            all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=mapping)
         all_aux[:lay.header_aux] = header
-        inputs = _finish(lay, w, h, header_ok, got, partition, check)
+        inputs = _finish(lay, w, h, header_ok[0], got, partition, check)
         if timings is not None:
             timings["dispatch"] = t1 - t0
             timings["parts (workers)"] = t2 - t1
@@ -186,6 +159,8 @@ def shared_pool(params: PorepParams, workers: int, *, on_fork: Callable[[int], N
     global _shared
     if _shared is not None and (_shared.params != params or _shared.workers != workers):
         _shared.close()
+        _shared = None
+    if _shared is not None and _shared.closed:  # a worker died: a fresh pool for the next partition
         _shared = None
     if _shared is None:
         _shared = WitnessPool(params, workers, on_fork=on_fork)

@@ -252,7 +252,7 @@ def post_assignment(shape: PostShape, slots: list[SlotWitness] | SlotArrays, *, 
     arrays = slots if isinstance(slots, SlotArrays) else SlotArrays.from_witnesses(shape, slots)
     arrays.check(shape)
     if pool is not None:
-        aux3, failures = pool.write(lay, arrays, into, timings)
+        aux3, failures = pool.write_slots(lay, arrays, into, timings)
     else:
         aux3 = aux_in_block(lay, into) if into is not None else _zeros((shape.sector_slots, lay.slot_aux, FR_LIMBS))
         failures = [write_run(lay, arrays, aux3, 0)]

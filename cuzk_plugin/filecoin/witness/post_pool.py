@@ -15,17 +15,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import mmap
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from multiprocessing.pool import Pool
 from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.post_proofs import PostShape
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers
 from cuzk_plugin.filecoin.witness.post import PostLayout, RunFailures, SlotArrays, aux_in_block, post_layout, write_run
 
 __all__ = ["PostWitnessPool", "plan_runs", "shared_post_pool", "MIN_PATHS_PER_PROCESS"]
@@ -44,7 +43,7 @@ def plan_runs(slots: int, workers: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def _run(shape: PostShape, path: str, arrays: SlotArrays, first: int) -> tuple[RunFailures, float]:
+def _run(path: str, shape: PostShape, arrays: SlotArrays, first: int) -> tuple[RunFailures, float]:
     """In a worker: map the partition's aux file, write slots ``first`` on of ``arrays`` into it."""
     t = time.perf_counter()
     lay = post_layout(shape)
@@ -61,78 +60,36 @@ def _run(shape: PostShape, path: str, arrays: SlotArrays, first: int) -> tuple[R
     return got, time.perf_counter() - t
 
 
-class PostWitnessPool:
+class PostWitnessPool(ForkedWorkers):
     """``workers`` forked processes that compute one PoSt partition (any shape) at a time
     together, equal to the one-process :func:`~cuzk_plugin.filecoin.witness.post.post_assignment`
     bit for bit. Create it before the process starts threads (fork); close it (or use
     ``with``) to end the workers."""
 
-    def __init__(self, workers: int, *, on_fork: Callable[[int], None] | None = None):
-        """``on_fork(parent pid)`` runs first in each worker (the daemon's: die with the parent)."""
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self.workers = workers
-        self._pool: Pool | None = multiprocessing.get_context("fork").Pool(
-            workers, initializer=on_fork, initargs=(os.getpid(),))
-
-    def __enter__(self) -> PostWitnessPool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
-
-    def write(self, lay: PostLayout, arrays: SlotArrays, into: SharedMemory | None,
-              timings: dict | None = None) -> tuple[np.ndarray, list[RunFailures]]:
+    def write_slots(self, lay: PostLayout, arrays: SlotArrays, into: SharedMemory | None,
+                    timings: dict | None = None) -> tuple[np.ndarray, list[RunFailures]]:
         """(the partition's (slots, slot_aux, 4) aux, each run's failures). The aux lies at the
         start of ``into`` (a new, zero block of at least its size), or else of a memfd that
         lives as long as the array."""
-        if self._pool is None:
+        if self.closed:
             raise ValueError("the PoSt witness pool is closed")
         shape = lay.shape
         t0 = time.perf_counter()
         aux3 = aux_in_block(lay, into) if into is not None else None  # checked before a worker writes
-        fd = -1 if into is not None else os.memfd_create("cuzk-post-aux", os.MFD_CLOEXEC)
-        try:
-            if into is not None:  # POSIX shared memory lies in /dev/shm on Linux
-                path = f"/dev/shm/{into.name}"
-            else:
-                os.ftruncate(fd, lay.aux_nbytes)  # zero pages: what no run writes stays 0
-                path = f"/proc/{os.getpid()}/fd/{fd}"
-            jobs = []
-            for a, b in plan_runs(shape.sector_slots, self.workers):
-                rows, local = np.unique(arrays.order[a:b], return_inverse=True)
-                part = arrays.select(rows, local.astype(np.int64).reshape(-1))
-                jobs.append(self._pool.apply_async(_run, (shape, path, part, a)))
-            t1 = time.perf_counter()
-            failures, slowest, error = [], 0.0, None
-            for job in jobs:  # every run ends before anything is raised: none writes into a block given back
-                try:
-                    got, seconds = job.get()
-                except Exception as exc:
-                    error = error or exc
-                    continue
-                failures.append(got)
-                slowest = max(slowest, seconds)
-            if error is not None:
-                raise error
-            t2 = time.perf_counter()
-            if aux3 is None:  # populated: the caller reads every page (an upload); one mapping, not 1 M faults
-                mm = mmap.mmap(fd, lay.aux_nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
-                aux3 = np.ndarray((shape.sector_slots, lay.slot_aux, FR_LIMBS), np.uint64, buffer=mm)
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        pieces = []
+        for a, b in plan_runs(shape.sector_slots, self.workers):
+            rows, local = np.unique(arrays.order[a:b], return_inverse=True)
+            pieces.append((_run, (shape, arrays.select(rows, local.astype(np.int64).reshape(-1)), a)))
+        t1 = time.perf_counter()
+        results, mapping = self.write(lay.aux_nbytes, into, pieces)
+        t2 = time.perf_counter()
+        if aux3 is None:
+            aux3 = np.ndarray((shape.sector_slots, lay.slot_aux, FR_LIMBS), np.uint64, buffer=mapping)
         if timings is not None:
             timings["dispatch"] = t1 - t0
             timings["runs (workers)"] = t2 - t1
-            timings["slowest run"] = slowest
-        return aux3, failures
+            timings["slowest run"] = max((seconds for _, seconds in results), default=0.0)
+        return aux3, [got for got, _ in results]
 
 
 _shared: PostWitnessPool | None = None
@@ -144,6 +101,8 @@ def shared_post_pool(workers: int, *, on_fork: Callable[[int], None] | None = No
     global _shared
     if _shared is not None and _shared.workers != workers:
         _shared.close()
+        _shared = None
+    if _shared is not None and _shared.closed:  # a worker died: a fresh pool for the next partition
         _shared = None
     if _shared is None:
         _shared = PostWitnessPool(workers, on_fork=on_fork)
