@@ -276,9 +276,9 @@ class SynthesisConfig(_Section):
 
     #: Worker processes (0: one per CPU core).
     threads: int = Field(default=0, ge=0, le=1024)
-    #: Processes that compute one large partition's witness together (a 32 GiB PoRep partition:
-    #: 4.3 s in one, 1.6 s in eight on the H200 host). 0: the CPU cores divided among the
-    #: partitions synthesized at once.
+    #: Processes that compute one large PoRep or WindowPoSt partition's witness together (a
+    #: 32 GiB PoRep partition: 4.3 s in one, 0.76 s in sixteen on the H200 host). 0: the CPU
+    #: cores divided among the partitions synthesized at once.
     witness_processes: int = Field(default=0, ge=0, le=1024)
 
 
