@@ -14,16 +14,19 @@ leaving it waiting forever for a result that never comes.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.pool import AsyncResult, Pool
 from multiprocessing.shared_memory import SharedMemory
 
+import numpy as np
+
 from cuzk_plugin.errors import CircuitError
 
-__all__ = ["ForkedWorkers", "WitnessWorkerDied"]
+__all__ = ["ForkedWorkers", "WitnessWorkerDied", "mapped_aux"]
 
 #: How often a wait looks at the workers' health.
 _POLL_S = 0.2
@@ -31,6 +34,22 @@ _POLL_S = 0.2
 
 class WitnessWorkerDied(CircuitError):
     """A witness worker process ended while computing a piece (killed, out of memory)."""
+
+
+@contextlib.contextmanager
+def mapped_aux(path: str, shape: tuple[int, ...]) -> Iterator[np.ndarray]:
+    """In a worker: the partition's aux file at ``path`` mapped read-write as a uint64 array of
+    ``shape``, unmapped after (or, if a view outlives the block, when it is collected)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        mm = mmap.mmap(fd, int(np.prod(shape)) * 8)
+    finally:
+        os.close(fd)
+    try:
+        yield np.frombuffer(mm, dtype=np.uint64).reshape(shape)
+    finally:
+        with contextlib.suppress(BufferError):
+            mm.close()
 
 
 class ForkedWorkers:

@@ -15,11 +15,8 @@ one-process path.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
-import mmap
-import os
 import time
 from collections.abc import Callable
 from multiprocessing.shared_memory import SharedMemory
@@ -29,7 +26,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.circuit import PartitionWitness
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, mapped_aux
 from cuzk_plugin.filecoin.witness.porep import (
     Part,
     _check_shape,
@@ -77,16 +74,8 @@ def _run_part(path: str, params: PorepParams, header: _Header, chs: list, part: 
     """In a worker: map the partition's aux file, write ``part`` into it, return its values."""
     t = time.perf_counter()
     lay = porep_layout(params)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        mm = mmap.mmap(fd, lay.aux_nbytes)
-    finally:
-        os.close(fd)
-    all_aux = np.frombuffer(mm, dtype=np.uint64).reshape(lay.num_aux, FR_LIMBS)
-    got = compute_part(params, all_aux, header, chs, part)
-    del all_aux
-    with contextlib.suppress(BufferError):  # a view still alive somewhere: the mapping goes with it
-        mm.close()
+    with mapped_aux(path, (lay.num_aux, FR_LIMBS)) as all_aux:
+        got = compute_part(params, all_aux, header, chs, part)
     return got, time.perf_counter() - t
 
 

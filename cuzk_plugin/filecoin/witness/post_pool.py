@@ -12,10 +12,7 @@ found wrong come back; the parent names the first failure as the one-process pat
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import mmap
-import os
 import time
 from collections.abc import Callable
 from multiprocessing.shared_memory import SharedMemory
@@ -24,7 +21,7 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.post_proofs import PostShape
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, mapped_aux
 from cuzk_plugin.filecoin.witness.post import PostLayout, RunFailures, SlotArrays, aux_in_block, post_layout, write_run
 
 __all__ = ["PostWitnessPool", "plan_runs", "shared_post_pool", "MIN_PATHS_PER_PROCESS"]
@@ -47,16 +44,8 @@ def _run(path: str, shape: PostShape, arrays: SlotArrays, first: int) -> tuple[R
     """In a worker: map the partition's aux file, write slots ``first`` on of ``arrays`` into it."""
     t = time.perf_counter()
     lay = post_layout(shape)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        mm = mmap.mmap(fd, lay.aux_nbytes)
-    finally:
-        os.close(fd)
-    aux3 = np.frombuffer(mm, dtype=np.uint64).reshape(shape.sector_slots, lay.slot_aux, FR_LIMBS)
-    got = write_run(lay, arrays, aux3, first)
-    del aux3
-    with contextlib.suppress(BufferError):  # a view still alive somewhere: the mapping goes with it
-        mm.close()
+    with mapped_aux(path, (shape.sector_slots, lay.slot_aux, FR_LIMBS)) as aux3:
+        got = write_run(lay, arrays, aux3, first)
     return got, time.perf_counter() - t
 
 
