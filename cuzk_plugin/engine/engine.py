@@ -225,7 +225,7 @@ class Engine:
         self._gpu_threads.shutdown(wait=False, cancel_futures=True)
         joined = loop.run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True))
         done, _ = await asyncio.wait([joined], timeout=STOP_WAIT_S)
-        await asyncio.to_thread(self.host_blocks.close)  # the free blocks now, the others as released
+        await asyncio.to_thread(self.host_blocks.close, STOP_WAIT_S)  # the free blocks now, the others as released
         self._io_threads.shutdown(wait=False, cancel_futures=True)
         self._critical_threads.shutdown(wait=False, cancel_futures=True)
         if done:

@@ -125,12 +125,14 @@ class HostBlockPool:
             return (len(self._owned), sum(len(v) for v in self._free.values()),
                     sum(b.shm.size for b in self._owned.values()))
 
-    def close(self) -> None:
-        """Free every free block now and every other one as it is released."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Free every free block now and every other one as it is released (waiting up to
+        ``timeout`` for the background thread; what it has not freed by then goes with the
+        process, as the resource tracker unlinks it)."""
         with self._lock:
             self._closed = True
         self._queue("trim", "")
-        self.flush()
+        self.flush(timeout)
 
     # -- background ---------------------------------------------------------------------------
     def _queue(self, what: str, name: str, shm: shared_memory.SharedMemory | None = None) -> None:
