@@ -11,11 +11,27 @@ variables millions of times (dict linear combinations); the frozen dataclass's g
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.circuit.constraint_system import ONE, ConstraintSystem, LinearCombination
 from cuzk_plugin.errors import CircuitError
 
-__all__ = ["FastConstraintSystem", "IntVariable"]
+__all__ = ["FastConstraintSystem", "IntVariable", "gc_paused"]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Synthesis allocates millions of acyclic objects: cyclic GC passes only slow it down."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class IntVariable(int):

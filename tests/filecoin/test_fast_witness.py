@@ -6,7 +6,6 @@ constraint the reference synthesis stops at."""
 
 from __future__ import annotations
 
-import gc
 import json
 import random
 
@@ -15,7 +14,7 @@ import pytest
 
 from cuzk_plugin.adapters.curio import WitnessError, porep_partitions
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
-from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
 from cuzk_plugin.filecoin.gadgets.boolean import FALSE, TRUE, alloc_bit
 from cuzk_plugin.filecoin.gadgets.num import alloc_num
@@ -119,11 +118,8 @@ def _checked_reference_values(job):
     and checking the fast values against them, ~35 s of ~68 s of CPU at 8 MiB, which the check
     as it goes makes unneeded here."""
     cs = FastConstraintSystem(check_as_you_go=True)
-    gc.disable()  # millions of acyclic objects, as job.circuit pauses it too
-    try:
+    with gc_paused():  # millions of acyclic objects, as job.circuit pauses it too
         synthesize_partition(cs, job.params, job.witness(0))
-    finally:
-        gc.enable()
     assert cs.num_constraints == porep_layout(job.params).num_constraints
     return None, ints_to_limbs(cs._inputs), ints_to_limbs(cs._aux).reshape(-1, 4)
 

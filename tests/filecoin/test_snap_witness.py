@@ -8,7 +8,6 @@ update (large-size test data) is the dense sealer's update at 2 KiB."""
 
 from __future__ import annotations
 
-import gc
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +17,7 @@ from cuzk_plugin.adapters.curio.snap import SnapPartitionTask, SnapWitnessError,
 from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
 from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 from cuzk_plugin.bls12_381.fields import ints_to_limbs
-from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.seal import seal
 from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition, witness_from_proof
@@ -53,11 +52,8 @@ def _checked_reference_values(params, w):
     enforced (a violated one raises): no R1CS matrices, which values equal to these need not be
     checked against again (about half of the reference's time)."""
     cs = FastConstraintSystem(check_as_you_go=True)
-    gc.disable()  # over a million acyclic objects
-    try:
+    with gc_paused():  # over a million acyclic objects
         synthesize_update_partition(cs, params, w)
-    finally:
-        gc.enable()
     assert (cs.num_constraints, len(cs._aux)) == (update_layout(params).num_constraints, update_layout(params).num_aux)
     return None, ints_to_limbs(cs._inputs), ints_to_limbs(cs._aux).reshape(-1, 4)
 

@@ -16,11 +16,9 @@ the graph), not read from the C1, and the C1 is checked against them.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from multiprocessing.shared_memory import SharedMemory
@@ -35,7 +33,7 @@ from cuzk_plugin.adapters.curio.c1 import (
     envelope_from_json,
 )
 from cuzk_plugin.bls12_381.fields import R, limbs_to_objects
-from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.circuit.pce_record import record_circuit
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError
@@ -73,18 +71,6 @@ def porep_circuit_id(proof: RegisteredSealProof) -> str:
     """The engine's circuit id (``porep-2k`` ... ``porep-64g``): every API version and variant
     (interactive, synthetic, NI) of one sector size shares the v28 PoRep circuit."""
     return f"porep-{_SIZE_IDS[proof.sector_size]}"
-
-
-@contextmanager
-def _gc_paused():
-    """Synthesis allocates millions of acyclic objects: cyclic GC passes only slow it down."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _fr(d, path: str) -> int:
@@ -152,7 +138,7 @@ class PorepPartition:
         k = self.index
         cs = FastConstraintSystem(check_as_you_go=True)
         regions: list[tuple[int, str]] = []
-        with _gc_paused():
+        with gc_paused():
             try:
                 synthesize_partition(cs, self.params, self.witness, regions=regions)
             except CircuitError as exc:
@@ -172,7 +158,7 @@ class PorepPartition:
         variable order, computed without synthesis (by ``pool``'s processes if given; the aux at
         the start of ``into`` if given); a C1 whose values violate the circuit raises (naming
         the partition, challenge and first failing constraint)."""
-        with _gc_paused():
+        with gc_paused():
             if pool is not None:
                 inputs, aux = pool.assignment(self.witness, partition=self.index, into=into)
             else:
@@ -371,7 +357,7 @@ def extract_porep_pce(circuit_id: str, path, *, progress_every_s: float = 10.0) 
             last[0] = now
             log.info("pce %s: %d constraints recorded (%.0fs)", circuit_id, rows, now - t0)
 
-    with _gc_paused():
+    with gc_paused():
         return record_circuit(lambda cs: synthesize_partition(cs, params, blank_partition(params)), path,
                               circuit_id, progress=progress)
 

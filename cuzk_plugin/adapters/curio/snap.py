@@ -262,14 +262,15 @@ class SnapPartitionTask:
 
     def circuit(self):
         """(R1CS, inputs, aux) by the reference synthesis, every constraint checked as it is enforced."""
-        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+        from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
         from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition
 
         p, w = self._witness()
         cs = FastConstraintSystem(check_as_you_go=True)
         regions: list[tuple[int, str]] = []
         try:
-            synthesize_update_partition(cs, p, w, regions=regions)
+            with gc_paused():
+                synthesize_update_partition(cs, p, w, regions=regions)
         except CircuitError as exc:
             bad = getattr(exc, "constraint", None)
             if bad is None:
