@@ -777,6 +777,10 @@ class Engine:
         m.memory_budget.set(st.memory_limit_bytes)
         m.uptime.set(st.uptime_s)
         m.gpu_workers.set(len(self.slots.slots))
+        mapped, free, nbytes = self.host_blocks.stats()
+        m.host_blocks.labels("mapped").set(mapped)
+        m.host_blocks.labels("free").set(free)
+        m.host_block_bytes.set(nbytes)
         return m.text()
 
 

@@ -38,6 +38,10 @@ class EngineMetrics:
         self.memory_used = Gauge("cuzk_memory_used_bytes", "Bytes held by loaded keys", registry=r)
         self.memory_budget = Gauge("cuzk_memory_budget_bytes", "The key memory budget", registry=r)
         self.uptime = Gauge("cuzk_uptime_seconds", "Seconds since the engine started", registry=r)  # the reference's name too
+        self.host_blocks = Gauge("cuzk_host_blocks", "Large partition blocks the engine keeps mapped (host memory), "
+                                 "by state (mapped: all of them; free: zeroed, waiting for a task)", ["state"], registry=r)
+        self.host_block_bytes = Gauge("cuzk_host_block_bytes", "Host memory held by the partition blocks the engine "
+                                      "keeps mapped (pinned where the backend pins)", registry=r)
         self.refused = Counter("cuzk_requests_refused", "Requests refused, by RPC and gRPC status code", ["rpc", "code"],
                                registry=r)
         self.gpu_workers = Gauge("cuzk_gpu_workers", "Number of GPU workers (worker slots)", registry=r)  # the reference's name

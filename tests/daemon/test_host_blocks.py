@@ -173,6 +173,11 @@ async def test_jobs_prove_from_recycled_pinned_blocks(make_daemon, small_blocks_
         names.append(set(seen))
         seen.clear()
     assert names[1] & names[0], "the second job reused none of the first job's blocks"
+    mapped, free, nbytes = d.engine.host_blocks.stats()
+    text = d.engine.metrics_text()
+    assert f'cuzk_host_blocks{{state="mapped"}} {float(mapped)}' in text and mapped >= 1
+    assert f'cuzk_host_blocks{{state="free"}} {float(free)}' in text and free >= 1
+    assert f"cuzk_host_block_bytes {float(nbytes)}" in text and nbytes > 0
     assert backend.pinned and all(_exists(n) for n in names[0] | names[1] if d.engine.host_blocks.owns(n))
     await d.engine.stop()
     assert backend.pinned == {} and not any(_exists(n) for n in names[0] | names[1])
