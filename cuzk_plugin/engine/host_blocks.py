@@ -54,8 +54,7 @@ class HostBlockPool:
         self._owned: dict[str, _Block] = {}  # every block the pool maps: free, offered or in use
         self._free: dict[int, list[_Block]] = {}  # by size, zeroed
         self._sizes: dict[str, tuple[int, ...]] = {}  # circuit id -> large block sizes its partitions use
-        #: the thread's work: a block name to recycle, a block not ours to free, None to trim
-        self._work: queue.SimpleQueue[str | shared_memory.SharedMemory | None] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[tuple[str, shared_memory.SharedMemory | None]] = queue.SimpleQueue()
         self._pending = 0  # queued or being worked on
         self._idle = threading.Condition(self._lock)
         self._closed = False
@@ -80,7 +79,7 @@ class HostBlockPool:
         may have written into one); with ``circuit_id``, remember the large sizes it used."""
         for name, _ in offered:
             if name not in used:
-                self._queue(name)
+                self._queue("recycle", name)
         if circuit_id is not None:
             with self._lock:
                 sizes = tuple(b.shm.size for n in used if (b := self._owned.get(n)) is not None)
@@ -96,8 +95,9 @@ class HostBlockPool:
             return block.shm
         shm = shared_memory.SharedMemory(name=name)
         if shm.size >= MIN_POOLED_BYTES and not self._closed:
+            address = np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
             with self._lock:
-                self._owned[name] = _Block(shm, block_address(shm))
+                self._owned[name] = _Block(shm, address)
         return shm
 
     def owns(self, name: str) -> bool:
@@ -109,7 +109,10 @@ class HostBlockPool:
         unlinked; either way in the background thread (never on the event loop)."""
         with self._lock:
             owned = shm.name in self._owned
-        self._queue(shm.name if owned else shm)
+        if owned:
+            self._queue("recycle", shm.name)
+        else:
+            self._queue("free", shm.name, shm)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until the background work queued so far is done (tests, shutdown)."""
@@ -119,7 +122,8 @@ class HostBlockPool:
     def stats(self) -> tuple[int, int, int]:
         """(blocks mapped, of them free, bytes mapped)."""
         with self._lock:
-            return len(self._owned), self._free_count(), sum(b.shm.size for b in self._owned.values())
+            return (len(self._owned), sum(len(v) for v in self._free.values()),
+                    sum(b.shm.size for b in self._owned.values()))
 
     def close(self, timeout: float = 30.0) -> None:
         """Free every free block now and every other one as it is released (waiting up to
@@ -127,31 +131,31 @@ class HostBlockPool:
         process, as the resource tracker unlinks it)."""
         with self._lock:
             self._closed = True
-        self._queue(None)
+        self._queue("trim", "")
         self.flush(timeout)
 
     # -- background ---------------------------------------------------------------------------
-    def _queue(self, work: str | shared_memory.SharedMemory | None) -> None:
+    def _queue(self, what: str, name: str, shm: shared_memory.SharedMemory | None = None) -> None:
         with self._lock:
             self._pending += 1
-        self._work.put(work)
+        self._work.put((what, name) if shm is None else (what, shm))  # type: ignore[arg-type]
 
     def _loop(self) -> None:
         while True:
             try:
-                work = self._work.get(timeout=max(1.0, self.idle_s / 4))
+                what, arg = self._work.get(timeout=max(1.0, self.idle_s / 4))
             except queue.Empty:
                 self._trim()
                 continue
             try:
-                if isinstance(work, str):
-                    self._recycle(work)
-                elif work is not None:
-                    free_block(work)
+                if what == "recycle":
+                    self._recycle(str(arg))
+                elif what == "free":
+                    _free_block(arg)  # type: ignore[arg-type]
                 else:
                     self._trim()
             except Exception:  # never let one block stop the thread that frees the others
-                log.exception("host blocks: %s failed", getattr(work, "name", work) or "trim")
+                log.exception("host block %s: %s failed", getattr(arg, "name", arg), what)
             finally:
                 with self._idle:
                     self._pending -= 1
@@ -207,15 +211,10 @@ class HostBlockPool:
         if block.pinned and self._pinner is not None:
             with contextlib.suppress(Exception):
                 self._pinner.unpin_host(block.address)
-        free_block(block.shm)
+        _free_block(block.shm)
 
 
-def block_address(shm: shared_memory.SharedMemory) -> int:
-    """Where ``shm`` is mapped in this process."""
-    return np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
-
-
-def free_block(shm: shared_memory.SharedMemory) -> None:
+def _free_block(shm: shared_memory.SharedMemory) -> None:
     """Unmap and unlink (a view still alive somewhere: the mapping goes when it is collected)."""
     with contextlib.suppress(BufferError):
         shm.close()
