@@ -127,7 +127,8 @@ class ProofRequest:
     priority: Priority = Priority.UNSPECIFIED
     sector_size: int = 0
     registered_proof: int = 0
-    vanilla_proof: bytes = b""
+    #: PoRep's C1 envelope; from the daemon, a view of the request body (never copied).
+    vanilla_proof: bytes | memoryview = b""
     vanilla_proofs: tuple[bytes, ...] = ()
     sector_number: int = 0
     miner_id: int = 0
@@ -154,7 +155,7 @@ class ProofRequest:
         a repeated request id attaches to a running job only when this matches."""
         h = hashlib.sha256()
 
-        def put(b: bytes) -> None:
+        def put(b: bytes | memoryview) -> None:
             h.update(struct.pack("<Q", len(b)))
             h.update(b)
 

@@ -5,11 +5,32 @@ from __future__ import annotations
 from cuzk_plugin.engine.engine import EngineStatus
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import JobResult, Priority, ProofKind, ProofRequest, RegisteredInput, SyntheticInput
+from cuzk_plugin.server import wire
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
 
-def request_from_proto(msg: pb.SubmitProofRequest) -> ProofRequest:
-    """SubmitProofRequest -> ProofRequest; unknown enum numbers are refused, naming the field."""
+def submit_from_body(raw: bytes) -> ProofRequest:
+    """A SubmitProofRequest body -> ProofRequest, its payload kept as a view of ``raw``
+    (:mod:`cuzk_plugin.server.wire`); DecodeError where the body is malformed."""
+    split = wire.split_submit(raw)
+    if split is None:
+        return request_from_proto(pb.SubmitProofRequest.FromString(raw))
+    return request_from_proto(pb.SubmitProofRequest.FromString(split.rest), split)
+
+
+def prove_from_body(raw: bytes) -> ProofRequest:
+    """A ProveRequest body -> the ProofRequest of its ``submit`` (as :func:`submit_from_body`)."""
+    split = wire.split_prove(raw)
+    if split is None:
+        return request_from_proto(pb.ProveRequest.FromString(raw).submit)
+    rest, inner = split
+    pb.ProveRequest.FromString(rest)  # the other fields (none today) must still be well-formed
+    return request_from_proto(pb.SubmitProofRequest.FromString(inner.rest), inner)
+
+
+def request_from_proto(msg: pb.SubmitProofRequest, payload: wire.SplitRequest | None = None) -> ProofRequest:
+    """SubmitProofRequest -> ProofRequest; unknown enum numbers are refused, naming the field.
+    With ``payload``, the vanilla proofs are those (``msg`` was parsed without them)."""
     try:
         kind = ProofKind(msg.proof_kind)
     except ValueError:
@@ -29,8 +50,10 @@ def request_from_proto(msg: pb.SubmitProofRequest) -> ProofRequest:
         synthetic = SyntheticInput(s.log2_constraints, s.partitions or 1, s.seed)
     return ProofRequest(
         request_id=msg.request_id, kind=kind, priority=priority, sector_size=msg.sector_size,
-        registered_proof=msg.registered_proof, vanilla_proof=msg.vanilla_proof,
-        vanilla_proofs=tuple(msg.vanilla_proofs), sector_number=msg.sector_number, miner_id=msg.miner_id,
+        registered_proof=msg.registered_proof,
+        vanilla_proof=msg.vanilla_proof if payload is None else (payload.vanilla_proof or b""),
+        vanilla_proofs=tuple(msg.vanilla_proofs) if payload is None else tuple(bytes(v) for v in payload.vanilla_proofs),
+        sector_number=msg.sector_number, miner_id=msg.miner_id,
         randomness=msg.randomness, partition_index=msg.partition_index, comm_r_old=msg.comm_r_old,
         comm_r_new=msg.comm_r_new, comm_d_new=msg.comm_d_new, registered=registered, synthetic=synthetic,
     )

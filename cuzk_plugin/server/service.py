@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -78,17 +79,17 @@ class ProvingEngineService:
         self.engine = engine
         self._parsers = ThreadPoolExecutor(2, thread_name_prefix="cuzk-parse")
 
-    async def _parse(self, raw: bytes, cls: type[Message], context, translate: Callable = lambda m: m):
-        """``translate(cls.FromString(raw))``; large bodies on a thread, oversized ones refused
-        unparsed. Refusals name the message."""
+    async def _parse(self, raw: bytes, cls: type[Message], context, parse: Callable[[bytes], Any] | None = None):
+        """``parse(raw)`` (``cls.FromString`` by default); large bodies on a thread, oversized
+        ones refused unparsed. Refusals name the message."""
         if len(raw) > SMALL_BODY_BYTES and cls not in LARGE_BODY_MESSAGES:
             await _abort(context, cls.__name__, InvalidRequest(
                 f"{cls.__name__}: {len(raw)} bytes, more than the {SMALL_BODY_BYTES} this message may take"), self.engine)
+        run = parse or cls.FromString
         try:
             if len(raw) > PARSE_OFF_LOOP_BYTES:
-                return await asyncio.get_running_loop().run_in_executor(
-                    self._parsers, lambda: translate(cls.FromString(raw)))
-            return translate(cls.FromString(raw))
+                return await asyncio.get_running_loop().run_in_executor(self._parsers, run, raw)
+            return run(raw)
         except DecodeError as exc:
             await _abort(context, cls.__name__, InvalidRequest(f"{cls.__name__}: not a valid message ({exc})"), self.engine)
         except InvalidRequest as exc:
@@ -103,7 +104,7 @@ class ProvingEngineService:
             raise AssertionError("unreachable") from None
 
     async def SubmitProof(self, raw: bytes, context) -> pb.SubmitProofResponse:
-        request = await self._parse(raw, pb.SubmitProofRequest, context, convert.request_from_proto)
+        request = await self._parse(raw, pb.SubmitProofRequest, context, convert.submit_from_body)
         job, _attached = await self._call("SubmitProof", context, self.engine.submit(request))
         return pb.SubmitProofResponse(job_id=job.id, queue_position=self.engine.queue_position(job),
                                       assigned_gpu=self.engine.expected_lane())
@@ -115,7 +116,7 @@ class ProvingEngineService:
         return convert.result_to_proto(result)
 
     async def Prove(self, raw: bytes, context) -> pb.ProveResponse:
-        request = await self._parse(raw, pb.ProveRequest, context, lambda m: convert.request_from_proto(m.submit))
+        request = await self._parse(raw, pb.ProveRequest, context, convert.prove_from_body)
         result = await self._call("Prove", context, self.engine.prove(request))
         return pb.ProveResponse(result=convert.result_to_proto(result))
 

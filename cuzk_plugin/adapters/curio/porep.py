@@ -326,7 +326,7 @@ class PorepJob:
 MAX_C1_BYTES = 128 << 20
 
 
-def porep_partitions(raw: bytes | str) -> PorepJob:
+def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
     """A PoRep job from Curio's C1 envelope (``{"SectorNum", "Phase1Out", "SectorSize"}``) or
     from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path."""
     if not raw:
@@ -334,7 +334,7 @@ def porep_partitions(raw: bytes | str) -> PorepJob:
     if len(raw) > MAX_C1_BYTES:  # bounded before JSON expands it (a parsed C1 takes ~20x its bytes)
         raise C1Error("$", f"{len(raw):,} bytes, more than a C1 of any sector size can be ({MAX_C1_BYTES:,})")
     try:
-        top = json.loads(raw)
+        top = json.loads(bytes(raw) if isinstance(raw, memoryview) else raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
     if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
