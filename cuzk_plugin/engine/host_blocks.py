@@ -58,6 +58,7 @@ class HostBlockPool:
         self._pending = 0  # queued or being worked on
         self._idle = threading.Condition(self._lock)
         self._closed = False
+        self._running = True  # the background thread takes work (until closed and empty)
         self._thread = threading.Thread(target=self._loop, name="cuzk-host-blocks", daemon=True)
         self._thread.start()
 
@@ -136,30 +137,44 @@ class HostBlockPool:
 
     # -- background ---------------------------------------------------------------------------
     def _queue(self, what: str, name: str, shm: shared_memory.SharedMemory | None = None) -> None:
+        item = (what, name) if shm is None else (what, shm)
         with self._lock:
-            self._pending += 1
-        self._work.put((what, name) if shm is None else (what, shm))  # type: ignore[arg-type]
+            inline = not self._running  # closed and the thread gone: do it here
+            if not inline:
+                self._pending += 1
+                self._work.put(item)  # type: ignore[arg-type]
+        if inline:
+            self._do(*item)
 
     def _loop(self) -> None:
+        """Until closed with nothing left to free; then any later release is done inline."""
         while True:
+            with self._lock:
+                if self._closed and self._pending == 0 and not self._owned:
+                    self._running = False
+                    return
             try:
-                what, arg = self._work.get(timeout=max(1.0, self.idle_s / 4))
+                what, arg = self._work.get(timeout=1.0 if self._closed else max(1.0, self.idle_s / 4))
             except queue.Empty:
                 self._trim()
                 continue
             try:
-                if what == "recycle":
-                    self._recycle(str(arg))
-                elif what == "free":
-                    _free_block(arg)  # type: ignore[arg-type]
-                else:
-                    self._trim()
-            except Exception:  # never let one block stop the thread that frees the others
-                log.exception("host block %s: %s failed", getattr(arg, "name", arg), what)
+                self._do(what, arg)
             finally:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
+
+    def _do(self, what: str, arg: str | shared_memory.SharedMemory) -> None:
+        try:
+            if what == "recycle":
+                self._recycle(str(arg))
+            elif what == "free":
+                _free_block(arg)  # type: ignore[arg-type]
+            else:
+                self._trim()
+        except Exception:  # never let one block stop the thread that frees the others
+            log.exception("host block %s: %s failed", getattr(arg, "name", arg), what)
 
     def _recycle(self, name: str) -> None:
         with self._lock:

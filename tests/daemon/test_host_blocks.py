@@ -105,6 +105,21 @@ def test_blocks_beyond_the_bound_idle_ones_and_small_ones_are_freed():
         pool.close()
 
 
+def test_the_thread_ends_after_close_once_the_last_block_is_back(small_blocks_count):
+    """A stopped engine leaves no thread behind; what is released after that is freed inline."""
+    pool = HostBlockPool(2)
+    name = _block(4096, 4)
+    shm = pool.attach(name)  # in use while the pool closes
+    pool.close(timeout=0.2)
+    assert pool._thread.is_alive() and _exists(name)
+    pool.release(shm)
+    pool._thread.join(5)
+    assert not pool._thread.is_alive() and not _exists(name)
+    late = _block(4096, 5)
+    pool.release(shared_memory.SharedMemory(name=late))  # done in the caller's thread now
+    assert not _exists(late) and pool.flush(0.1)
+
+
 @dataclass(frozen=True)
 class WritesBlocks:
     sizes: tuple[int, ...]
