@@ -26,7 +26,7 @@ import numpy as np
 
 from cuzk_plugin.errors import CircuitError
 
-__all__ = ["ForkedWorkers", "WitnessWorkerDied", "mapped_aux"]
+__all__ = ["ForkedWorkers", "WitnessWorkerDied", "aux_in_block", "mapped_aux"]
 
 #: How often a wait looks at the workers' health.
 _POLL_S = 0.2
@@ -34,6 +34,15 @@ _POLL_S = 0.2
 
 class WitnessWorkerDied(CircuitError):
     """A witness worker process ended while computing a piece (killed, out of memory)."""
+
+
+def aux_in_block(block: SharedMemory, shape: tuple[int, ...]) -> np.ndarray:
+    """A partition's uint64 aux array of ``shape`` at the start of ``block`` (a zero block from
+    the engine's output_block), which must hold it."""
+    nbytes = int(np.prod(shape)) * 8
+    if block.size < nbytes:
+        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {nbytes}")
+    return np.ndarray(shape, np.uint64, buffer=block.buf)
 
 
 @contextlib.contextmanager
@@ -85,15 +94,18 @@ class ForkedWorkers:
         procs = self._pool._pool if self._pool is not None else []  # type: ignore[attr-defined]
         return frozenset(p.pid for p in procs if p.exitcode is None)
 
-    def write(self, nbytes: int, into: SharedMemory | None, pieces: Sequence[tuple[Callable, tuple]],
-              started: Callable[[], None] | None = None) -> tuple[list, mmap.mmap | None]:
+    def write(self, shape: tuple[int, ...], into: SharedMemory | None, pieces: Sequence[tuple[Callable, tuple]],
+              started: Callable[[], None] | None = None) -> tuple[list, np.ndarray]:
         """Run ``fn(path, *args)`` for each piece on the workers (``path``: the aux file to map,
-        ``nbytes`` long) and return their results in order, and, without ``into``, the memfd's
-        mapping (populated: the caller reads every page, one mapping rather than a million
-        faults). ``started`` runs in this process while the workers compute. The first failure
-        is raised once every piece has ended."""
+        a uint64 array of ``shape``) and return their results in order, and the aux: at the
+        start of ``into`` (checked before a worker writes), or else on a memfd mapping that
+        lives as long as the array (populated: the caller reads every page, one mapping rather
+        than a million faults). ``started`` runs in this process while the workers compute. The
+        first failure is raised once every piece has ended."""
         if self._pool is None:
             raise ValueError("the witness worker pool is closed")
+        aux = aux_in_block(into, shape) if into is not None else None
+        nbytes = int(np.prod(shape)) * 8
         fd = -1 if into is not None else os.memfd_create("cuzk-witness-aux", os.MFD_CLOEXEC)
         try:
             if into is not None:  # POSIX shared memory lies in /dev/shm on Linux
@@ -105,11 +117,13 @@ class ForkedWorkers:
             if started is not None:
                 started()
             results = self._wait(jobs)
-            mapping = None if into is not None else mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            if aux is None:
+                mapping = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+                aux = np.ndarray(shape, np.uint64, buffer=mapping)
         finally:
             if fd >= 0:
                 os.close(fd)
-        return results, mapping
+        return results, aux
 
     def _wait(self, jobs: list[AsyncResult]) -> list:
         error: BaseException | None = None

@@ -35,7 +35,6 @@ from cuzk_plugin.filecoin.witness.porep import (
     _Header,
     _header,
     _write_header,
-    aux_in_block,
     compute_part,
     porep_layout,
 )
@@ -105,8 +104,6 @@ class WitnessPool(ForkedWorkers):
         lay = porep_layout(params)
         t0 = time.perf_counter()
         h = _header(w)
-        # the caller's block is checked before a worker writes into it
-        all_aux = aux_in_block(lay, into) if into is not None else None
         chs = list(w.challenges)
         parts = plan_parts(params.challenges_per_partition, self.workers)
         header = np.zeros((lay.header_aux, FR_LIMBS), dtype=np.uint64)
@@ -118,7 +115,7 @@ class WitnessPool(ForkedWorkers):
             t1 = time.perf_counter()
             header_ok.append(_write_header(lay, header, h))
 
-        results, mapping = self.write(lay.aux_nbytes, into,
+        results, all_aux = self.write((lay.num_aux, FR_LIMBS), into,
                                       [(_run_part, (params, h, chs[p.first:p.first + p.count], p)) for p in parts],
                                       meanwhile)
         t2 = time.perf_counter()
@@ -127,8 +124,6 @@ class WitnessPool(ForkedWorkers):
         for p, (values, seconds) in zip(parts, results, strict=True):
             got.add(p, values)
             slowest[p.kind] = max(slowest.get(p.kind, 0.0), seconds)
-        if all_aux is None:
-            all_aux = np.ndarray((lay.num_aux, FR_LIMBS), np.uint64, buffer=mapping)
         all_aux[:lay.header_aux] = header
         inputs = _finish(lay, w, h, header_ok[0], got, partition, check)
         if timings is not None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 from multiprocessing.shared_memory import SharedMemory
-from typing import Protocol, cast
+from typing import cast
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS, PartitionWitness
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
+from cuzk_plugin.filecoin.witness.forked import aux_in_block
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
 from cuzk_plugin.filecoin.witness.sha256 import CompressionTemplate, sha256_many, sha256_templates
 
@@ -350,20 +351,6 @@ class _Aux:
     def fields(self, off: int, values: np.ndarray) -> None:
         """values (challenges, k) object ints at challenge offset ``off``."""
         self.ch[:, off:off + values.shape[1], :] = _limbs(values)
-
-
-class _Sized(Protocol):
-    @property
-    def num_aux(self) -> int: ...
-
-
-def aux_in_block(layout: _Sized, block: SharedMemory) -> np.ndarray:
-    """A partition's (num_aux, 4) uint64 aux array at the start of ``block`` (a zero block from
-    the engine's output_block), which must hold it; any circuit's layout with a ``num_aux``."""
-    nbytes = layout.num_aux * FR_LIMBS * 8
-    if block.size < nbytes:
-        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {nbytes}")
-    return np.ndarray((layout.num_aux, FR_LIMBS), np.uint64, buffer=block.buf)
 
 
 def zeroed_aux(layout: PorepLayout) -> np.ndarray:
@@ -778,7 +765,7 @@ def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition:
             return pool.assignment(w, partition=partition, check=check, timings=timings, into=into)
     _check_shape(params, w)
     lay = porep_layout(params)
-    all_aux = _timed(timings, "allocate", zeroed_aux, lay) if into is None else aux_in_block(lay, into)
+    all_aux = _timed(timings, "allocate", zeroed_aux, lay) if into is None else aux_in_block(into, (lay.num_aux, FR_LIMBS))
     aux = _Aux.of(lay, all_aux)
     t0 = time.perf_counter()
     h = _header(w)

@@ -35,6 +35,7 @@ from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
 from cuzk_plugin.filecoin.post_circuit import SlotWitness
 from cuzk_plugin.filecoin.post_proofs import PostShape
+from cuzk_plugin.filecoin.witness.forked import aux_in_block
 from cuzk_plugin.filecoin.witness.porep import _insert_2, _insert_8
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool
 
 __all__ = ["post_assignment", "SlotArrays", "PostLayout", "post_layout", "PostWitnessMismatch", "RunFailures",
-           "write_run", "aux_in_block"]
+           "write_run"]
 
 _INSERT = {2: 2, 8: 22}  # aux (= constraints) of insert_2 / insert_8
 
@@ -231,14 +232,6 @@ def _zeros(shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, max(8 * count, 1)), dtype=np.uint64, count=count).reshape(shape)
 
 
-def aux_in_block(lay: PostLayout, block: SharedMemory) -> np.ndarray:
-    """The partition's (slots, slot_aux, 4) uint64 aux at the start of ``block`` (new, so
-    zero), which must hold it."""
-    if block.size < lay.aux_nbytes:
-        raise ValueError(f"the output block holds {block.size} bytes, the aux needs {lay.aux_nbytes}")
-    return np.ndarray((lay.shape.sector_slots, lay.slot_aux, FR_LIMBS), np.uint64, buffer=block.buf)
-
-
 def post_assignment(shape: PostShape, slots: list[SlotWitness] | SlotArrays, *, into: SharedMemory | None = None,
                     pool: PostWitnessPool | None = None, timings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, aux) as (n, 4) uint64 canonical limbs, ONE first, in synthesize_post's order.
@@ -254,7 +247,8 @@ def post_assignment(shape: PostShape, slots: list[SlotWitness] | SlotArrays, *, 
     if pool is not None:
         aux3, failures = pool.write_slots(lay, arrays, into, timings)
     else:
-        aux3 = aux_in_block(lay, into) if into is not None else _zeros((shape.sector_slots, lay.slot_aux, FR_LIMBS))
+        aux_shape = (shape.sector_slots, lay.slot_aux, FR_LIMBS)
+        aux3 = aux_in_block(into, aux_shape) if into is not None else _zeros(aux_shape)
         failures = [write_run(lay, arrays, aux3, 0)]
     raise_first(lay, arrays, failures)
     return post_inputs(shape, arrays), aux3.reshape(-1, FR_LIMBS)

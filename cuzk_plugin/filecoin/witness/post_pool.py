@@ -22,7 +22,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.post_proofs import PostShape
 from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, mapped_aux
-from cuzk_plugin.filecoin.witness.post import PostLayout, RunFailures, SlotArrays, aux_in_block, post_layout, write_run
+from cuzk_plugin.filecoin.witness.post import PostLayout, RunFailures, SlotArrays, post_layout, write_run
 
 __all__ = ["PostWitnessPool", "plan_runs", "shared_post_pool", "MIN_PATHS_PER_PROCESS"]
 
@@ -64,16 +64,13 @@ class PostWitnessPool(ForkedWorkers):
             raise ValueError("the PoSt witness pool is closed")
         shape = lay.shape
         t0 = time.perf_counter()
-        aux3 = aux_in_block(lay, into) if into is not None else None  # checked before a worker writes
         pieces = []
         for a, b in plan_runs(shape.sector_slots, self.workers):
             rows, local = np.unique(arrays.order[a:b], return_inverse=True)
             pieces.append((_run, (shape, arrays.select(rows, local.astype(np.int64).reshape(-1)), a)))
         t1 = time.perf_counter()
-        results, mapping = self.write(lay.aux_nbytes, into, pieces)
+        results, aux3 = self.write((shape.sector_slots, lay.slot_aux, FR_LIMBS), into, pieces)
         t2 = time.perf_counter()
-        if aux3 is None:
-            aux3 = np.ndarray((shape.sector_slots, lay.slot_aux, FR_LIMBS), np.uint64, buffer=mapping)
         if timings is not None:
             timings["dispatch"] = t1 - t0
             timings["runs (workers)"] = t2 - t1

@@ -31,6 +31,7 @@ from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.snap.circuit import UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
+from cuzk_plugin.filecoin.witness.forked import aux_in_block
 from cuzk_plugin.filecoin.witness.porep import (
     _bits_le,
     _insert_2,
@@ -39,7 +40,6 @@ from cuzk_plugin.filecoin.witness.porep import (
     _node_hash_sig,
     _pack,
     _rbn,
-    aux_in_block,
 )
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
@@ -258,7 +258,7 @@ def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: 
     if len(w.apex_leafs) != p.apex_leaves:
         raise ValueError(f"{len(w.apex_leafs)} apex leaves, this sector size has {p.apex_leaves}")
     lay = update_layout(p)
-    aux = aux_in_block(lay, into) if into is not None else np.zeros((lay.num_aux, FR_LIMBS), dtype=np.uint64)
+    aux = aux_in_block(into, (lay.num_aux, FR_LIMBS)) if into is not None else np.zeros((lay.num_aux, FR_LIMBS), dtype=np.uint64)
     failures: list[tuple[int, int | None, str]] = []  # (absolute constraint, challenge, region)
     pbl, cbl, n_ch = p.partition_bit_len, p.challenge_bit_len, p.challenges
 
