@@ -54,7 +54,8 @@ class HostBlockPool:
         self._owned: dict[str, _Block] = {}  # every block the pool maps: free, offered or in use
         self._free: dict[int, list[_Block]] = {}  # by size, zeroed
         self._sizes: dict[str, tuple[int, ...]] = {}  # circuit id -> large block sizes its partitions use
-        self._work: queue.SimpleQueue[tuple[str, shared_memory.SharedMemory | None]] = queue.SimpleQueue()
+        #: the thread's work: a block name to recycle, a block not ours to free, None to trim
+        self._work: queue.SimpleQueue[str | shared_memory.SharedMemory | None] = queue.SimpleQueue()
         self._pending = 0  # queued or being worked on
         self._idle = threading.Condition(self._lock)
         self._closed = False
@@ -80,7 +81,7 @@ class HostBlockPool:
         may have written into one); with ``circuit_id``, remember the large sizes it used."""
         for name, _ in offered:
             if name not in used:
-                self._queue("recycle", name)
+                self._queue(name)
         if circuit_id is not None:
             with self._lock:
                 sizes = tuple(b.shm.size for n in used if (b := self._owned.get(n)) is not None)
@@ -96,9 +97,8 @@ class HostBlockPool:
             return block.shm
         shm = shared_memory.SharedMemory(name=name)
         if shm.size >= MIN_POOLED_BYTES and not self._closed:
-            address = np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
             with self._lock:
-                self._owned[name] = _Block(shm, address)
+                self._owned[name] = _Block(shm, block_address(shm))
         return shm
 
     def owns(self, name: str) -> bool:
@@ -110,10 +110,7 @@ class HostBlockPool:
         unlinked; either way in the background thread (never on the event loop)."""
         with self._lock:
             owned = shm.name in self._owned
-        if owned:
-            self._queue("recycle", shm.name)
-        else:
-            self._queue("free", shm.name, shm)
+        self._queue(shm.name if owned else shm)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until the background work queued so far is done (tests, shutdown)."""
@@ -123,8 +120,7 @@ class HostBlockPool:
     def stats(self) -> tuple[int, int, int]:
         """(blocks mapped, of them free, bytes mapped)."""
         with self._lock:
-            return (len(self._owned), sum(len(v) for v in self._free.values()),
-                    sum(b.shm.size for b in self._owned.values()))
+            return len(self._owned), self._free_count(), sum(b.shm.size for b in self._owned.values())
 
     def close(self, timeout: float = 30.0) -> None:
         """Free every free block now and every other one as it is released (waiting up to
@@ -132,19 +128,18 @@ class HostBlockPool:
         process, as the resource tracker unlinks it)."""
         with self._lock:
             self._closed = True
-        self._queue("trim", "")
+        self._queue(None)
         self.flush(timeout)
 
     # -- background ---------------------------------------------------------------------------
-    def _queue(self, what: str, name: str, shm: shared_memory.SharedMemory | None = None) -> None:
-        item = (what, name) if shm is None else (what, shm)
+    def _queue(self, work: str | shared_memory.SharedMemory | None) -> None:
         with self._lock:
             inline = not self._running  # closed and the thread gone: do it here
             if not inline:
                 self._pending += 1
-                self._work.put(item)  # type: ignore[arg-type]
+                self._work.put(work)
         if inline:
-            self._do(*item)
+            self._do(work)
 
     def _loop(self) -> None:
         """Until closed with nothing left to free; then any later release is done inline."""
@@ -154,27 +149,28 @@ class HostBlockPool:
                     self._running = False
                     return
             try:
-                what, arg = self._work.get(timeout=1.0 if self._closed else max(1.0, self.idle_s / 4))
+                work = self._work.get(timeout=1.0 if self._closed else max(1.0, self.idle_s / 4))
             except queue.Empty:
                 self._trim()
                 continue
             try:
-                self._do(what, arg)
+                self._do(work)
             finally:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
 
-    def _do(self, what: str, arg: str | shared_memory.SharedMemory) -> None:
+    def _do(self, work: str | shared_memory.SharedMemory | None) -> None:
+        """A name to recycle, a block to free, or None to trim."""
         try:
-            if what == "recycle":
-                self._recycle(str(arg))
-            elif what == "free":
-                _free_block(arg)  # type: ignore[arg-type]
+            if isinstance(work, str):
+                self._recycle(work)
+            elif work is not None:
+                free_block(work)
             else:
                 self._trim()
         except Exception:  # never let one block stop the thread that frees the others
-            log.exception("host block %s: %s failed", getattr(arg, "name", arg), what)
+            log.exception("host blocks: %s failed", getattr(work, "name", work) or "trim")
 
     def _recycle(self, name: str) -> None:
         with self._lock:
@@ -226,10 +222,15 @@ class HostBlockPool:
         if block.pinned and self._pinner is not None:
             with contextlib.suppress(Exception):
                 self._pinner.unpin_host(block.address)
-        _free_block(block.shm)
+        free_block(block.shm)
 
 
-def _free_block(shm: shared_memory.SharedMemory) -> None:
+def block_address(shm: shared_memory.SharedMemory) -> int:
+    """Where ``shm`` is mapped in this process."""
+    return np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
+
+
+def free_block(shm: shared_memory.SharedMemory) -> None:
     """Unmap and unlink (a view still alive somewhere: the mapping goes when it is collected)."""
     with contextlib.suppress(BufferError):
         shm.close()

@@ -35,7 +35,7 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 
 from cuzk_plugin.engine.circuits import PartitionTask
-from cuzk_plugin.engine.host_blocks import HostBlockPool
+from cuzk_plugin.engine.host_blocks import HostBlockPool, block_address, free_block
 from cuzk_plugin.engine.workers import shm_block_name, stop_pool, worker_init
 from cuzk_plugin.errors import CuzkError
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
@@ -109,7 +109,7 @@ def _in_block(arr: np.ndarray) -> tuple[str, int] | None:
         return None
     addr = arr.__array_interface__["data"][0]
     for name, shm in _task_blocks.items():
-        base = np.ndarray((shm.size,), np.uint8, buffer=shm.buf).__array_interface__["data"][0]
+        base = block_address(shm)
         if base <= addr and addr + arr.nbytes <= base + shm.size:
             return name, addr - base
     return None
@@ -228,11 +228,7 @@ class SharedPartition:
                 self._pool.release(shm)
             return
         for shm in blocks:
-            try:
-                shm.close()
-            except BufferError:  # a view still alive somewhere (a backend thread): unlink anyway
-                log.debug("shared partition block %s still referenced at release (unmapped when collected)", shm.name)
-            _unlink_quietly(shm)
+            free_block(shm)  # a view still alive somewhere (a backend thread): unmapped when collected
 
 
 def discard(ref: SharedPartitionRef, blocks: HostBlockPool | None = None) -> None:
@@ -243,11 +239,9 @@ def discard(ref: SharedPartitionRef, blocks: HostBlockPool | None = None) -> Non
             blocks.release(blocks.attach(name))
             continue
         try:
-            shm = shared_memory.SharedMemory(name=name)
+            free_block(shared_memory.SharedMemory(name=name))
         except FileNotFoundError:
             continue
-        shm.close()
-        _unlink_quietly(shm)
 
 
 def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
@@ -308,11 +302,7 @@ class SynthesisPool:
         ``blocks``, the task is offered the pool's recycled blocks of ``circuit_id``'s sizes."""
         offer = blocks.offer(circuit_id) if blocks is not None and circuit_id is not None else ()
         try:
-            try:
-                cfut: Future = self._executor.submit(run_task, task, offer)
-            except BrokenProcessPool:
-                self._executor = self._new_executor()
-                cfut = self._executor.submit(run_task, task, offer)
+            cfut = self.submit_raw(partial(run_task, task, offer))
         except BaseException:
             if blocks is not None:
                 blocks.returned(offer, (), None)
@@ -336,7 +326,8 @@ class SynthesisPool:
         return shared
 
     def submit_raw(self, fn) -> Future:
-        """Run a picklable callable in a worker (key generation); the caller holds a slot."""
+        """Run a picklable callable in a worker (a task, a key generation: the caller holds a
+        slot), on a new pool if the last one broke."""
         try:
             return self._executor.submit(fn)
         except BrokenProcessPool:
