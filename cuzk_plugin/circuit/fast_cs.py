@@ -12,6 +12,7 @@ variables millions of times (dict linear combinations); the frozen dataclass's g
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,16 +23,29 @@ from cuzk_plugin.errors import CircuitError
 __all__ = ["FastConstraintSystem", "IntVariable", "gc_paused"]
 
 
+_gc_pause_lock = threading.Lock()
+_gc_pauses = 0  # threads inside gc_paused
+_gc_was_enabled = False
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Synthesis allocates millions of acyclic objects: cyclic GC passes only slow it down."""
-    enabled = gc.isenabled()
-    gc.disable()
+    """Synthesis and large JSON documents allocate millions of acyclic objects: cyclic GC
+    passes only slow them down, and each holds the GIL (a full pass over a parsed 32 GiB C1
+    ~0.5 s). Counted, so that overlapping pauses in several threads end with the last."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_pause_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _gc_pause_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 class IntVariable(int):

@@ -24,6 +24,7 @@ from functools import cached_property
 from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING
 
+from cuzk_plugin.adapters.curio import json_pieces
 from cuzk_plugin.adapters.curio.c1 import (
     C1Error,
     C1Output,
@@ -333,14 +334,19 @@ def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
         raise C1Error("$", "empty (PoRep needs Curio's C1 envelope {SectorNum, Phase1Out, SectorSize} or C1 JSON)")
     if len(raw) > MAX_C1_BYTES:  # bounded before JSON expands it (a parsed C1 takes ~20x its bytes)
         raise C1Error("$", f"{len(raw):,} bytes, more than a C1 of any sector size can be ({MAX_C1_BYTES:,})")
-    try:
-        top = json.loads(bytes(raw) if isinstance(raw, memoryview) else raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
-    if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
-        env, c1 = envelope_from_json(top)
-        return PorepJob(c1, sector_id=env.SectorNum, prefix="$.Phase1Out")
-    return PorepJob(c1_from_json(top))
+    text = bytes(raw) if isinstance(raw, memoryview) else raw
+    with gc_paused():  # a 32 GiB C1 is millions of small lists: no GC pass over them while they live
+        try:  # in pieces: one json.loads of a 49 MB C1 would hold the GIL ~1.5 s (json_pieces)
+            top = json_pieces.loads(text) if isinstance(text, bytes) else json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
+        if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
+            env, c1 = envelope_from_json(top)
+            sector_id, prefix = env.SectorNum, "$.Phase1Out"
+        else:
+            c1, sector_id, prefix = c1_from_json(top), None, "$"
+        del top  # freed while GC is still paused: the next pass sees only the job's objects
+        return PorepJob(c1, sector_id=sector_id, prefix=prefix)
 
 
 def extract_porep_pce(circuit_id: str, path, *, progress_every_s: float = 10.0) -> str:

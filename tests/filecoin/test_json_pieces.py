@@ -1,0 +1,110 @@
+"""Large JSON decoded in pieces (adapters/curio/json_pieces.py) reads exactly as json.loads reads
+it: random documents (strings full of quotes, backslashes and brackets), random corruptions of
+them (both refuse, or both read the same), a sealed C1; and the counted GC pause it runs under."""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import threading
+
+import pytest
+
+from cuzk_plugin.adapters.curio import json_pieces
+from cuzk_plugin.circuit.fast_cs import gc_paused
+
+_CHARS = 'ab"\\[]{}:, \u00e9\U0001F600\n'
+
+
+def _value(rng: random.Random, depth: int = 0):
+    r = rng.random()
+    if depth > 4 or r < 0.3:
+        return rng.choice([rng.randrange(-10**30, 10**30), rng.random(), True, False, None,
+                           "".join(rng.choice(_CHARS) for _ in range(rng.randrange(8)))])
+    if r < 0.65:
+        return [_value(rng, depth + 1) for _ in range(rng.randrange(6))]
+    return {"".join(rng.choice('k"\\[{:,') for _ in range(rng.randrange(4))): _value(rng, depth + 1)
+            for _ in range(rng.randrange(6))}
+
+
+def _dump(rng: random.Random, value) -> bytes:
+    return json.dumps(value, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 0, 1]),
+                      separators=rng.choice([None, (",", ":"), (" , ", " : ")])).encode()
+
+
+def _corrupt(rng: random.Random, raw: bytes) -> bytes:
+    b = bytearray(raw)
+    for _ in range(rng.randrange(1, 3)):
+        at, c = rng.randrange(len(b) + 1), rng.choice(b'[]{},:"\\ 0a')
+        op = rng.randrange(3)
+        if op == 1 or not b:
+            b.insert(at, c)
+        elif op == 0:
+            b[min(at, len(b) - 1)] = c
+        else:
+            del b[min(at, len(b) - 1)]
+    return bytes(b)
+
+
+def _outcome(parse, raw: bytes):
+    try:
+        return "read", json.dumps(parse(raw))  # dumps: NaN equals NaN, key order counts
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return "refused", None
+
+
+def test_random_and_corrupted_documents_read_as_json_loads_reads_them():
+    rng = random.Random(20261203)
+    read = refused = 0
+    for _ in range(4000):
+        raw = _dump(rng, _value(rng))
+        if rng.random() < 0.6:
+            raw = _corrupt(rng, raw)
+        piece = rng.choice([1, 2, 5, 20])
+        want = _outcome(json.loads, raw)
+        assert _outcome(lambda r, p=piece: json_pieces.loads(r, max_piece=p), raw) == want, (raw[:200], piece)
+        read += want[0] == "read"
+        refused += want[0] == "refused"
+    assert read > 1000 and refused > 1000  # both sides exercised
+
+
+@pytest.mark.parametrize("raw", [
+    rb'["a\"]", [1, 2], {"k\\": [3]}]',      # an escaped quote, then an escaped backslash before a real one
+    rb'{"a": [1], "a": [2, [3]]}',             # a repeated key: the last wins
+    rb'[[], {}, [[]], "x", 1]',
+    b' \n [ [ 1 ] , { "b" : [ 2 ] } ] \n ',
+])
+def test_edge_documents(raw):
+    assert json_pieces.loads(raw, max_piece=1) == json.loads(raw)
+
+
+@pytest.mark.parametrize("raw", [b"[[1],]", b"[,[1]]", b"[[1] [2]]", b'{"a" [1]}', b'{"a": [1],}', b"[[1]}",
+                                 b'{[1]: 2}', b"[[1]] x"])
+def test_malformed_documents_are_refused_naming_a_position(raw):
+    with pytest.raises(json.JSONDecodeError) as err:
+        json_pieces.loads(raw, max_piece=1)
+    assert 0 <= err.value.pos <= len(raw)
+
+
+def test_a_sealed_c1_reads_the_same_in_small_pieces(c1_bytes):
+    assert json_pieces.loads(c1_bytes, max_piece=256) == json.loads(c1_bytes)
+
+
+def test_overlapping_gc_pauses_end_with_the_last():
+    assert gc.isenabled()
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with gc_paused():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    with gc_paused():
+        t.start()
+        assert inside.wait(10)
+    assert not gc.isenabled()  # the other thread still parses
+    leave.set()
+    t.join(10)
+    assert gc.isenabled()
