@@ -1,5 +1,6 @@
 """How long planning a 32 GiB PoRep C1 (49 MB of JSON) holds the GIL: json.loads alone (what
-the daemon called before) against porep_partitions now (json_pieces under a counted GC pause).
+the daemon called before) against porep_partitions now (json_pieces under a counted GC pause),
+on the raw C1 and on Curio's envelope (65 MB: the C1 as base64 in Phase1Out).
 A sleeper thread measures the longest gap (bench/daemon/body_parse.py's GilGaps); medians of
 REPEAT runs after a warm-up.
 
@@ -8,6 +9,7 @@ REPEAT runs after a warm-up.
 
 from __future__ import annotations
 
+import base64
 import json
 import statistics
 import sys
@@ -26,12 +28,16 @@ def main() -> None:
     repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     raw = c1_json(sparse_seal(seal_proof_for_size(32 << 30).name, sector_id=3))
     print(f"sparse 32 GiB C1: {len(raw) / 1e6:.1f} MB; {repeat} runs after one warm-up; medians (min-max)")
-    for name, parse in (("json.loads only (before)", json.loads), ("porep_partitions (now)", porep_partitions)):
+    envelope = json.dumps({"SectorNum": 3, "Phase1Out": base64.b64encode(raw).decode(),
+                           "SectorSize": 32 << 30}).encode()
+    for name, parse, doc in (("json.loads only (before)", json.loads, raw),
+                             ("porep_partitions (now)", porep_partitions, raw),
+                             ("envelope, porep_partitions", porep_partitions, envelope)):
         totals, gaps = [], []
         for i in range(repeat + 1):
             with GilGaps() as g:
                 t0 = time.perf_counter()
-                parse(raw)
+                parse(doc)
                 total = time.perf_counter() - t0
             if i:
                 totals.append(total * 1e3)

@@ -108,3 +108,41 @@ def test_overlapping_gc_pauses_end_with_the_last():
     leave.set()
     t.join(10)
     assert gc.isenabled()
+
+
+def test_phase1out_base64_is_decoded_in_pieces_as_b64decode_decodes_it(monkeypatch):
+    import base64
+    import binascii
+
+    from cuzk_plugin.adapters.curio import c1 as c1_module
+    from cuzk_plugin.adapters.curio.c1 import C1Envelope, C1Error
+
+    rng = random.Random(7)
+    outcomes = set()
+    for i in range(3000):
+        monkeypatch.setattr(c1_module, "_B64_PIECE", 4 * (1 + i % 3))
+        text = base64.b64encode(rng.randbytes(rng.randrange(40))).decode()
+        if rng.random() < 0.6:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(["=", "==", "===", "A", "*", " ", "\n", "é", "-", "_"]) + text[at + rng.randrange(2):]
+        try:
+            want: bytes | None = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            want = None
+        env = C1Envelope(SectorNum=1, Phase1Out=text, SectorSize=2048)
+        if want is None:
+            with pytest.raises(C1Error, match=r"not standard base64"):
+                env.c1_bytes()
+        else:
+            assert env.c1_bytes() == want, text
+        outcomes.add(want is None)
+    assert outcomes == {True, False}
+
+
+def test_a_deeply_nested_c1_is_refused_by_name():
+    from cuzk_plugin.adapters.curio.c1 import C1Error
+    from cuzk_plugin.adapters.curio.porep import porep_partitions
+
+    for n in (5000, 1 << 20):  # under and over the piece size
+        with pytest.raises(C1Error, match="nest"):
+            porep_partitions(b"[" * n + b"]" * n)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
+from cuzk_plugin.adapters.curio import json_pieces
 from cuzk_plugin.errors import CuzkError
 from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 
@@ -204,6 +205,10 @@ class C1Output(_Strict):
         return next(iter(self.vanilla_proofs.values()))
 
 
+#: Base64 characters decoded in one call (a multiple of 4).
+_B64_PIECE = 4 << 20
+
+
 class C1Envelope(BaseModel):
     """Curio's JSON wrapper: ``Phase1Out`` is standard base64 of the raw C1 JSON bytes."""
 
@@ -214,8 +219,18 @@ class C1Envelope(BaseModel):
     SectorSize: U64
 
     def c1_bytes(self) -> bytes:
+        """``base64.b64decode(Phase1Out, validate=True)``, a piece at a time: a 32 GiB C1 is
+        65 MB of base64, which one call would decode holding the GIL."""
+        text, piece = self.Phase1Out, _B64_PIECE
         try:
-            return base64.b64decode(self.Phase1Out, validate=True)
+            data = len(text.rstrip("="))  # where the final padding starts
+            if (at := text.find("=", 0, data)) >= 0:
+                raise binascii.Error(f"padding at character {at}, before the end")
+            last = max(0, (data - 1) // piece * piece)  # the last piece: the last quads and the padding
+            # the pieces before the last: whole quads of the alphabet alone (strict)
+            head = [binascii.a2b_base64(text[i:i + piece].encode("ascii"), strict_mode=True)
+                    for i in range(0, last, piece)]
+            return b"".join([*head, base64.b64decode(text[last:], validate=True)])
         except (binascii.Error, ValueError) as exc:
             raise C1Error("$.Phase1Out", f"not standard base64 ({exc})") from None
 
@@ -244,9 +259,11 @@ def _validate(model: type[BaseModel], data: Any, prefix: str = "$") -> Any:
 
 def _loads(raw: bytes | str, what: str) -> Any:
     try:
-        return json.loads(raw)
+        return json_pieces.loads(raw) if isinstance(raw, bytes) else json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise C1Error("$", f"{what} is not JSON ({exc})") from None
+    except RecursionError:
+        raise C1Error("$", f"{what} nests deeper than any C1 (about 10 levels)") from None
 
 
 def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:

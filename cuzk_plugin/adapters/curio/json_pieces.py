@@ -55,11 +55,13 @@ class _Brackets:
         self.depth = np.where(step > 0, after - 1, after)
         self.balanced = bool(after.size and after[-1] == 0 and after.min() >= 0)
 
-    def children(self, start: int, end: int) -> list[tuple[int, int]]:
+    def children(self, start: int, end: int) -> list[tuple[int, int]] | None:
         """(open, close + 1) of each container directly inside the one at ``raw[start:end]``."""
         lo, hi = np.searchsorted(self.pos, [start + 1, end - 1])
         pos, depth = self.pos[lo:hi], self.depth[lo:hi]
         inner = pos[depth == self.depth[lo - 1] + 1].tolist()
+        if len(inner) % 2:  # not one container (malformed): the caller's json.loads refuses it
+            return None
         return [(a, b + 1) for a, b in zip(inner[0::2], inner[1::2], strict=True)]
 
 
@@ -102,6 +104,8 @@ def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece:
     if raw[end - 1] != closer[0]:
         return _whole(raw, start, end)  # [} or {]
     children = brackets.children(start, end)
+    if children is None:
+        return _whole(raw, start, end)
     cuts = [start + 1, *(x for c in children for x in c), end - 1]
     out_list: list[Any] = []
     out_dict: dict[str, Any] = {}

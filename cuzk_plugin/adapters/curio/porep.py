@@ -340,6 +340,8 @@ def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
             top = json_pieces.loads(text) if isinstance(text, bytes) else json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
+        except RecursionError:
+            raise C1Error("$", "nested deeper than any C1 (a C1 nests about 10 levels)") from None
         if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
             env, c1 = envelope_from_json(top)
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
