@@ -42,7 +42,11 @@ def request_from_proto(msg: pb.SubmitProofRequest, payload: wire.SplitRequest | 
     except ValueError:
         raise InvalidRequest(f"priority: {msg.priority} is not a known Priority (0-4)") from None
     registered = None
-    if msg.HasField("registered"):
+    if payload is not None and payload.registered is not None:
+        others, witnesses = payload.registered
+        registered = RegisteredInput(pb.RegisteredCircuitInput.FromString(others).circuit_id,
+                                     tuple(bytes(w) for w in witnesses))
+    elif msg.HasField("registered"):
         registered = RegisteredInput(msg.registered.circuit_id, tuple(msg.registered.witnesses))
     synthetic = None
     if msg.HasField("synthetic"):

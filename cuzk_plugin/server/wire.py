@@ -5,7 +5,8 @@ C call that holds the GIL for ~165 ms here (the parse; every read of the bytes f
 new ``bytes``), and every other RPC waits for each. Scanning the body's top-level fields
 (protobuf wire format: a varint key ``field << 3 | wire_type``, then for wire type 2 a varint
 length and the bytes) finds the large fields' bytes in place; they are handed on as views of
-the body, and only the small fields that remain are parsed by protobuf.
+the body (the vanilla proofs; a registered circuit's witnesses are copied one at a time), and
+only the small fields that remain are parsed by protobuf.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _LEN = 2  # wire type: length-delimited
 _FIXED = {1: 8, 5: 4}  # wire type -> bytes
 _VANILLA_PROOF = pb.SubmitProofRequest.DESCRIPTOR.fields_by_name["vanilla_proof"].number
 _VANILLA_PROOFS = pb.SubmitProofRequest.DESCRIPTOR.fields_by_name["vanilla_proofs"].number
+_REGISTERED = pb.SubmitProofRequest.DESCRIPTOR.fields_by_name["registered"].number
+_WITNESSES = pb.RegisteredCircuitInput.DESCRIPTOR.fields_by_name["witnesses"].number
 _SUBMIT = pb.ProveRequest.DESCRIPTOR.fields_by_name["submit"].number
 
 
@@ -31,6 +34,9 @@ class SplitRequest:
     rest: bytes
     vanilla_proof: memoryview | None  # the last occurrence, as protobuf keeps for a singular field
     vanilla_proofs: tuple[memoryview, ...]
+    #: ``registered`` (a REGISTERED_CIRCUIT job's .wtns files) where present: its other fields
+    #: for protobuf, and its witnesses
+    registered: tuple[bytes, tuple[memoryview, ...]] | None = None
 
 
 def _varint(buf: memoryview, pos: int) -> tuple[int, int] | None:
@@ -91,6 +97,7 @@ def split_submit(body: bytes | memoryview) -> SplitRequest | None:
     rest: list[memoryview] = []
     proof: memoryview | None = None
     proofs: list[memoryview] = []
+    registered: tuple[bytes, tuple[memoryview, ...]] | None = None
     for f in _fields(buf):
         if f is None:
             return None
@@ -99,9 +106,31 @@ def split_submit(body: bytes | memoryview) -> SplitRequest | None:
             proof = buf[start:end]
         elif wire == _LEN and field == _VANILLA_PROOFS:
             proofs.append(buf[start:end])
+        elif wire == _LEN and field == _REGISTERED:
+            if registered is not None:
+                return None  # a repeated sub-message: protobuf merges them; leave it to protobuf
+            inner = _split_repeated(buf[start:end], _WITNESSES)
+            if inner is None:
+                return None
+            registered = inner
         else:
             rest.append(buf[key_at:end])
-    return SplitRequest(b"".join(rest), proof, tuple(proofs))
+    return SplitRequest(b"".join(rest), proof, tuple(proofs), registered)
+
+
+def _split_repeated(buf: memoryview, number: int) -> tuple[bytes, tuple[memoryview, ...]] | None:
+    """A message's other fields, and the values of its repeated bytes field ``number``."""
+    rest: list[memoryview] = []
+    values: list[memoryview] = []
+    for f in _fields(buf):
+        if f is None:
+            return None
+        field, wire, key_at, start, end = f
+        if wire == _LEN and field == number:
+            values.append(buf[start:end])
+        else:
+            rest.append(buf[key_at:end])
+    return b"".join(rest), tuple(values)
 
 
 def split_prove(body: bytes | memoryview) -> tuple[bytes, SplitRequest] | None:

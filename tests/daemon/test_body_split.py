@@ -1,5 +1,6 @@
-"""The request body's payload taken in place (server/wire.py) reads exactly what protobuf
-reads: random requests, repeated and malformed fields, ProveRequest, and the fall-back paths."""
+"""The request body's payload (vanilla proofs, registered witnesses) taken in place
+(server/wire.py) reads exactly what protobuf reads: random requests, repeated and malformed
+fields, ProveRequest, and the fall-back paths."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ def _random_request(rng: random.Random) -> pb.SubmitProofRequest:
     for name in ("randomness", "comm_r_old", "comm_r_new", "comm_d_new"):
         if rng.random() < 0.5:
             setattr(m, name, rng.randbytes(32))
-    if rng.random() < 0.3:
+    if rng.random() < 0.1:
+        m.registered.SetInParent()  # present and empty
+    elif rng.random() < 0.3:
         m.registered.circuit_id = "circ"
         m.registered.witnesses.extend([rng.randbytes(40), rng.randbytes(3)])
     if rng.random() < 0.3:
@@ -58,6 +61,17 @@ def test_repeated_fields_merge_as_protobuf_merges_them():
     got = convert.submit_from_body(raw)
     assert bytes(got.vanilla_proof) == b"second" and got.vanilla_proofs == (b"x", b"y", b"z")
     assert _plain(got) == convert.request_from_proto(pb.SubmitProofRequest.FromString(raw))
+
+
+def test_repeated_registered_inputs_are_left_to_protobuf():
+    a = pb.SubmitProofRequest(request_id="r", proof_kind=100, registered={"circuit_id": "c1", "witnesses": [b"w1"]})
+    b = pb.SubmitProofRequest(registered={"witnesses": [b"w2", b"w3"]})
+    raw = a.SerializeToString() + b.SerializeToString()
+    assert wire.split_submit(raw) is None  # protobuf merges the two sub-messages
+    got = convert.submit_from_body(raw)
+    assert got.registered is not None and got.registered.circuit_id == "c1"
+    assert got.registered.witnesses == (b"w1", b"w2", b"w3")
+    assert _plain(convert.submit_from_body(a.SerializeToString())) == convert.request_from_proto(a)
 
 
 def test_prove_request_body():
