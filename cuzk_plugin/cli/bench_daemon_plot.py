@@ -16,11 +16,21 @@ STAGE_COLORS = {"synthesis": "#4c72b0", "srs": "#dd8452", "gpu_start": "#55a868"
 DEVICE_STAGES = {"upload", "gpu_queue", "abc", "h", "msm_g1", "msm_g2_wait", "assemble"}
 
 
+def job_origins_ms(records: list[ProofRecord]) -> list[float]:
+    """Where each job's timeline starts in batch time. A timeline counts from the daemon's
+    receipt of the request, which can lag the client's send by seconds (a large body, a busy
+    daemon), so the daemon's own submission clock places the jobs; the batch's zero is the
+    earliest send, seen on that clock. Without it (an older daemon), the client's send times."""
+    if not records or any(r.submitted_unix_ms <= 0 for r in records):
+        return [r.submit_s * 1000.0 for r in records]
+    zero = min(r.submitted_unix_ms - r.submit_s * 1000.0 for r in records)
+    return [r.submitted_unix_ms - zero for r in records]
+
+
 def timeline_bars(records: list[ProofRecord]) -> dict[str, list[tuple[float, float, str, str]]]:
-    """Row name -> [(start_ms, duration_ms, stage, label)] in batch time (from the client's send time)."""
+    """Row name -> [(start_ms, duration_ms, stage, label)] in batch time (:func:`job_origins_ms`)."""
     rows: dict[str, list[tuple[float, float, str, str]]] = {}
-    for r in records:
-        base = r.submit_s * 1000.0
+    for r, base in zip(records, job_origins_ms(records), strict=True):
         for e in r.timeline:
             if e["stage"] == "queue":
                 continue

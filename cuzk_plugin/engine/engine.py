@@ -399,7 +399,8 @@ class Engine:
                 except TimeoutError:
                     return JobResult(job_id=job.id, status=JobStatus.TIMEOUT,
                                      error_message=f"not finished after {timeout_s * 1000:.0f} ms (still {job.status.name.lower()})",
-                                     partitions=job.partitions, circuit_id=job.circuit_id)
+                                     partitions=job.partitions, circuit_id=job.circuit_id,
+                                     submitted_unix=job.submitted_unix)
             assert job.result is not None
             return job.result
         finally:

@@ -21,6 +21,8 @@ class Job:
     priority: Priority
     plan: JobPlan | None
     submitted: float = field(default_factory=time.perf_counter)
+    #: The same instant on the wall clock (the timeline's zero, for clients lining jobs up).
+    submitted_unix: float = field(default_factory=time.time)
     status: JobStatus = JobStatus.QUEUED
     result: JobResult | None = None
     timings: JobTimings = field(default_factory=JobTimings)
@@ -80,7 +82,7 @@ class Job:
         self.result = JobResult(
             job_id=self.id, status=status, proof=proof, error_message=error, timings=self.timings,
             timeline=tuple(sorted(self.events, key=lambda e: (e.start_ms, e.partition))),
-            partitions=self.partitions, circuit_id=self.circuit_id,
+            partitions=self.partitions, circuit_id=self.circuit_id, submitted_unix=self.submitted_unix,
         )
         self.done.set()
         return self.result

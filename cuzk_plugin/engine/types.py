@@ -225,3 +225,4 @@ class JobResult:
     timeline: tuple[StageEvent, ...] = ()
     partitions: int = 0
     circuit_id: str = ""
+    submitted_unix: float = 0.0  # wall clock of the timeline's zero

@@ -35,6 +35,8 @@ class ProofRecord:
     timeline: list[dict] = field(default_factory=list)
     seed: int = 0
     proof: bytes = b""
+    #: The daemon's wall clock at the job's submission: the zero of ``timeline`` (0: not sent)
+    submitted_unix_ms: float = 0.0
 
 
 def record(res, submit_s: float, latency_ms: float, seed: int = 0) -> ProofRecord:
@@ -45,7 +47,7 @@ def record(res, submit_s: float, latency_ms: float, seed: int = 0) -> ProofRecor
                     "gpu": res.gpu_compute_ms, "total": res.total_ms},
         timeline=[{"stage": e.stage, "partition": e.partition, "lane": e.lane, "start_ms": e.start_ms,
                    "end_ms": e.end_ms, "attempt": e.attempt} for e in res.timeline],
-        seed=seed, proof=res.proof,
+        seed=seed, proof=res.proof, submitted_unix_ms=res.submitted_unix_ms,
     )
 
 

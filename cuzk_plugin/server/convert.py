@@ -78,6 +78,7 @@ def result_to_proto(result: JobResult) -> pb.AwaitProofResponse:
         partitions=result.partitions, circuit_id=result.circuit_id,
         srs_load_sum_ms=_ms(t.srs_load_sum), synthesis_sum_ms=_ms(t.synthesis_sum),
         gpu_compute_sum_ms=_ms(t.gpu_compute_sum), verify_ms=_ms(t.verify),
+        submitted_unix_ms=result.submitted_unix * 1000.0,
     )
 
 

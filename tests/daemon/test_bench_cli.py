@@ -9,10 +9,11 @@ import functools
 import json
 import sys
 
+import pytest
 from daemon_helpers import verify_synthetic
 
 from cuzk_plugin.cli.bench_daemon import build_request
-from cuzk_plugin.cli.bench_daemon_plot import plot_timeline, timeline_bars
+from cuzk_plugin.cli.bench_daemon_plot import job_origins_ms, plot_timeline, timeline_bars
 from cuzk_plugin.server.batch import run_batch, summarize
 
 
@@ -33,9 +34,32 @@ async def test_batch_summary_and_timeline(make_daemon, tmp_path):
     assert all(verify_synthetic(d.param_cache, 4, r.seed, r.proof) for r in records)
     rows = timeline_bars(records)
     assert any(name.startswith("cpu:0/w") for name in rows) and any(name.startswith("synth/") for name in rows)
+    # each job's timeline is placed on the daemon's clock: never before its own send
+    assert all(r.submitted_unix_ms > 0 for r in records)
+    origins = job_origins_ms(records)
+    assert all(o >= r.submit_s * 1000.0 - 1e-3 for o, r in zip(origins, records, strict=True))
+    assert min(o - r.submit_s * 1000.0 for o, r in zip(origins, records, strict=True)) == pytest.approx(0.0, abs=1e-3)
     png = tmp_path / "timeline.png"
     plot_timeline(records, str(png), title="test")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_jobs_are_drawn_where_the_daemon_received_them():
+    """The 32 GiB batch of 2026-12-03 (bench/e2e/runs-2026-12-03-eve/2-e2e-6d70859): the client
+    sent job 0 at 1.29 s and job 1 at 2.71 s, but the daemon received them 196 ms apart (the
+    client built job 1's 65 MB request before job 0's went out). Drawn at the send times, job 1's
+    partitions seemed to leave the GPU idle 1.2 s; on the daemon's clock they follow job 0's
+    without a gap."""
+    from cuzk_plugin.server.batch import ProofRecord
+
+    def rec(send_s: float, daemon_unix_ms: float) -> ProofRecord:
+        return ProofRecord("j", "COMPLETED", 192, "", send_s, 1.0, {}, submitted_unix_ms=daemon_unix_ms)
+
+    t = 1.8e12
+    origins = job_origins_ms([rec(1.2885, t), rec(2.7147, t + 196.0)])
+    assert origins[1] - origins[0] == pytest.approx(196.0, abs=1e-3)
+    assert origins[1] == pytest.approx(2714.7, abs=1e-3)  # the job received soonest after its send sets the zero
+    assert job_origins_ms([rec(1.2885, 0.0), rec(2.7147, 0.0)]) == pytest.approx([1288.5, 2714.7])  # an older daemon
 
 
 async def test_bench_commands(make_daemon):

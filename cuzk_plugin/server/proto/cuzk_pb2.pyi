@@ -110,7 +110,7 @@ class AwaitProofRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class AwaitProofResponse(_message.Message):
-    __slots__ = ("job_id", "status", "proof", "error_message", "queue_wait_ms", "srs_load_ms", "synthesis_ms", "gpu_compute_ms", "total_ms", "timeline", "partitions", "circuit_id", "srs_load_sum_ms", "synthesis_sum_ms", "gpu_compute_sum_ms", "verify_ms")
+    __slots__ = ("job_id", "status", "proof", "error_message", "queue_wait_ms", "srs_load_ms", "synthesis_ms", "gpu_compute_ms", "total_ms", "timeline", "partitions", "circuit_id", "srs_load_sum_ms", "synthesis_sum_ms", "gpu_compute_sum_ms", "verify_ms", "submitted_unix_ms")
     class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNKNOWN: _ClassVar[AwaitProofResponse.Status]
@@ -139,6 +139,7 @@ class AwaitProofResponse(_message.Message):
     SYNTHESIS_SUM_MS_FIELD_NUMBER: _ClassVar[int]
     GPU_COMPUTE_SUM_MS_FIELD_NUMBER: _ClassVar[int]
     VERIFY_MS_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     status: AwaitProofResponse.Status
     proof: bytes
@@ -155,7 +156,8 @@ class AwaitProofResponse(_message.Message):
     synthesis_sum_ms: int
     gpu_compute_sum_ms: int
     verify_ms: int
-    def __init__(self, job_id: _Optional[str] = ..., status: _Optional[_Union[AwaitProofResponse.Status, str]] = ..., proof: _Optional[bytes] = ..., error_message: _Optional[str] = ..., queue_wait_ms: _Optional[int] = ..., srs_load_ms: _Optional[int] = ..., synthesis_ms: _Optional[int] = ..., gpu_compute_ms: _Optional[int] = ..., total_ms: _Optional[int] = ..., timeline: _Optional[_Iterable[_Union[StageEvent, _Mapping]]] = ..., partitions: _Optional[int] = ..., circuit_id: _Optional[str] = ..., srs_load_sum_ms: _Optional[int] = ..., synthesis_sum_ms: _Optional[int] = ..., gpu_compute_sum_ms: _Optional[int] = ..., verify_ms: _Optional[int] = ...) -> None: ...
+    submitted_unix_ms: float
+    def __init__(self, job_id: _Optional[str] = ..., status: _Optional[_Union[AwaitProofResponse.Status, str]] = ..., proof: _Optional[bytes] = ..., error_message: _Optional[str] = ..., queue_wait_ms: _Optional[int] = ..., srs_load_ms: _Optional[int] = ..., synthesis_ms: _Optional[int] = ..., gpu_compute_ms: _Optional[int] = ..., total_ms: _Optional[int] = ..., timeline: _Optional[_Iterable[_Union[StageEvent, _Mapping]]] = ..., partitions: _Optional[int] = ..., circuit_id: _Optional[str] = ..., srs_load_sum_ms: _Optional[int] = ..., synthesis_sum_ms: _Optional[int] = ..., gpu_compute_sum_ms: _Optional[int] = ..., verify_ms: _Optional[int] = ..., submitted_unix_ms: _Optional[float] = ...) -> None: ...
 
 class StageEvent(_message.Message):
     __slots__ = ("stage", "partition", "lane", "start_ms", "end_ms", "attempt")
