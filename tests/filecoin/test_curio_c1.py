@@ -172,3 +172,22 @@ def test_test_key_generators_declare_their_size():
 
     assert PorepKeyGenerator("2KiB", Path("unused")).log2_constraints == 22
     assert SnapKeyGenerator(2 << 10, Path("unused")).log2_constraints == 21
+
+
+def test_bench_builds_the_envelope_once(c1_bytes, tmp_path):
+    """cuzk-bench wraps a bare C1 as Curio does, once per file (a 32 GiB one takes ~2 s)."""
+    import argparse
+
+    from cuzk_plugin.cli.bench_daemon import _porep_envelope, build_request
+
+    path = tmp_path / "c1.json"
+    path.write_bytes(c1_bytes)
+    args = argparse.Namespace(type="porep", c1=str(path), vanilla=None, priority=None, sector=7, miner=1000,
+                              circuit=None, log2=None, partitions=None, seed=0, wtns=None)
+    hits = _porep_envelope.cache_info().hits
+    first, second = build_request(args, "a"), build_request(args, "b")
+    assert _porep_envelope.cache_info().hits == hits + 1  # the second request reused the first's envelope
+    assert first.vanilla_proof == second.vanilla_proof and second.request_id == "b"
+    env = json.loads(first.vanilla_proof)
+    assert env["SectorNum"] == 7 and env["SectorSize"] == 2048 and base64.b64decode(env["Phase1Out"]) == c1_bytes
+    assert porep_partitions(first.vanilla_proof).sector_id == 7
