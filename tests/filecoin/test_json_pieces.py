@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import json
 import random
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -139,12 +141,45 @@ def test_phase1out_base64_is_decoded_in_pieces_as_b64decode_decodes_it(monkeypat
     assert outcomes == {True, False}
 
 
+def test_nesting_is_bounded_before_decoding():
+    limit = json_pieces.MAX_DEPTH
+    ok = b"[" * limit + b"]" * limit
+    assert json_pieces.loads(ok) == json.loads(ok)
+    for raw in (b"[" * (limit + 1) + b"]" * (limit + 1),           # balanced
+                b'{"a": ' * (limit + 1) + b"1" + b"}" * (limit + 1),
+                b"[" * 1_000_000,                                 # never closed
+                b"[" * 70 + b"]" * 200):                          # closed too often
+        with pytest.raises(json_pieces.NestingError, match="more than 64"):
+            json_pieces.loads(raw)
+    inside = b'["' + b"[" * 10_000 + b'", {"k": "' + b"{" * 500 + b'"}]'  # brackets in strings: text
+    assert json_pieces.loads(inside, max_piece=8) == json.loads(inside)
+    assert json_pieces.loads(inside.decode()) == json.loads(inside)  # text reads as its UTF-8 bytes
+
+
+def test_a_deep_document_is_refused_where_the_recursion_limit_is_raised():
+    """Libraries raise the recursion limit; json's C scanner then recursed into a segfault
+    (the suite died with it once). Refused by depth instead, in a process of its own."""
+    code = (
+        "import sys; sys.setrecursionlimit(10**7)\n"
+        "from cuzk_plugin.adapters.curio.c1 import C1Error, parse_c1\n"
+        "from cuzk_plugin.adapters.curio.porep import porep_partitions\n"
+        "for n in (5_000, 300_000, 3_000_000):\n"
+        "    for parse in (porep_partitions, parse_c1):\n"
+        "        try:\n"
+        "            parse(b'[' * n + b']' * n)\n"
+        "        except C1Error as exc:\n"
+        "            assert 'nests' in str(exc) and f'{n:,} levels' in str(exc), exc\n"
+        "        else:\n"
+        "            raise SystemExit('accepted')\n"
+        "print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "refused", (done.returncode, done.stderr[-2000:])
+
+
 def test_a_deeply_nested_c1_is_refused_by_name():
     from cuzk_plugin.adapters.curio.c1 import C1Error
     from cuzk_plugin.adapters.curio.porep import porep_partitions
 
-    with pytest.raises(C1Error):  # refused as too deep, or as not a C1 where the limit allows it
-        porep_partitions(b"[" * 5000 + b"]" * 5000)
-    n = 1 << 20  # over the piece size, deeper than any recursion limit
-    with pytest.raises(C1Error, match="nest"):
-        porep_partitions(b"[" * n + b"]" * n)
+    for n in (5000, 1 << 20):  # under and over the piece size
+        with pytest.raises(C1Error, match=f"nests {n:,} levels deep"):
+            porep_partitions(b"[" * n + b"]" * n)

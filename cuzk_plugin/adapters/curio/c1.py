@@ -259,11 +259,11 @@ def _validate(model: type[BaseModel], data: Any, prefix: str = "$") -> Any:
 
 def _loads(raw: bytes | str, what: str) -> Any:
     try:
-        return json_pieces.loads(raw) if isinstance(raw, bytes) else json.loads(raw)
+        return json_pieces.loads(raw)
+    except json_pieces.NestingError as exc:
+        raise C1Error("$", f"{what} {exc} (a C1 nests about 10 levels)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise C1Error("$", f"{what} is not JSON ({exc})") from None
-    except RecursionError:
-        raise C1Error("$", f"{what} nests deeper than any C1 (about 10 levels)") from None
 
 
 def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:

@@ -8,6 +8,10 @@ strings and their depth), decodes every container of at most ``max_piece`` bytes
 (separators, keys, scalar members) is decoded with the child replaced by ``null``, so every
 byte of the document passes through json.loads exactly once, in its place. Valid JSON reads as
 ``json.loads`` reads it; malformed JSON raises :class:`json.JSONDecodeError`.
+
+The nesting is bounded before anything is decoded (:class:`NestingError`): json's C scanner
+recurses once a level, and where a process has raised its recursion limit (libraries do) a
+hostile ``[[[[...`` would overflow the C stack and kill the daemon instead of raising.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import numpy as np
 
 #: Containers up to this size go to json.loads whole (~30 ms of GIL here).
 MAX_PIECE = 1 << 20
+#: The deepest nesting decoded (Curio's documents nest about 10 levels).
+MAX_DEPTH = 64
 _WS = b" \t\r\n"
 _PLACEHOLDER = b"null"
 _QUOTE, _SLASH, _OPEN, _CLOSE = 1, 2, 3, 4
@@ -26,6 +32,14 @@ _KIND = np.zeros(256, dtype=np.int8)
 _KIND[ord('"')], _KIND[ord("\\")] = _QUOTE, _SLASH
 _KIND[[ord("["), ord("{")]] = _OPEN
 _KIND[[ord("]"), ord("}")]] = _CLOSE
+
+
+class NestingError(ValueError):
+    """The document nests deeper than the caller allows; nothing of it was decoded."""
+
+    def __init__(self, depth: int, max_depth: int):
+        super().__init__(f"nests {depth:,} levels deep, more than {max_depth}")
+        self.depth, self.max_depth = depth, max_depth
 
 
 class _Brackets:
@@ -54,6 +68,7 @@ class _Brackets:
         # a container's brackets sit at its level, its children's one deeper
         self.depth = np.where(step > 0, after - 1, after)
         self.balanced = bool(after.size and after[-1] == 0 and after.min() >= 0)
+        self.max_depth = int(after.max()) if after.size else 0
 
     def children(self, start: int, end: int) -> list[tuple[int, int]] | None:
         """(open, close + 1) of each container directly inside the one at ``raw[start:end]``."""
@@ -65,13 +80,21 @@ class _Brackets:
         return [(a, b + 1) for a, b in zip(inner[0::2], inner[1::2], strict=True)]
 
 
-def loads(raw: bytes, max_piece: int = MAX_PIECE) -> Any:
-    """``json.loads(raw)`` for a UTF-8 document, in pieces of about ``max_piece`` bytes."""
+def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads(raw)`` for a UTF-8 document, in pieces of about ``max_piece`` bytes;
+    :class:`NestingError` if its brackets (outside strings) nest deeper than ``max_depth``.
+    Text is read as its UTF-8 bytes (a lone surrogate in it raises UnicodeDecodeError)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
     start = len(raw) - len(raw.lstrip(_WS))
     end = len(raw.rstrip(_WS))
-    if end - start <= max_piece or raw[start] not in b"[{":
-        return json.loads(raw)  # small, or not a container (or another encoding): one call
+    if start == end or raw[start] not in b"[{":
+        return json.loads(raw)  # not a container (or another encoding): nothing nests
     brackets = _Brackets(raw)
+    if brackets.max_depth > max_depth:  # balanced or not: json.loads would recurse that deep
+        raise NestingError(brackets.max_depth, max_depth)
+    if end - start <= max_piece:
+        return json.loads(raw)  # small: one call
     if not brackets.balanced or brackets.pos[-1] != end - 1:
         return json.loads(raw)  # refused by json.loads, with its own message
     return _container(raw, brackets, start, end, max_piece)

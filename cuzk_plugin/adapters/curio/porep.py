@@ -337,11 +337,11 @@ def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
     text = bytes(raw) if isinstance(raw, memoryview) else raw
     with gc_paused():  # a 32 GiB C1 is millions of small lists: no GC pass over them while they live
         try:  # in pieces: one json.loads of a 49 MB C1 would hold the GIL ~1.5 s (json_pieces)
-            top = json_pieces.loads(text) if isinstance(text, bytes) else json.loads(text)
+            top = json_pieces.loads(text)
+        except json_pieces.NestingError as exc:
+            raise C1Error("$", f"{exc} (a C1 nests about 10 levels)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
-        except RecursionError:
-            raise C1Error("$", "nested deeper than any C1 (a C1 nests about 10 levels)") from None
         if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
             env, c1 = envelope_from_json(top)
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
