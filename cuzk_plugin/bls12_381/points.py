@@ -57,6 +57,21 @@ def g2_raw_to_limbs(raw: np.ndarray) -> np.ndarray:
     return limbs
 
 
+def g1_limbs_to_raw(points: np.ndarray) -> np.ndarray:
+    """``(n, 2, 6)`` canonical limbs (identity = zeros) -> uncompressed Filecoin G1 bytes
+    ``(n, 96)``, the identity as the 0x40 flag (the inverse of :func:`g1_raw_to_limbs`)."""
+    raw = g1_limbs_to_xy_bytes(points)
+    raw[~raw.any(axis=1), 0] = FLAG_INFINITY
+    return raw
+
+
+def g2_limbs_to_raw(points: np.ndarray) -> np.ndarray:
+    """``(n, 2, 2, 6)`` canonical limbs -> uncompressed Filecoin G2 bytes ``(n, 192)``."""
+    raw = g2_limbs_to_filecoin_bytes(points)
+    raw[~raw.any(axis=1), 0] = FLAG_INFINITY
+    return raw
+
+
 def _clear_flags(raw: np.ndarray) -> np.ndarray:
     out = np.array(raw, dtype=np.uint8, copy=True)
     if out.shape[0]:

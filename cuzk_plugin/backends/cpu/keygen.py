@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ from cuzk_plugin.formats.params import ProvingKey, SetupSecrets, VerifyingKey
 from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
 __all__ = [
+    "Multiples",
     "QapColumns",
     "UnluckySecrets",
     "batch_inverse",
@@ -151,9 +153,14 @@ def verifying_key(secrets: SetupSecrets, sums: np.ndarray) -> VerifyingKey:
     )
 
 
-def proving_key_from_qap(qap: QapColumns, secrets: SetupSecrets) -> ProvingKey:
+#: k * G for lists of ``(group, (n, 4) uint64 scalars)``: Filecoin's uncompressed bytes, in order.
+Multiples = Callable[[list[tuple[str, np.ndarray]]], list[np.ndarray]]
+
+
+def proving_key_from_qap(qap: QapColumns, secrets: SetupSecrets, multiples: Multiples = raw_multiples) -> ProvingKey:
     """The key (with its verifying key) from u, v, w at tau. UnluckySecrets when a dense column
-    of A or B evaluates to 0."""
+    of A or B evaluates to 0. ``multiples``: where the points are made (a backend with a device
+    passes its own; the default uses every host core)."""
     s, n, n_in = secrets, qap.domain_size, qap.num_inputs
     for name, vals, dense in (("A", qap.u, qap.a_dense), ("B", qap.v, qap.b_dense)):
         zero = np.flatnonzero(dense & (vals == 0))
@@ -166,7 +173,7 @@ def proving_key_from_qap(qap: QapColumns, secrets: SetupSecrets) -> ProvingKey:
     h_scalars = powers(s.tau, n - 1) * (z_tau * delta_inv % R) % R
     a_scalars, b_scalars = qap.u[qap.a_dense], qap.v[qap.b_dense]
     b_limbs = ints_to_limbs(b_scalars, FR_LIMBS)
-    h, l, a, b_g1, b_g2 = raw_multiples([("g1", ints_to_limbs(h_scalars, FR_LIMBS)), ("g1", ints_to_limbs(l_scalars, FR_LIMBS)),
+    h, l, a, b_g1, b_g2 = multiples([("g1", ints_to_limbs(h_scalars, FR_LIMBS)), ("g1", ints_to_limbs(l_scalars, FR_LIMBS)),
                                          ("g1", ints_to_limbs(a_scalars, FR_LIMBS)), ("g1", b_limbs), ("g2", b_limbs)])
     key = ProvingKey(vk=verifying_key(s, input_sums(qap)), h=h, l=l, a=a, b_g1=b_g1, b_g2=b_g2)
     log.info("keygen: %d inputs, %d aux, domain %d, points %.2fs", n_in, len(l_scalars), n, time.perf_counter() - t0)

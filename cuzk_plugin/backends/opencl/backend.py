@@ -25,12 +25,14 @@ from cuzk_plugin.backends.opencl.device import (
     import_pyopencl,
     select_device,
 )
+from cuzk_plugin.backends.opencl.fixed_base import FixedBaseDriver, table_bits
 from cuzk_plugin.backends.opencl.launch import download, upload
 from cuzk_plugin.backends.opencl.msm import MsmDriver
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
+from cuzk_plugin.bls12_381.points import g1_limbs_to_raw, g2_limbs_to_raw
 from cuzk_plugin.errors import BackendUnavailable, EncodingError, ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
@@ -257,12 +259,31 @@ class OpenclBackend:
             pending.future.cancel()
 
     def generate_srs(self, circuit: OpenclCircuit, secrets: SetupSecrets) -> tuple[OpenclSrs, np.ndarray]:
-        """A test key of the circuit made on the host (the CPU reference, backends/cpu/keygen.py)
-        and loaded, with its input columns at tau for the verifying key."""
+        """A test key of the circuit, loaded, with its input columns at tau for the verifying
+        key: the QAP on the host (backends/cpu/keygen.py), the points on this device."""
         from cuzk_plugin.backends.cpu.keygen import input_sums, proving_key_from_qap, qap_from_pce
 
         qap = qap_from_pce(circuit.circuit, secrets)
-        return self.load_srs(proving_key_from_qap(qap, secrets)), input_sums(qap)
+        return self.load_srs(proving_key_from_qap(qap, secrets, self._key_multiples)), input_sums(qap)
+
+    def _key_multiples(self, vectors: list[tuple[str, np.ndarray]]) -> list[np.ndarray]:
+        """k * G for each ``(group, scalars)`` on this device (fixed_base.cl), as Filecoin's
+        uncompressed bytes: one table a group, its window sized for all of that group's points,
+        freed when done."""
+        counts = {group: sum(s.shape[0] for g, s in vectors if g == group) for group, _ in vectors}
+        total = sum(counts.values())
+        out = []
+        with self._lock, device_errors(f"key points ({total} fixed-base multiples)"):
+            drivers = {group: FixedBaseDriver(self.context, self.queue, (self._g1 if group == "g1" else self._g2).k,
+                                              1 if group == "g1" else 2) for group in counts}
+            try:
+                for group, scalars in vectors:
+                    limbs = drivers[group].multiples(scalars, table_bits(counts[group]))
+                    out.append(g1_limbs_to_raw(limbs) if group == "g1" else g2_limbs_to_raw(limbs))
+            finally:
+                for drv in drivers.values():
+                    drv.release()
+        return out
 
     def _prove(self, srs: OpenclSrs, part: SynthesizedPartition | WitnessPartition,
                cancel: threading.Event) -> ProofSums:

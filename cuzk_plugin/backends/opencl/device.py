@@ -28,8 +28,8 @@ ENV_DEVICE = "CUZK_OPENCL_DEVICE"
 PROGRAM_SOURCES = {
     "ntt": ("limbs.cl", "fr.cl", "ntt.cl"),
     "r1cs": ("limbs.cl", "fr.cl", "r1cs.cl"),
-    "g1": ("limbs.cl", "fq.cl", "group_g1.cl", "curve_xyzz.cl", "scan.cl", "msm.cl"),
-    "g2": ("limbs.cl", "fq.cl", "fq2.cl", "group_g2.cl", "curve_xyzz.cl", "scan.cl", "msm.cl"),
+    "g1": ("limbs.cl", "fq.cl", "group_g1.cl", "curve_xyzz.cl", "fixed_base.cl", "scan.cl", "msm.cl"),
+    "g2": ("limbs.cl", "fq.cl", "fq2.cl", "group_g2.cl", "curve_xyzz.cl", "fixed_base.cl", "scan.cl", "msm.cl"),
 }
 #: The field each program computes in (limbs.cl is built for exactly one).
 PROGRAM_FIELD = {"ntt": "FR", "r1cs": "FR", "g1": "FQ", "g2": "FQ"}
