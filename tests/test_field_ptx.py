@@ -281,3 +281,65 @@ def test_model_rejects_a_carry_used_as_a_borrow() -> None:
             run_block("sub_chain12_borrow_in", {"borrow_in": MASK})
     finally:
         lines[:] = saved
+
+
+# -- a b - c d with one reduction a row (the curve formulas' Y3, field.cuh's mont_t::mul_sub) -------
+
+def mont2_mul_sub(a: int, b: int, c: int, d: int) -> int:
+    """fq_modulus_minus (c' = p - c), fq_mont2_row0, eleven fq_mont2_rows with the arrays
+    swapping roles, fq_mont_merge: (a b + c' d) 2^(-384) before mul_sub's conditional subtraction."""
+    n = 12
+    out = run_block("fq_modulus_minus", load("x", words(c, n)))
+    nc = [out[f"d[{j}]"] for j in range(n)]
+    bw, dw = words(b, n), words(d, n)
+    ev, od = [0] * n, [0] * n
+    for i in range(n):
+        if i:
+            ev, od = od, ev
+        values = {**load("a", words(a, n)), "b": bw[i], **load("c", nc), "d": dw[i], **load("ev", ev),
+                  **load("od", od)}
+        out = run_block("fq_mont2_row0" if i == 0 else "fq_mont2_row", values)
+        ev, od = [out[f"ev[{j}]"] for j in range(n)], [out[f"od[{j}]"] for j in range(n)]
+        assert ev[0] == 0, "row reduction must clear word 0"
+    out = run_block("fq_mont_merge", {**load("ev", ev), **load("od", od)})
+    return sum(out[f"r[{j}]"] << (32 * j) for j in range(n))
+
+
+def test_mont2_mul_sub_matches_integers() -> None:
+    """The result is (a b - c d) R^-1 mod p and below 2p (one conditional subtraction makes it
+    canonical), for a, b, d < p and c <= p (c = p: c' = 0), edge values included; the model
+    asserts no dropped carry, which checks the 3p bound of the rows."""
+    p = P["fq"]
+    r_inv = pow(1 << 384, -1, p)
+    rng = random.Random(2026)
+    edges = edge_values(p, 12)
+    cases = [(x, y, z, w) for x in edges[::2] for y in edges[1::2] for z in (0, 1, p - 1, p) for w in (0, 1, p - 1)]
+    cases += [(p - 1, p - 1, 0, p - 1), (p - 1, p - 1, p - 1, p - 1), (p - 1, p - 1, 1, p - 1)]
+    cases += [tuple(rng.randrange(p) for _ in range(4)) for _ in range(200)]
+    for a, b, c, d in cases:
+        got = mont2_mul_sub(a, b, c, d)
+        assert got < 2 * p, f"a={a:#x} b={b:#x} c={c:#x} d={d:#x}: not below 2p"
+        assert got % p == (a * b - c * d) * r_inv % p, f"a={a:#x} b={b:#x} c={c:#x} d={d:#x}"
+
+
+def test_model_catches_a_broken_mont2_row() -> None:
+    """One carry-in dropped from the second product's chain must be noticed."""
+    lines, operands = FUNCS["fq_mont2_row"]
+    saved = list(lines)
+    d_reg = f"%{operands.index('d')}"
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("madc.hi.cc.u32") and ln.split(", ")[2] == d_reg)
+    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")
+    try:
+        rng = random.Random(9)
+        p = P["fq"]
+        r_inv = pow(1 << 384, -1, p)
+        bad = 0
+        for _ in range(20):
+            a, b, c, d = (rng.randrange(p) for _ in range(4))
+            try:
+                bad += mont2_mul_sub(a, b, c, d) % p != (a * b - c * d) * r_inv % p
+            except AssertionError:
+                bad += 1
+        assert bad > 0
+    finally:
+        lines[:] = saved

@@ -95,6 +95,11 @@ INV_AS_OPERAND = {"fr": True, "fq": False}
 
 def mont_row(field: str, first: bool) -> list[Instr]:
     """One row: (ev, od) += a b_i, then the Montgomery reduction of word 0 (roles as called)."""
+    return row_products(field, first) + mont_reduction(field)
+
+
+def row_products(field: str, first: bool) -> list[Instr]:
+    """A row's shift (not in row 0) and (ev, od) += a b_i."""
     n = LIMBS[field]
     code: list[Instr] = []
     if first:  # nothing to add to: plain products, no carries (the pairs do not overlap)
@@ -112,7 +117,34 @@ def mont_row(field: str, first: bool) -> list[Instr]:
             code += [("madc.lo.cc.u32", ("od", k - 1), ("a", k), ("b",), lo_add),
                      ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("a", k), ("b",), hi_add)]
         code += even_chain(n, [("a", k) for k in range(0, n, 2)], ("b",))
+    return code
+
+
+def mont2_row(field: str, first: bool) -> list[Instr]:
+    """One row of (a b + c d) 2^(-32N): the product row a b_i (mont_row's, without its reduction),
+    then c d_i added in place (two more chains), then one reduction for both products.
+    Bounds (a, c <= p, b, d < p): after row i the value is below a + c + p <= 3p < 2^(32N - 1),
+    so within a row it stays below 3p 2^32; the odd array (weight 2^32, a sub-sum) stays below
+    3p and never carries out of word N-1, and the merge gives (a b + c d + M p) / 2^(32N) <
+    2p^2 / 2^(32N) + p < 1.3p (p < 2^(32N) / 8): one conditional subtraction."""
+    n = LIMBS[field]
+    code = row_products(field, first)
+    for k in range(1, n, 2):  # od[k-1..k] += c_k d (odd k, weight 2^32 built into od)
+        code += [("mad.lo.cc.u32" if k == 1 else "madc.lo.cc.u32", ("od", k - 1), ("c", k), ("d",), ("od", k - 1)),
+                 ("madc.hi.u32" if k == n - 1 else "madc.hi.cc.u32", ("od", k), ("c", k), ("d",), ("od", k))]
+    code += even_chain(n, [("c", k) for k in range(0, n, 2)], ("d",))
     return code + mont_reduction(field)
+
+
+def modulus_minus(field: str) -> str:
+    """d = p - x for x <= p (p as immediates; no borrow out)."""
+    n = LIMBS[field]
+    p = words(MODULI[field], n)
+    lines = [f"{'sub' if j == 0 else 'subc'}{'.cc' if j < n - 1 else ''}.u32 %{j}, 0x{p[j]:08x}, %{n + j}"
+             for j in range(n)]
+    outs = [f'"=r"(d[{j}])' for j in range(n)]
+    ins = [f'"r"(x[{j}])' for j in range(n)]
+    return block(f"{field}_modulus_minus", "uint32_t* d, const uint32_t* x", lines, outs, ins)
 
 
 def mont_reduction(field: str) -> list[Instr]:
@@ -237,7 +269,7 @@ def mont_merge(field: str) -> list[Instr]:
     return code
 
 
-SCALAR_INPUTS = ("b", "inv")
+SCALAR_INPUTS = ("b", "d", "inv")
 
 
 def render(name: str, args: str, code: list[Instr], arrays: dict[str, tuple[int, str]]) -> str:
@@ -285,6 +317,19 @@ def mont_functions(field: str) -> list[str]:
     ]
 
 
+def mont2_functions(field: str) -> list[str]:
+    """(a b + c d) 2^(-32N): the curve formulas' Y3 = R (Q - X3) - Y PPP with c = p - Y (curve.cuh)."""
+    n = LIMBS[field]
+    args = "uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b, const uint32_t* c, uint32_t d"
+    return [
+        modulus_minus(field),
+        render(f"{field}_mont2_row0", args, mont2_row(field, True),
+               {"ev": (n, '"=r"'), "od": (n, '"=r"'), "a": (n, '"r"'), "c": (n, '"r"')}),
+        render(f"{field}_mont2_row", args, mont2_row(field, False),
+               {"ev": (n, '"+r"'), "od": (n, '"+r"'), "a": (n, '"r"'), "c": (n, '"r"')}),
+    ]
+
+
 def lazy_functions(field: str) -> list[str]:
     n = LIMBS[field]
     args = "uint32_t* ev, uint32_t* od"
@@ -311,13 +356,14 @@ def header_text() -> str:
         "//   fr/fq_mont_row0, _mont_row, _mont_merge: the even/odd Montgomery product (see the generator)\n"
         "//   sub_chain12_borrow_in; fq_wide_row, _wide_merge_lo/_hi, _redc_row0, _redc_row: the lazy\n"
         "//   reduction of Fq2 products (768-bit products, reduction rows without products)\n"
+        "//   fq_modulus_minus: d = p - x;  fq_mont2_row0, _mont2_row: (a b + c d) with one reduction a row\n"
         "#pragma once\n#include <cstdint>\n"),
     ]
     for n in (8, 12):
         parts += [add_chain(n), sub_chain(n)]
     parts += [sub_modulus("fr"), sub_modulus("fq")]
     parts += mont_functions("fr") + mont_functions("fq")
-    parts += [sub_chain_borrow_in(12), *lazy_functions("fq")]
+    parts += [sub_chain_borrow_in(12), *lazy_functions("fq"), *mont2_functions("fq")]
     return "\n".join(parts)
 
 

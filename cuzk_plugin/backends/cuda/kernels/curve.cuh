@@ -20,6 +20,16 @@ CZ_HD F curve_b() {
         return four;
 }
 
+// a b - c d: Fq's lazy form (one reduction for both products, mont_t::mul_sub) on G1; G2's
+// Fq2 products stay as they are.
+template <class F>
+CZ_HD F mul_sub(const F& a, const F& b, const F& c, const F& d) {
+    if constexpr (std::is_same_v<F, fq_t>)
+        return fq_t::mul_sub(a, b, c, d);
+    else
+        return a * b - c * d;
+}
+
 template <class F>
 struct alignas(16) affine_t {
     F x, y;
@@ -50,7 +60,7 @@ struct alignas(16) xyzz_t {
         F xx = p.x.sqr();
         F M = xx.dbl() + xx;  // 3 x^2 (a = 0)
         F X3 = M.sqr() - S.dbl();
-        F Y3 = M * (S - X3) - W * p.y;
+        F Y3 = mul_sub(M, S - X3, W, p.y);
         return {X3, Y3, V, W};
     }
 
@@ -64,7 +74,7 @@ struct alignas(16) xyzz_t {
         F xx = X.sqr();
         F M = xx.dbl() + xx;
         F X3 = M.sqr() - S.dbl();
-        F Y3 = M * (S - X3) - W * Y;
+        F Y3 = mul_sub(M, S - X3, W, Y);
         return {X3, Y3, V * ZZ, W * ZZZ};
     }
 
@@ -85,7 +95,7 @@ struct alignas(16) xyzz_t {
         F PPP = P * PP;
         F Q = X * PP;
         F X3 = R.sqr() - PPP - Q.dbl();
-        F Y3 = R * (Q - X3) - Y * PPP;
+        F Y3 = mul_sub(R, Q - X3, Y, PPP);
         return {X3, Y3, ZZ * PP, ZZZ * PPP};
     }
 
@@ -109,7 +119,7 @@ struct alignas(16) xyzz_t {
         F PPP = P * PP;
         F Q = U1 * PP;
         F X3 = R.sqr() - PPP - Q.dbl();
-        F Y3 = R * (Q - X3) - S1 * PPP;
+        F Y3 = mul_sub(R, Q - X3, S1, PPP);
         return {X3, Y3, ZZ * q.ZZ * PP, ZZZ * q.ZZZ * PPP};
     }
 

@@ -121,6 +121,16 @@ struct mad_chains<12> {
                                                              uint32_t borrow_in) {
         return sub_chain12_borrow_in(d, a, b, borrow_in);
     }
+    // (a b + c d) with one reduction a row (the curve formulas' Y3, mont_t::mul_sub).
+    __device__ __forceinline__ static void modulus_minus(uint32_t* d, const uint32_t* x) { fq_modulus_minus(d, x); }
+    __device__ __forceinline__ static void mont2_row0(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b,
+                                                      const uint32_t* c, uint32_t d) {
+        fq_mont2_row0(ev, od, a, b, c, d);
+    }
+    __device__ __forceinline__ static void mont2_row(uint32_t* ev, uint32_t* od, const uint32_t* a, uint32_t b,
+                                                     const uint32_t* c, uint32_t d) {
+        fq_mont2_row(ev, od, a, b, c, d);
+    }
 };
 
 template <class C>
@@ -338,6 +348,28 @@ struct alignas(16) mont_t {
         }
         return reduce_once(t, t[N]);
 #endif
+    }
+
+    // a b - c d. On the device for Fq with lazy reduction: (a b + c' d) 2^(-384), c' = p - c in
+    // (0, p], as one Montgomery product of two operand pairs, each row (ev, od) += a b_i + c' d_i
+    // and then one reduction: 3 N^2 word products instead of 4 N^2, in the registers of one
+    // product plus c' (the difference of two 768-bit products would hold two 24-word values).
+    // Bound (tools/gen_field_ptx.py, mont2_row): a, b, d < p, c' <= p gives a result below
+    // 2 p^2 / 2^384 + p < 1.3p, so one conditional subtraction leaves it canonical, as
+    // operator* does (the curve formulas compare coordinates with is_zero).
+    CZ_HD static mont_t mul_sub(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
+#ifdef __CUDA_ARCH__
+        if constexpr (N == 12) {
+            uint32_t nc[N], x[N], y[N];
+            mad_chains<N>::modulus_minus(nc, c.v);
+            mad_chains<N>::mont2_row0(x, y, a.v, b.v[0], nc, d.v[0]);
+            mont_t r = rows_and_merge(x, y, [&](uint32_t* ev, uint32_t* od, int i) {
+                mad_chains<N>::mont2_row(ev, od, a.v, b.v[i], nc, d.v[i]);
+            });
+            return reduce_once(r.v, 0);
+        }
+#endif
+        return a * b - c * d;
     }
 
     // r1 = a1 b1, r2 = a2 b2 (on the device with the two carry chains interleaved).
