@@ -73,6 +73,8 @@ def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
             prod = val(a[1]) * val(a[2])
             half = prod >> 32 if "hi" in parts else prod & MASK
             full = half + (val(a[3]) if base != "mul" else 0) + carry_in
+        elif base == "mov":
+            full = val(a[1])
         elif base == "neg":
             full = -val(a[1]) & MASK
         elif base == "min":
@@ -88,7 +90,7 @@ def run_block(name: str, values: dict[str, int]) -> dict[str, int]:
                 assert full >= 0 or a[1] == "0", f"{name}: {ln!r} wraps below zero"
         elif sets_cc:
             cf = full >> 32
-        elif base not in ("mul", "neg", "min", "sub", "subc"):
+        elif base not in ("mul", "neg", "min", "mov", "sub", "subc"):
             assert full >> 32 == 0, f"{name}: {ln!r} drops a carry"
         regs[a[0]] = full & MASK
     return {expr: regs[f"%{i}"] for i, expr in enumerate(operands)}
@@ -338,6 +340,68 @@ def test_model_catches_a_broken_mont2_row() -> None:
             a, b, c, d = (rng.randrange(p) for _ in range(4))
             try:
                 bad += mont2_mul_sub(a, b, c, d) % p != (a * b - c * d) * r_inv % p
+            except AssertionError:
+                bad += 1
+        assert bad > 0
+    finally:
+        lines[:] = saved
+
+
+# -- the squaring: each cross product once (field.cuh's mont_t::sqr) --------------------------------
+
+def sqr_operand(a: list[int], i: int) -> list[int]:
+    """field.cuh's mont_t::sqr_operand: words i..n-1 of row i's operand."""
+    return [a[i] if k == i else (a[k] << 1) & MASK if k == i + 1 else ((a[k] << 1) | (a[k - 1] >> 31)) & MASK
+            for k in range(i, len(a))]
+
+
+def mont_sqr(a: int) -> int:
+    """fq_sqr_row0..11 with the arrays swapping roles, then fq_mont_merge."""
+    n = 12
+    aw = words(a, n)
+    ev, od = [0] * n, [0] * n
+    for i in range(n):
+        if i:
+            ev, od = od, ev
+        values = {**load("w", sqr_operand(aw, i)), "b": aw[i], **load("ev", ev), **load("od", od)}
+        out = run_block(f"fq_sqr_row{i}", values)
+        ev, od = [out[f"ev[{j}]"] for j in range(n)], [out[f"od[{j}]"] for j in range(n)]
+        assert ev[0] == 0, "row reduction must clear word 0"
+    out = run_block("fq_mont_merge", {**load("ev", ev), **load("od", od)})
+    return sum(out[f"r[{j}]"] << (32 * j) for j in range(n))
+
+
+def test_sqr_matches_integers() -> None:
+    """a^2 R^-1 mod p, below 2p, for edge values (0, 1, p - 1, words with the top bit set, whose
+    doubling carries into the next word) and random a < p."""
+    p = P["fq"]
+    r_inv = pow(1 << 384, -1, p)
+    rng = random.Random(31)
+    top_bits = sum(0x80000000 << (32 * k) for k in range(11))  # every word's top bit but the last
+    values = [*edge_values(p, 12), top_bits, top_bits | MASK, p - top_bits, (p - 1) ^ (1 << 31)]
+    values += [rng.randrange(p) for _ in range(300)]
+    for a in values:
+        got = mont_sqr(a)
+        assert got < 2 * p, f"a={a:#x}: not below 2p"
+        assert got % p == a * a * r_inv % p, f"a={a:#x}"
+
+
+def test_model_catches_a_broken_sqr_row() -> None:
+    """A carry-in dropped from a squaring row's products must be noticed."""
+    lines, operands = FUNCS["fq_sqr_row3"]
+    saved = list(lines)
+    b_reg = f"%{operands.index('b')}"
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("madc.hi.cc.u32") and ln.split(", ")[2] == b_reg)
+    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")
+    try:
+        rng = random.Random(13)
+        p = P["fq"]
+        r_inv = pow(1 << 384, -1, p)
+        bad = 0
+        for _ in range(20):
+            a = rng.randrange(p)
+            try:
+                bad += mont_sqr(a) % p != a * a * r_inv % p
             except AssertionError:
                 bad += 1
         assert bad > 0

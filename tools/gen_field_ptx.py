@@ -98,25 +98,37 @@ def mont_row(field: str, first: bool) -> list[Instr]:
     return row_products(field, first) + mont_reduction(field)
 
 
-def row_products(field: str, first: bool) -> list[Instr]:
-    """A row's shift (not in row 0) and (ev, od) += a b_i."""
+def row_products(field: str, first: bool, x=lambda k: ("a", k), start: int = 0) -> list[Instr]:
+    """A row's shift (not in row 0) and (ev, od) += sum_k x(k) b 2^(32k) for k >= start (the
+    squaring's rows leave out the words below start: those words are only shifted)."""
     n = LIMBS[field]
     code: list[Instr] = []
     if first:  # nothing to add to: plain products, no carries (the pairs do not overlap)
+        assert start == 0
         for k in range(0, n, 2):
-            code += [("mul.lo.u32", ("ev", k), ("a", k), ("b",)), ("mul.hi.u32", ("ev", k + 1), ("a", k), ("b",))]
+            code += [("mul.lo.u32", ("ev", k), x(k), ("b",)), ("mul.hi.u32", ("ev", k + 1), x(k), ("b",))]
         for k in range(1, n, 2):
-            code += [("mul.lo.u32", ("od", k - 1), ("a", k), ("b",)), ("mul.hi.u32", ("od", k), ("a", k), ("b",))]
+            code += [("mul.lo.u32", ("od", k - 1), x(k), ("b",)), ("mul.hi.u32", ("od", k), x(k), ("b",))]
     else:
         # ev_0 += od_1: the carry (weight 2^32) enters the odd chain, whose word 0 has that weight.
+        # Where the row leaves out odd words (start > 1), the carry is kept in a word c for the
+        # reduction's odd chain (mont_reduction, carry_word), so the words left out are plain
+        # moves instead of a carry chain.
         code.append(("add.cc.u32", ("ev", 0), ("ev", 0), ("od", 1)))
-        for k in range(1, n, 2):  # od[j] = lo/hi(a_k b) + od[j + 2]: the shift by two words
+        if start > 1:
+            code.append(("addc.u32", ("c",), 0, 0))
+        for k in range(1, n, 2):  # od[j] = lo/hi(x_k b) + od[j + 2]: the shift by two words
             lo_add = ("od", k + 1) if k + 1 < n else 0
             hi_add = ("od", k + 2) if k + 2 < n else 0
             last = k == n - 1
-            code += [("madc.lo.cc.u32", ("od", k - 1), ("a", k), ("b",), lo_add),
-                     ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), ("a", k), ("b",), hi_add)]
-        code += even_chain(n, [("a", k) for k in range(0, n, 2)], ("b",))
+            if k < start:
+                code += [("mov.u32", ("od", k - 1), lo_add), ("mov.u32", ("od", k), hi_add)]
+            else:
+                first_product = start > 1 and k in (start, start + 1)
+                code += [("mad.lo.cc.u32" if first_product else "madc.lo.cc.u32", ("od", k - 1), x(k), ("b",), lo_add),
+                         ("madc.hi.u32" if last else "madc.hi.cc.u32", ("od", k), x(k), ("b",), hi_add)]
+        k0 = start + start % 2
+        code += even_chain(n, [x(k) for k in range(k0, n, 2)], ("b",), k0)
     return code
 
 
@@ -136,6 +148,31 @@ def mont2_row(field: str, first: bool) -> list[Instr]:
     return code + mont_reduction(field)
 
 
+# ---------------------------------------------------------------------------------------------
+# Squaring: a^2 = sum_i a_i 2^(32i) (a_i 2^(32i) + 2 sum_(j>i) a_j 2^(32j)), so row i of the
+# Montgomery product needs the products a_i w_k for k >= i only, with w_i = a_i and w_k (k > i)
+# the words of 2 (a with words <= i cleared): w_(i+1) = a_(i+1) << 1, w_k = the words of 2a
+# above. The caller (field.cuh, mont_t::sqr) forms w; each cross product a_i a_j is made once:
+# N (N + 1) / 2 word products and the N^2 of the reduction, instead of 2 N^2.
+# Bound: the products added by rows 0..i sum to A^2 + 2 A B with A = a's words <= i and B the
+# rest, at most a^2 and below 2 a 2^(32(i + 1)); so after row i the value is below 2a + p < 3p
+# (as mont2_row's), and the merge gives a^2 / 2^(32N) + p < 1.2p.
+# ---------------------------------------------------------------------------------------------
+
+
+def sqr_row(field: str, i: int) -> list[Instr]:
+    """Row i of the squaring: w holds words i..N-1 (w[k - i]), b = a_i."""
+    return row_products(field, i == 0, lambda k: ("w", k - i), start=i) + mont_reduction(field, carry_word=i > 1)
+
+
+def sqr_functions(field: str) -> list[str]:
+    n = LIMBS[field]
+    return [render(f"{field}_sqr_row{i}", "uint32_t* ev, uint32_t* od, const uint32_t* w, uint32_t b", sqr_row(field, i),
+                   {"ev": (n, '"=r"' if i == 0 else '"+r"'), "od": (n, '"=r"' if i == 0 else '"+r"'),
+                    "w": (n - i, '"r"')})
+            for i in range(n)]
+
+
 def modulus_minus(field: str) -> str:
     """d = p - x for x <= p (p as immediates; no borrow out)."""
     n = LIMBS[field]
@@ -147,13 +184,17 @@ def modulus_minus(field: str) -> str:
     return block(f"{field}_modulus_minus", "uint32_t* d, const uint32_t* x", lines, outs, ins)
 
 
-def mont_reduction(field: str) -> list[Instr]:
-    """The row's reduction: m = ev_0 p', (ev, od) += m p, after which ev_0 is zero."""
+def mont_reduction(field: str, carry_word: bool = False) -> list[Instr]:
+    """The row's reduction: m = ev_0 p', (ev, od) += m p, after which ev_0 is zero. With
+    carry_word, the one-bit word c (weight 2^32, the squaring rows' deferred carry) enters the
+    odd chain at od_0."""
     n = LIMBS[field]
     p = words(MODULI[field], n)
     code: list[Instr] = [("mul.lo.u32", ("m",), ("ev", 0), ("inv",) if INV_AS_OPERAND[field] else INV[field])]
+    if carry_word:
+        code.append(("add.cc.u32", ("c",), ("c",), 0xFFFFFFFF))  # carry flag = c (0 or 1)
     for k in range(1, n, 2):
-        code += modulus_pair(("od", k - 1), ("od", k), p[k], k == 1, k == n - 1)
+        code += modulus_pair(("od", k - 1), ("od", k), p[k], k == 1 and not carry_word, k == n - 1)
     for k in range(0, n, 2):
         code += modulus_pair(("ev", k), ("ev", k + 1), p[k], k == 0, False)
     code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
@@ -248,14 +289,16 @@ def modulus_pair(lo, hi, word: int, first: bool, last: bool) -> list[Instr]:
     return [(mad_lo, lo, ("m",), word, lo), (mad_hi, hi, ("m",), word, hi)]
 
 
-def even_chain(n: int, xs: list, y) -> list[Instr]:
-    """ev += sum_k xs[k/2] y 2^(32k) (k even); the carry out (weight 2^(32n)) goes to od_(n-1)."""
+def even_chain(n: int, xs: list, y, k0: int = 0) -> list[Instr]:
+    """ev += sum_i xs[i] y 2^(32k), k = k0 + 2i (k0 even); the carry out (weight 2^(32n)) goes to
+    od_(n-1). Nothing when xs is empty."""
     code: list[Instr] = []
     for i, x in enumerate(xs):
-        k = 2 * i
-        code += [("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", ("ev", k), x, y, ("ev", k)),
+        k = k0 + 2 * i
+        code += [("mad.lo.cc.u32" if i == 0 else "madc.lo.cc.u32", ("ev", k), x, y, ("ev", k)),
                  ("madc.hi.cc.u32", ("ev", k + 1), x, y, ("ev", k + 1))]
-    code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
+    if xs:
+        code.append(("addc.u32", ("od", n - 1), ("od", n - 1), 0))
     return code
 
 
@@ -357,13 +400,14 @@ def header_text() -> str:
         "//   sub_chain12_borrow_in; fq_wide_row, _wide_merge_lo/_hi, _redc_row0, _redc_row: the lazy\n"
         "//   reduction of Fq2 products (768-bit products, reduction rows without products)\n"
         "//   fq_modulus_minus: d = p - x;  fq_mont2_row0, _mont2_row: (a b + c d) with one reduction a row\n"
+        "//   fq_sqr_row0..11: the Montgomery squaring's rows, each cross product once\n"
         "#pragma once\n#include <cstdint>\n"),
     ]
     for n in (8, 12):
         parts += [add_chain(n), sub_chain(n)]
     parts += [sub_modulus("fr"), sub_modulus("fq")]
     parts += mont_functions("fr") + mont_functions("fq")
-    parts += [sub_chain_borrow_in(12), *lazy_functions("fq"), *mont2_functions("fq")]
+    parts += [sub_chain_borrow_in(12), *lazy_functions("fq"), *mont2_functions("fq"), *sqr_functions("fq")]
     return "\n".join(parts)
 
 

@@ -131,6 +131,26 @@ struct mad_chains<12> {
                                                      const uint32_t* c, uint32_t d) {
         fq_mont2_row(ev, od, a, b, c, d);
     }
+    // The squaring's rows (mont_t::sqr): row i takes w's words i..N-1 (a block each row, as
+    // each row leaves out a different number of words; i is a constant once the rows unroll).
+    __device__ __forceinline__ static void sqr_row0(uint32_t* ev, uint32_t* od, const uint32_t* w, uint32_t b) {
+        fq_sqr_row0(ev, od, w, b);
+    }
+    __device__ __forceinline__ static void sqr_row(int i, uint32_t* ev, uint32_t* od, const uint32_t* w, uint32_t b) {
+        switch (i) {
+            case 1: fq_sqr_row1(ev, od, w + 1, b); break;
+            case 2: fq_sqr_row2(ev, od, w + 2, b); break;
+            case 3: fq_sqr_row3(ev, od, w + 3, b); break;
+            case 4: fq_sqr_row4(ev, od, w + 4, b); break;
+            case 5: fq_sqr_row5(ev, od, w + 5, b); break;
+            case 6: fq_sqr_row6(ev, od, w + 6, b); break;
+            case 7: fq_sqr_row7(ev, od, w + 7, b); break;
+            case 8: fq_sqr_row8(ev, od, w + 8, b); break;
+            case 9: fq_sqr_row9(ev, od, w + 9, b); break;
+            case 10: fq_sqr_row10(ev, od, w + 10, b); break;
+            default: fq_sqr_row11(ev, od, w + 11, b); break;
+        }
+    }
 };
 
 template <class C>
@@ -379,7 +399,40 @@ struct alignas(16) mont_t {
         r2 = a2 * b2;
     }
 
-    CZ_HD mont_t sqr() const { return *this * *this; }
+#ifdef __CUDA_ARCH__
+    // Row i's operand words for the squaring (tools/gen_field_ptx.py, sqr_row): w_i = a_i and,
+    // above, the words of 2 (a with words <= i cleared). Plain shifts, outside the asm blocks,
+    // so ptxas may recompute them rather than hold a doubled copy of a.
+    __device__ __forceinline__ static void sqr_operand(uint32_t* w, const uint32_t* a, int i) {
+#pragma unroll
+        for (int k = 0; k < N; k++)
+            if (k == i)
+                w[k] = a[k];
+            else if (k == i + 1)
+                w[k] = a[k] << 1;
+            else if (k > i + 1)
+                w[k] = (a[k] << 1) | (a[k - 1] >> 31);
+    }
+#endif
+    // Fq on the device: each cross product a_i a_j once (N (N + 1) / 2 word products and the
+    // reduction's N^2, against 2 N^2); the result is below a^2 / 2^384 + p < 1.2p before the
+    // conditional subtraction, so canonical like operator*'s.
+    CZ_HD mont_t sqr() const {
+#ifdef __CUDA_ARCH__
+        if constexpr (N == 12) {
+            uint32_t x[N], y[N], w[N];
+            sqr_operand(w, v, 0);
+            mad_chains<N>::sqr_row0(x, y, w, v[0]);
+            mont_t r = rows_and_merge(x, y, [&](uint32_t* ev, uint32_t* od, int i) {
+                uint32_t wi[N];
+                sqr_operand(wi, v, i);
+                mad_chains<N>::sqr_row(i, ev, od, wi, v[i]);
+            });
+            return reduce_once(r.v, 0);
+        }
+#endif
+        return *this * *this;
+    }
     CZ_HD mont_t to_mont() const { return *this * r2(); }
     CZ_HD mont_t from_mont() const { return *this * raw_u32(1); }
 

@@ -109,9 +109,11 @@ __global__ void expand_items_kernel(const uint32_t* start, const uint32_t* end, 
 }
 
 // Sums each item's points into one XYZZ partial (mixed additions). G1 inlines the addition
-// formulas: 128 registers, 4 blocks of 128 threads an SM, no call overhead in the hottest loop
-// of the prover. G2 calls them (and its Fq2 products): inlined, the G2 loop needs 255 registers
-// and spills. bench/cuda-kernels-2026-12-02.md has the measurements behind both choices.
+// formulas, no call overhead in the hottest loop of the prover: 168 registers (sm_90), 3 blocks
+// of 128 threads an SM, which holds up to 170 (a launch bound to keep it there would change the
+// G2 instantiation's code too). G2 calls them (and its Fq2 products): inlined, the G2 loop
+// needs 255 registers and spills.
+// bench/cuda-kernels-2026-12-02.md has the measurements behind both choices.
 // Thread t takes item order[t], the items sorted longest first, so the 32 threads of a warp
 // have about the same number of additions (unsorted, a warp waits for its longest item).
 template <class F>
