@@ -7,13 +7,14 @@
 #   .venv/bin/python -m cuzk_plugin.backends.cuda.build --arch 80,90 --out .device-carry/cuda
 #   git rev-parse HEAD > .device-carry/commit.txt
 # then the device tool's `run` with carry [".whl", ".device-carry"]: bash bench/cuda/h200_run.sh
-# (SKIP_TESTS=1 runs the benchmarks alone; BENCH_SPECS="op:log2:repeat ..." chooses the rows).
+# (SKIP_TESTS=1 runs the benchmarks alone; BENCH_SPECS="op:log2:repeat ..." chooses the rows;
+# CUZK_CUDA_LIBRARY=.device-carry/cuda-base/libcuzk_cuda.so measures another build beside it).
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-export CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
+export CUZK_CUDA_LIBRARY=${CUZK_CUDA_LIBRARY:-$PWD/.device-carry/cuda/libcuzk_cuda.so}
 {
     date -u +%Y-%m-%dT%H:%M:%SZ
     echo "commit $(cat .device-carry/commit.txt 2>/dev/null)"
