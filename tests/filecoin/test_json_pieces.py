@@ -156,6 +156,22 @@ def test_nesting_is_bounded_before_decoding():
     assert json_pieces.loads(inside.decode()) == json.loads(inside)  # text reads as its UTF-8 bytes
 
 
+def test_few_containers_decode_whole_and_stay_bounded():
+    """A document with a handful of '[' / '{' (Curio's envelope) skips the bracket scan: its
+    nesting cannot exceed the openers it has, and it still refuses what nests too deep."""
+    envelope = json.dumps({"SectorNum": 7, "Phase1Out": "eyJh" * 400_000, "SectorSize": 1 << 35}).encode()
+    assert json_pieces.loads(envelope, max_piece=1024) == json.loads(envelope)
+    for depth in range(1, 6):
+        raw = b'{"k": ' * depth + b'"[[{"' + b"}" * depth  # brackets in the string count as openers
+        if depth <= 4:  # depth 1: decoded whole (4 openers); 2-4: scanned, within the bound
+            assert json_pieces.loads(raw, max_piece=4, max_depth=4) == json.loads(raw)
+        else:
+            with pytest.raises(json_pieces.NestingError, match="5 levels deep, more than 4"):
+                json_pieces.loads(raw, max_piece=4, max_depth=4)
+    with pytest.raises(json.JSONDecodeError):
+        json_pieces.loads(b'{"a": [1, 2}', max_piece=4)
+
+
 def test_a_deep_document_is_refused_where_the_recursion_limit_is_raised():
     """Libraries raise the recursion limit; json's C scanner then recursed into a segfault
     (the suite died with it once). Refused by depth instead, in a process of its own."""
