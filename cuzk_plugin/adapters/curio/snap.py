@@ -285,11 +285,20 @@ class SnapPartitionTask:
         computed without synthesis (:mod:`cuzk_plugin.filecoin.witness.snap`). The witness checks
         every equality of the circuit itself, so the vanilla verifier does not run first (plan
         time checked the indices, roots and comm_c); a violation names the proof's field. The aux
-        is written into the zero block ``into`` where given."""
-        from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment
+        is written into the zero block ``into`` where given. A large partition's challenges are
+        split over ``[synthesis] witness_processes`` forked processes
+        (:mod:`cuzk_plugin.filecoin.witness.snap_pool`)."""
+        from cuzk_plugin.engine.workers import die_with_parent, task_processes
+        from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
+        from cuzk_plugin.filecoin.witness.snap_pool import MIN_AUX_PER_PROCESS, shared_snap_pool
 
         p, w = self._witness(verify=False)
+        lay = update_layout(p)  # traced SHA-256 programs (~1.2 s once) before a pool forks: its workers inherit them
+        processes = min(task_processes(), p.challenges * lay.challenge_aux // MIN_AUX_PER_PROCESS)
         try:
+            if processes > 1:
+                pool = shared_snap_pool(processes, on_fork=die_with_parent)
+                return pool.assignment(p, w, partition=self.k, into=into)
             return update_assignment(p, w, partition=self.k, into=into)
         except UpdateWitnessMismatch as exc:
             where = f"vanilla_proofs[{self.k}]"

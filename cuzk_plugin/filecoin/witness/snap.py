@@ -8,7 +8,9 @@ for every instance at once: the apex tree level by level, then every challenge t
 high bits and rho, both TreeR paths level by level, the apex-leaf selection, the TreeD path to
 its apex leaf level by level). SHA-256 node hashes run the compression programs traced from
 the circuit's gadget (:mod:`.sha256`), Poseidon follows the gadget's schedule (:mod:`.poseidon`),
-insertion and picks the gadget's order (:mod:`.porep`'s insert_2 / insert_8).
+insertion and picks the gadget's order (:mod:`.porep`'s insert_2 / insert_8). The header
+(:func:`write_header`) gives the few values the challenges need; any run of challenges is then
+computed on its own (:func:`write_challenges`), which :mod:`.snap_pool` spreads over processes.
 
 Values are written in allocation order through a cursor (:class:`_Cursor`), which also counts
 constraints: the arithmetic layout (:func:`update_layout`) fixes the array sizes and is checked
@@ -20,6 +22,7 @@ the selected apex leaf); they are checked and :class:`UpdateWitnessMismatch` nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.shared_memory import SharedMemory
@@ -28,7 +31,7 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.snap.circuit import UpdatePartitionWitness
+from cuzk_plugin.filecoin.snap.circuit import UpdateChallengeWitness, UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
 from cuzk_plugin.filecoin.witness.forked import aux_in_block
@@ -45,7 +48,8 @@ from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_au
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 from cuzk_plugin.filecoin.witness.sha256 import sha256_many, sha256_templates
 
-__all__ = ["UpdateLayout", "UpdateWitnessMismatch", "update_assignment", "update_layout"]
+__all__ = ["Failure", "UpdateHeader", "UpdateLayout", "UpdateWitnessMismatch", "challenge_rows", "first_mismatch",
+           "update_assignment", "update_layout", "write_challenges", "write_header"]
 
 _FR_BITS = 255
 _PACK_BITS = 254
@@ -246,24 +250,42 @@ def _known(value: int | None, what: str) -> int:
     return int(value) % R
 
 
-def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: int | None = None,
-                      check: bool = True, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs (5, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr limbs, equal
-    to the reference synthesis of ``w``. With ``check`` a witness that violates an equality
-    raises :class:`UpdateWitnessMismatch` (``partition`` only names it). The aux lies at the
-    start of ``into`` (a zero block: the engine's, so the 2.6 GB of a 32 GiB partition are
-    never copied) where given."""
+@dataclass(frozen=True)
+class UpdateHeader:
+    """What the challenges take from the partition header: a few values, small enough to send
+    a run's worker."""
+
+    inputs: np.ndarray  #: (5, 4) uint64: ONE, k_and_h_select, comm_r_old, comm_d_new, comm_r_new
+    phi: int
+    root_r_old: int
+    root_r_new: int
+    h_select: np.ndarray  #: (len(hs),) uint8
+    apex_leafs: np.ndarray  #: (apex_leaves,) object
+    challenge_bits: np.ndarray  #: (challenges, challenge_bit_len) uint8, little-endian
+
+
+#: (absolute constraint, challenge or None in the header, region) of a violated equality
+Failure = tuple[int, int | None, str]
+
+
+def first_mismatch(partition: int | None, failures: list[Failure]) -> UpdateWitnessMismatch:
+    """The error naming the first violated constraint of ``failures`` (not empty)."""
+    cons, challenge, region = min(failures, key=lambda f: f[0])
+    return UpdateWitnessMismatch(partition, challenge, region, cons)
+
+
+def write_header(p: UpdateParams, w: UpdatePartitionWitness, aux: np.ndarray) -> tuple[UpdateHeader, list[Failure]]:
+    """The partition header into ``aux`` (header_aux, 4): k_and_h_select, phi, the apex tree
+    and its path to comm_d_new, the digests that derive the challenges. (what the challenges
+    need, the header's failures)."""
     if len(w.challenges) != p.challenges:
         raise ValueError(f"{len(w.challenges)} challenges, a partition of this sector size has {p.challenges}")
     if len(w.apex_leafs) != p.apex_leaves:
         raise ValueError(f"{len(w.apex_leafs)} apex leaves, this sector size has {p.apex_leaves}")
     lay = update_layout(p)
-    aux = aux_in_block(into, (lay.num_aux, FR_LIMBS)) if into is not None else np.zeros((lay.num_aux, FR_LIMBS), dtype=np.uint64)
-    failures: list[tuple[int, int | None, str]] = []  # (absolute constraint, challenge, region)
-    pbl, cbl, n_ch = p.partition_bit_len, p.challenge_bit_len, p.challenges
-
-    # -- header --------------------------------------------------------------------------
-    h = _Cursor(aux[:lay.header_aux].reshape(1, lay.header_aux, FR_LIMBS))
+    failures: list[Failure] = []
+    pbl, cbl = p.partition_bit_len, p.challenge_bit_len
+    h = _Cursor(aux.reshape(1, lay.header_aux, FR_LIMBS))
     khs = _known(w.k_and_h_select, "k_and_h_select")
     comm_r_old, comm_d_new, comm_r_new = (_known(v, n) for v, n in ((w.comm_r_old, "comm_r_old"),
                                                                    (w.comm_d_new, "comm_d_new"),
@@ -275,7 +297,6 @@ def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: 
     kh_bits = np.array([(khs >> i) & 1 for i in range(pbl + _N_HS)], dtype=np.uint8)
     h.bits(kh_bits[None, :], pbl + _N_HS + 1)
     k = khs & ((1 << pbl) - 1)
-    h_select = kh_bits[pbl:]
     h.fields(_col(_obj([k])), 1)
     for v in (comm_r_old, comm_d_new, comm_r_new):
         h.fields(_col(_obj([v])))
@@ -317,19 +338,36 @@ def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: 
         raise AssertionError(f"header layout: wrote {h.aux} aux / {h.cons} constraints, "
                              f"expected {lay.header_aux} / {lay.header_constraints}")
 
-    # -- challenges, all at once ---------------------------------------------------------
     cpd = p.challenges_per_digest
-    c_bits = np.zeros((n_ch, cbl), dtype=np.uint8)
-    for i in range(n_ch):
+    c_bits = np.zeros((p.challenges, cbl), dtype=np.uint8)
+    for i in range(p.challenges):
         j, chunk = divmod(i, cpd)
         c_bits[i, :rb] = digest_bits[j, chunk * rb:(chunk + 1) * rb]
     c_bits[:, rb:] = kh_bits[:pbl]
+    inputs = ints_to_limbs([1, khs, comm_r_old, comm_d_new, comm_r_new])
+    return UpdateHeader(inputs, phi, root_r_old, root_r_new, kh_bits[pbl:], apex, c_bits), failures
+
+
+def write_challenges(p: UpdateParams, header: UpdateHeader, challenges: Sequence[UpdateChallengeWitness],
+                     first: int, aux: np.ndarray) -> list[Failure]:
+    """Challenges ``first`` on (``challenges``, a run of the partition's) into ``aux``
+    (len(challenges), challenge_aux, 4), every one at once; the violated equalities, numbered
+    as in the whole partition. A run depends only on the header and its own challenges, so
+    runs may be computed apart (:mod:`.snap_pool`)."""
+    lay = update_layout(p)
+    n_ch, cbl = len(challenges), p.challenge_bit_len
+    c_bits = header.challenge_bits[first:first + n_ch]
     node = (c_bits.astype(np.int64) << np.arange(cbl, dtype=np.int64)).sum(axis=1)
-    c = _Cursor(aux[lay.header_aux:].reshape(n_ch, lay.challenge_aux, FR_LIMBS))
-    regions: list[tuple[int, str]] = []
+    c = _Cursor(aux)
+    failures: list[Failure] = []
+
+    def fail(at: int, bad: np.ndarray, region: str) -> None:
+        for i in np.flatnonzero(bad):
+            failures.append((lay.header_constraints + (first + int(i)) * lay.challenge_constraints + at,
+                             first + int(i), region))
 
     selected = np.zeros(n_ch, dtype=object)
-    for hv, sel in zip(p.hs, h_select, strict=True):
+    for hv, sel in zip(p.hs, header.h_select, strict=True):
         c_high = _obj((node >> (cbl - hv)).tolist())
         c.fields(_col(c_high), 1)
         out = c_high * int(sel)
@@ -337,54 +375,66 @@ def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: 
         selected = selected + out
     selected = selected % R
     c.fields(_col(selected), 1)
-    rho = _poseidon(c, [np.full(n_ch, phi, dtype=object), selected], _TAG)
-    chs = w.challenges
-    leaf_r_old = _obj([_known(ch.leaf_r_old, f"challenges[{i}].leaf_r_old") for i, ch in enumerate(chs)])
-    leaf_d_new = _obj([_known(ch.leaf_d_new, f"challenges[{i}].leaf_d_new") for i, ch in enumerate(chs)])
+    rho = _poseidon(c, [np.full(n_ch, header.phi, dtype=object), selected], _TAG)
+    chs = list(enumerate(challenges, first))
+    leaf_r_old = _obj([_known(ch.leaf_r_old, f"challenges[{i}].leaf_r_old") for i, ch in chs])
+    leaf_d_new = _obj([_known(ch.leaf_d_new, f"challenges[{i}].leaf_d_new") for i, ch in chs])
     product = leaf_d_new * rho % R
     leaf_r_new = (leaf_r_old + product) % R
     c.fields(np.stack([leaf_r_old, leaf_d_new], axis=1))
     c.fields(_col(product), 1)
     c.fields(_col(leaf_r_new), 1)
 
-    for name, leaf, root, paths in (("TreeR old inclusion", leaf_r_old, root_r_old, [ch.path_r_old for ch in chs]),
-                                    ("TreeR new inclusion", leaf_r_new, root_r_new, [ch.path_r_new for ch in chs])):
+    for name, leaf, root, field in (("TreeR old inclusion", leaf_r_old, header.root_r_old, "path_r_old"),
+                                    ("TreeR new inclusion", leaf_r_new, header.root_r_new, "path_r_new")):
         sibs = []
         for lv, a in enumerate(p.tree_r_arities):
             s = np.empty((a - 1, n_ch), dtype=object)
-            for i, path in enumerate(paths):
+            for j, (i, ch) in enumerate(chs):
+                path = getattr(ch, field)
                 if len(path) != len(p.tree_r_arities) or len(path[lv]) != a - 1:
                     raise ValueError(f"challenges[{i}]: a TreeR path not of the shape {p.tree_r_arities}")
-                s[:, i] = [_known(v, f"challenges[{i}] {name} level {lv}") for v in path[lv]]
+                s[:, j] = [_known(v, f"challenges[{i}] {name} level {lv}") for v in path[lv]]
             sibs.append(s)
         got = _poseidon_path(c, p, c_bits, leaf, sibs)
-        at = c.enforce()
-        regions.append((at, name))
-        for bad in np.flatnonzero(got != root):
-            failures.append((lay.header_constraints + int(bad) * lay.challenge_constraints + at, int(bad), name))
+        fail(c.enforce(), got != root, name)
 
     start, abl = p.apex_start, p.apex_leaf_bit_len
-    state = [np.full(n_ch, v, dtype=object) for v in apex]
+    state = [np.full(n_ch, v, dtype=object) for v in header.apex_leafs]
     for b in range(abl - 1, -1, -1):
         half = len(state) // 2
         state = [_pick(c, c_bits[:, start + b], state[half + j], state[j]) for j in range(half)]
     apex_leaf = state[0]
     d_sibs = np.empty((start, n_ch), dtype=object)
-    for i, ch in enumerate(chs):
+    for j, (i, ch) in enumerate(chs):
         if len(ch.path_d_new) != cbl:
             raise ValueError(f"challenges[{i}].path_d_new: {len(ch.path_d_new)} levels, TreeD has {cbl}")
-        d_sibs[:, i] = [_known(v, f"challenges[{i}].path_d_new[{lv}]") for lv, v in enumerate(ch.path_d_new[:start])]
+        d_sibs[:, j] = [_known(v, f"challenges[{i}].path_d_new[{lv}]") for lv, v in enumerate(ch.path_d_new[:start])]
     c.fields(d_sibs.T)
     got = _sha_path(c, lay, c_bits[:, :start], leaf_d_new, d_sibs)
-    at = c.enforce()
-    name = "TreeD inclusion up to its apex leaf"
-    for bad in np.flatnonzero(got != apex_leaf):
-        failures.append((lay.header_constraints + int(bad) * lay.challenge_constraints + at, int(bad), name))
+    fail(c.enforce(), got != apex_leaf, "TreeD inclusion up to its apex leaf")
     if (c.aux, c.cons) != (lay.challenge_aux, lay.challenge_constraints):
         raise AssertionError(f"challenge layout: wrote {c.aux} aux / {c.cons} constraints, "
                              f"expected {lay.challenge_aux} / {lay.challenge_constraints}")
+    return failures
 
+
+def challenge_rows(lay: UpdateLayout, aux: np.ndarray) -> np.ndarray:
+    """The challenges' part of a partition's aux (num_aux, 4) as (challenges, challenge_aux, 4)."""
+    return aux[lay.header_aux:].reshape(lay.params.challenges, lay.challenge_aux, FR_LIMBS)
+
+
+def update_assignment(p: UpdateParams, w: UpdatePartitionWitness, *, partition: int | None = None,
+                      check: bool = True, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(inputs (5, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr limbs, equal
+    to the reference synthesis of ``w``. With ``check`` a witness that violates an equality
+    raises :class:`UpdateWitnessMismatch` (``partition`` only names it). The aux lies at the
+    start of ``into`` (a zero block: the engine's, so the 2.6 GB of a 32 GiB partition are
+    never copied) where given."""
+    lay = update_layout(p)
+    aux = aux_in_block(into, (lay.num_aux, FR_LIMBS)) if into is not None else np.zeros((lay.num_aux, FR_LIMBS), dtype=np.uint64)
+    header, failures = write_header(p, w, aux[:lay.header_aux])
+    failures += write_challenges(p, header, w.challenges, 0, challenge_rows(lay, aux))
     if check and failures:
-        cons, ch_i, region = min(failures, key=lambda f: f[0])
-        raise UpdateWitnessMismatch(partition, ch_i, region, cons)
-    return ints_to_limbs([1, khs, comm_r_old, comm_d_new, comm_r_new]), aux
+        raise first_mismatch(partition, failures)
+    return header.inputs, aux

@@ -1,0 +1,101 @@
+"""One SnapDeals (EmptySectorUpdate) partition's witness computed by several processes at once.
+
+A 32 GiB update partition is a header (the apex tree, the digests that derive the challenges:
+7% of its 81 M aux) and 86 challenges whose rows do not depend on one another. The parent
+computes the header (:func:`~cuzk_plugin.filecoin.witness.snap.write_header`), then
+:class:`SnapWitnessPool` splits the challenges into runs (:func:`plan_runs`), each worker
+writing its run straight into one shared aux array: the caller's shared-memory block (``into``:
+the engine's, 2.6 GB at 32 GiB, written once) or a memfd mapped once the workers are done. A
+worker gets only its run's challenges and the header's few values; only the equalities found
+violated come back, and the parent names the first as the one-process path does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from multiprocessing.shared_memory import SharedMemory
+
+import numpy as np
+
+from cuzk_plugin.bls12_381.fields import FR_LIMBS
+from cuzk_plugin.filecoin.snap.circuit import UpdateChallengeWitness, UpdatePartitionWitness
+from cuzk_plugin.filecoin.snap.params import UpdateParams
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, mapped_aux
+from cuzk_plugin.filecoin.witness.post_pool import plan_runs
+from cuzk_plugin.filecoin.witness.snap import (
+    Failure,
+    UpdateHeader,
+    challenge_rows,
+    first_mismatch,
+    update_layout,
+    write_challenges,
+    write_header,
+)
+
+__all__ = ["SnapWitnessPool", "shared_snap_pool", "MIN_AUX_PER_PROCESS"]
+
+#: Fewer challenge aux than this a process are not worth a run of their own: a 2 KiB partition
+#: (1.4 M, 0.1 s) stays in one process, 8 MiB (4.1 M) takes two, 32 GiB (75 M) as many as it is given.
+MIN_AUX_PER_PROCESS = 2_000_000
+
+
+def _run(path: str, p: UpdateParams, header: UpdateHeader, challenges: list[UpdateChallengeWitness],
+         first: int) -> tuple[list[Failure], float]:
+    """In a worker: map the partition's aux file, write challenges ``first`` on into it."""
+    t = time.perf_counter()
+    lay = update_layout(p)
+    with mapped_aux(path, (lay.num_aux, FR_LIMBS)) as aux:
+        failures = write_challenges(p, header, challenges, first, challenge_rows(lay, aux)[first:first + len(challenges)])
+    return failures, time.perf_counter() - t
+
+
+class SnapWitnessPool(ForkedWorkers):
+    """``workers`` forked processes that compute one update partition (any sector size) at a
+    time together, equal to the one-process
+    :func:`~cuzk_plugin.filecoin.witness.snap.update_assignment` bit for bit. Create it before
+    the process starts threads (fork); close it (or use ``with``) to end the workers."""
+
+    def assignment(self, p: UpdateParams, w: UpdatePartitionWitness, *, partition: int | None = None,
+                   into: SharedMemory | None = None, timings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(inputs (5, 4), aux (num_aux, 4)) as ``update_assignment(p, w, partition=partition,
+        into=into)`` gives them, and its :class:`UpdateWitnessMismatch` for a violated equality;
+        without ``into`` the aux lies on a memfd that lives as long as the array."""
+        if self.closed:
+            raise ValueError("the SnapDeals witness pool is closed")
+        lay = update_layout(p)
+        t0 = time.perf_counter()
+        head = np.zeros((lay.header_aux, FR_LIMBS), dtype=np.uint64)
+        header, failures = write_header(p, w, head)
+        if failures:  # before any challenge's constraint: the first, whatever the runs find
+            raise first_mismatch(partition, failures)
+        t1 = time.perf_counter()
+        pieces = [(_run, (p, header, w.challenges[a:b], a)) for a, b in plan_runs(p.challenges, self.workers)]
+        results, aux = self.write((lay.num_aux, FR_LIMBS), into, pieces)
+        aux[:lay.header_aux] = head
+        t2 = time.perf_counter()
+        if timings is not None:
+            timings["header"] = t1 - t0
+            timings["runs (workers)"] = t2 - t1
+            timings["slowest run"] = max(seconds for _, seconds in results)
+        failures = [f for got, _ in results for f in got]
+        if failures:
+            raise first_mismatch(partition, failures)
+        return header.inputs, aux
+
+
+_shared: SnapWitnessPool | None = None
+
+
+def shared_snap_pool(workers: int, *, on_fork: Callable[[int], None] | None = None) -> SnapWitnessPool:
+    """This process's pool of ``workers`` (another count replaces it), forked on first use and
+    kept for the partitions that follow."""
+    global _shared
+    if _shared is not None and _shared.workers != workers:
+        _shared.close()
+        _shared = None
+    if _shared is not None and _shared.closed:  # a worker died: a fresh pool for the next partition
+        _shared = None
+    if _shared is None:
+        _shared = SnapWitnessPool(workers, on_fork=on_fork)
+    return _shared
