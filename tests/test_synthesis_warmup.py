@@ -35,3 +35,21 @@ def test_providers_warm_every_synthesis_worker_as_it_starts(tmp_path):
     finally:
         pool.shutdown()
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def _niceness() -> int:
+    return os.nice(0)
+
+
+def test_synthesis_workers_yield_the_cpu_to_the_daemon():
+    """The GPU lanes' host threads (in the daemon) must win a busy CPU over synthesis: every
+    synthesis worker runs SYNTHESIS_NICENESS nicer than the daemon, and so do its children."""
+    from cuzk_plugin.engine.synthesis import SynthesisPool
+    from cuzk_plugin.engine.workers import SYNTHESIS_NICENESS
+
+    pool = SynthesisPool(1, 1)
+    try:
+        got = pool.submit_raw(_niceness).result(timeout=60)
+    finally:
+        pool.shutdown()
+    assert got == min(19, os.nice(0) + SYNTHESIS_NICENESS) and got > os.nice(0)

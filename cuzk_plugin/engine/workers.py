@@ -45,6 +45,11 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 _task_processes = 1
+#: Added to each synthesis worker's niceness (its witness processes inherit it). The GPU lanes'
+#: host threads in the daemon launch an MSM's kernels window by window and wait on its phases:
+#: when every core is busy synthesizing at the same priority they wait for a core, and the GPU
+#: idles meanwhile.
+SYNTHESIS_NICENESS = 10
 
 
 def task_processes() -> int:
@@ -55,11 +60,13 @@ def task_processes() -> int:
 
 def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = ()) -> None:
     """Initializer of every synthesis worker: dies with the daemon; SIGINT is the daemon's to
-    handle; ``processes``: what :func:`task_processes` says; ``warmers``: zero-argument
-    callables run now (a failing one is logged: its work is then done on first use)."""
+    handle; yields the CPU to the daemon's threads (:data:`SYNTHESIS_NICENESS`); ``processes``:
+    what :func:`task_processes` says; ``warmers``: zero-argument callables run now (a failing
+    one is logged: its work is then done on first use)."""
     global _task_processes
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(SYNTHESIS_NICENESS)
     _task_processes = max(1, processes)
     for warm in warmers:
         try:
