@@ -9,10 +9,12 @@ the model asserts it, which checks the bounds the even/odd product relies on.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -161,26 +163,42 @@ def test_add_sub_chains_match_integers(field: str) -> None:
         assert out["borrow"] == (MASK if x < p else 0)
 
 
-def test_model_catches_a_broken_chain() -> None:
-    """The model must notice one wrong carry: the test above is only as good as this."""
-    lines, _operands = FUNCS["fq_mont_row"]
+@contextlib.contextmanager
+def carry_in_dropped(func: str, operand: str | None = None) -> Iterator[None]:
+    """``func`` with its first ``madc.hi`` (the first reading ``operand``, if named) made a
+    ``mad.hi``, one carry-in forgotten, until the block ends."""
+    lines, operands = FUNCS[func]
     saved = list(lines)
-    i = next(k for k, ln in enumerate(lines) if ln.startswith("madc.hi.cc.u32"))
-    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")  # forget one carry-in
+    reg = f"%{operands.index(operand)}" if operand else None
+    i = next(k for k, ln in enumerate(lines)
+             if ln.startswith("madc.hi.cc.u32") and (reg is None or ln.split(", ")[2] == reg))
+    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")
     try:
-        rng = random.Random(7)
-        p = P["fq"]
-        r_inv = pow(1 << 384, -1, p)
-        bad = 0
-        for _ in range(20):
-            a, b = rng.randrange(p), rng.randrange(p)
-            try:
-                bad += mont_mul("fq", a, b) % p != a * b * r_inv % p
-            except AssertionError:
-                bad += 1
-        assert bad > 0
+        yield
     finally:
         lines[:] = saved
+
+
+def wrong_results(right: Callable[..., bool], cases: Sequence[tuple[int, ...]]) -> int:
+    """How many cases ``right`` finds wrong (an assertion of the model counts as wrong)."""
+    bad = 0
+    for case in cases:
+        try:
+            bad += not right(*case)
+        except AssertionError:
+            bad += 1
+    return bad
+
+
+FQ_R_INV = pow(1 << 384, -1, P["fq"])
+
+
+def test_model_catches_a_broken_chain() -> None:
+    """The model must notice one wrong carry: the test above is only as good as this."""
+    p, rng = P["fq"], random.Random(7)
+    with carry_in_dropped("fq_mont_row"):
+        assert wrong_results(lambda a, b: mont_mul("fq", a, b) % p == a * b * FQ_R_INV % p,
+                             [(rng.randrange(p), rng.randrange(p)) for _ in range(20)]) > 0
 
 
 def test_header_is_what_the_generator_writes(tmp_path: Path) -> None:
@@ -326,25 +344,10 @@ def test_mont2_mul_sub_matches_integers() -> None:
 
 def test_model_catches_a_broken_mont2_row() -> None:
     """One carry-in dropped from the second product's chain must be noticed."""
-    lines, operands = FUNCS["fq_mont2_row"]
-    saved = list(lines)
-    d_reg = f"%{operands.index('d')}"
-    i = next(k for k, ln in enumerate(lines) if ln.startswith("madc.hi.cc.u32") and ln.split(", ")[2] == d_reg)
-    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")
-    try:
-        rng = random.Random(9)
-        p = P["fq"]
-        r_inv = pow(1 << 384, -1, p)
-        bad = 0
-        for _ in range(20):
-            a, b, c, d = (rng.randrange(p) for _ in range(4))
-            try:
-                bad += mont2_mul_sub(a, b, c, d) % p != (a * b - c * d) * r_inv % p
-            except AssertionError:
-                bad += 1
-        assert bad > 0
-    finally:
-        lines[:] = saved
+    p, rng = P["fq"], random.Random(9)
+    with carry_in_dropped("fq_mont2_row", "d"):
+        assert wrong_results(lambda a, b, c, d: mont2_mul_sub(a, b, c, d) % p == (a * b - c * d) * FQ_R_INV % p,
+                             [tuple(rng.randrange(p) for _ in range(4)) for _ in range(20)]) > 0
 
 
 # -- the squaring: each cross product once (field.cuh's mont_t::sqr) --------------------------------
@@ -388,22 +391,7 @@ def test_sqr_matches_integers() -> None:
 
 def test_model_catches_a_broken_sqr_row() -> None:
     """A carry-in dropped from a squaring row's products must be noticed."""
-    lines, operands = FUNCS["fq_sqr_row3"]
-    saved = list(lines)
-    b_reg = f"%{operands.index('b')}"
-    i = next(k for k, ln in enumerate(lines) if ln.startswith("madc.hi.cc.u32") and ln.split(", ")[2] == b_reg)
-    lines[i] = lines[i].replace("madc.hi.cc.u32", "mad.hi.cc.u32")
-    try:
-        rng = random.Random(13)
-        p = P["fq"]
-        r_inv = pow(1 << 384, -1, p)
-        bad = 0
-        for _ in range(20):
-            a = rng.randrange(p)
-            try:
-                bad += mont_sqr(a) % p != a * a * r_inv % p
-            except AssertionError:
-                bad += 1
-        assert bad > 0
-    finally:
-        lines[:] = saved
+    p, rng = P["fq"], random.Random(13)
+    with carry_in_dropped("fq_sqr_row3", "b"):
+        assert wrong_results(lambda a: mont_sqr(a) % p == a * a * FQ_R_INV % p,
+                             [(rng.randrange(p),) for _ in range(20)]) > 0
