@@ -18,6 +18,7 @@ from cuzk_plugin.engine import workers
 from cuzk_plugin.filecoin.snap.circuit import witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
 from cuzk_plugin.filecoin.snap_seal import partition_proof, snap_update, vanilla_proofs
+from cuzk_plugin.filecoin.witness import forked as forked_module
 from cuzk_plugin.filecoin.witness import snap_pool
 from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied
 from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
@@ -143,7 +144,7 @@ def test_a_dead_worker_fails_the_partition_and_the_next_pool_works(sealed, updat
     """Without the check the pool waits forever for the dead worker's run."""
     p, k, w = _witness(sealed, updates, "2KiB")
     monkeypatch.setattr(snap_pool, "_run", _dies)  # before the fork
-    monkeypatch.setattr(snap_pool, "_shared", None)  # not a pool an earlier test forked
+    monkeypatch.setattr(forked_module, "_kept", {})  # not a pool an earlier test forked
     pool = shared_snap_pool(2)
     t = time.perf_counter()
     with pytest.raises(WitnessWorkerDied, match="died"):
@@ -173,7 +174,7 @@ def test_task_takes_the_pool_for_a_partition_worth_splitting(sealed, updates, mo
     want_inputs, want_aux = update_assignment(p, w, partition=k)
     monkeypatch.setattr(workers, "_task_processes", 3)
     monkeypatch.setattr(snap_pool, "MIN_AUX_PER_PROCESS", min_aux)
-    monkeypatch.setattr(snap_pool, "_shared", None)
+    monkeypatch.setattr(forked_module, "_kept", {})
     calls: list[int] = []
 
     def counted(n: int, **kw) -> SnapWitnessPool:
@@ -195,5 +196,5 @@ def test_task_takes_the_pool_for_a_partition_worth_splitting(sealed, updates, mo
     finally:
         block.close()
         block.unlink()
-        if snap_pool._shared is not None:
-            snap_pool._shared.close()
+        for _, pool in forked_module._kept.values():
+            pool.close()

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from cuzk_plugin.adapters.curio import porep_partitions
+from cuzk_plugin.filecoin.witness import forked
 from cuzk_plugin.filecoin.witness import pool as pool_module
 from cuzk_plugin.filecoin.witness.pool import WitnessPool, plan_parts
 
@@ -55,7 +56,7 @@ def test_a_dead_worker_fails_the_partition_and_the_next_pool_works(c1_bytes, mon
 
     job = porep_partitions(c1_bytes)
     monkeypatch.setattr(pool_module, "compute_part", _dies)  # before the fork
-    monkeypatch.setattr(pool_module, "_shared", None)  # not a pool an earlier test forked
+    monkeypatch.setattr(forked, "_kept", {})  # not a pool an earlier test forked
     pool = shared_pool(job.params, 3)
     t = time.perf_counter()
     with pytest.raises(WitnessWorkerDied, match="died"):

@@ -18,15 +18,16 @@ import contextlib
 import mmap
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from multiprocessing.pool import AsyncResult, Pool
 from multiprocessing.shared_memory import SharedMemory
+from typing import TypeVar, cast
 
 import numpy as np
 
 from cuzk_plugin.errors import CircuitError
 
-__all__ = ["ForkedWorkers", "WitnessWorkerDied", "aux_in_block", "mapped_aux"]
+__all__ = ["ForkedWorkers", "WitnessWorkerDied", "aux_in_block", "kept_pool", "mapped_aux"]
 
 #: How often a wait looks at the workers' health.
 _POLL_S = 0.2
@@ -143,3 +144,22 @@ class ForkedWorkers:
         if error is not None:
             raise error
         return [job.get() for job in jobs]
+
+
+_W = TypeVar("_W", bound=ForkedWorkers)
+#: This process's pools, one a class: (what it was made for, the pool).
+_kept: dict[type, tuple[Hashable, ForkedWorkers]] = {}
+
+
+def kept_pool(cls: type[_W], key: Hashable, make: Callable[[], _W]) -> _W:
+    """This process's pool of ``cls`` made for ``key`` (its worker count, a shape), forked by
+    ``make`` on first use and kept for the partitions that follow. Another key replaces it (the
+    old workers end); a pool whose worker died (closed) is made again for the next partition."""
+    held = _kept.get(cls)
+    if held is not None and held[0] == key and not held[1].closed:
+        return cast(_W, held[1])
+    if held is not None:
+        held[1].close()
+    pool = make()
+    _kept[cls] = (key, pool)
+    return pool

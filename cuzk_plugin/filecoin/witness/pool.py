@@ -26,7 +26,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.circuit import PartitionWitness
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, mapped_aux
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux
 from cuzk_plugin.filecoin.witness.porep import (
     Part,
     _check_shape,
@@ -134,18 +134,7 @@ class WitnessPool(ForkedWorkers):
         return inputs, all_aux
 
 
-_shared: WitnessPool | None = None
-
-
 def shared_pool(params: PorepParams, workers: int, *, on_fork: Callable[[int], None] | None = None) -> WitnessPool:
     """This process's pool for ``params``' shape (one at a time: another shape or size replaces
-    it), forked on first use and kept for the partitions that follow."""
-    global _shared
-    if _shared is not None and (_shared.params != params or _shared.workers != workers):
-        _shared.close()
-        _shared = None
-    if _shared is not None and _shared.closed:  # a worker died: a fresh pool for the next partition
-        _shared = None
-    if _shared is None:
-        _shared = WitnessPool(params, workers, on_fork=on_fork)
-    return _shared
+    it), forked on first use and kept for the partitions that follow (:func:`kept_pool`)."""
+    return kept_pool(WitnessPool, (params, workers), lambda: WitnessPool(params, workers, on_fork=on_fork))

@@ -21,7 +21,7 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.post_proofs import PostShape
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, mapped_aux
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux
 from cuzk_plugin.filecoin.witness.post import PostLayout, RunFailures, SlotArrays, post_layout, write_run
 
 __all__ = ["PostWitnessPool", "plan_runs", "shared_post_pool", "MIN_PATHS_PER_PROCESS"]
@@ -78,18 +78,7 @@ class PostWitnessPool(ForkedWorkers):
         return aux3, [got for got, _ in results]
 
 
-_shared: PostWitnessPool | None = None
-
-
 def shared_post_pool(workers: int, *, on_fork: Callable[[int], None] | None = None) -> PostWitnessPool:
     """This process's pool of ``workers`` (another count replaces it), forked on first use and
-    kept for the partitions that follow."""
-    global _shared
-    if _shared is not None and _shared.workers != workers:
-        _shared.close()
-        _shared = None
-    if _shared is not None and _shared.closed:  # a worker died: a fresh pool for the next partition
-        _shared = None
-    if _shared is None:
-        _shared = PostWitnessPool(workers, on_fork=on_fork)
-    return _shared
+    kept for the partitions that follow (:func:`kept_pool`)."""
+    return kept_pool(PostWitnessPool, workers, lambda: PostWitnessPool(workers, on_fork=on_fork))

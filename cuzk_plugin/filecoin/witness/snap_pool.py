@@ -21,7 +21,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.snap.circuit import UpdateChallengeWitness, UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, aux_in_block, mapped_aux
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, aux_in_block, kept_pool, mapped_aux
 from cuzk_plugin.filecoin.witness.post_pool import plan_runs
 from cuzk_plugin.filecoin.witness.snap import (
     Failure,
@@ -89,18 +89,7 @@ class SnapWitnessPool(ForkedWorkers):
         return header.inputs, aux
 
 
-_shared: SnapWitnessPool | None = None
-
-
 def shared_snap_pool(workers: int, *, on_fork: Callable[[int], None] | None = None) -> SnapWitnessPool:
     """This process's pool of ``workers`` (another count replaces it), forked on first use and
-    kept for the partitions that follow."""
-    global _shared
-    if _shared is not None and _shared.workers != workers:
-        _shared.close()
-        _shared = None
-    if _shared is not None and _shared.closed:  # a worker died: a fresh pool for the next partition
-        _shared = None
-    if _shared is None:
-        _shared = SnapWitnessPool(workers, on_fork=on_fork)
-    return _shared
+    kept for the partitions that follow (:func:`kept_pool`)."""
+    return kept_pool(SnapWitnessPool, workers, lambda: SnapWitnessPool(workers, on_fork=on_fork))
