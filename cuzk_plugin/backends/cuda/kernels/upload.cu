@@ -177,14 +177,20 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
 
 namespace {
 
-// A partition's buffers are freed in upload_stream order: make that stream wait for all the
-// work queued so far on the compute streams, which read them.
-void free_after_compute(cz_context& ctx) {
+// A partition's buffers are freed in the main compute stream's order, after the work queued
+// so far on the other compute streams (which read them too). Not on upload_stream: there the
+// frees would queue behind the next partition's upload (begun when this one took the compute
+// lock), and the next partition's allocations on the main stream that reuse the memory would
+// wait for that whole upload before its H could start.
+void free_after_compute(cz_context& ctx, partition_buffers& up) {
     for (cudaStream_t s : ctx.compute_streams()) {
+        if (s == ctx.stream) continue;
         cuda_event done;
         CZ_CHECK(cudaEventRecord(done.e, s));
-        CZ_CHECK(cudaStreamWaitEvent(ctx.upload_stream, done.e, 0));
+        CZ_CHECK(cudaStreamWaitEvent(ctx.stream, done.e, 0));
     }
+    for (auto& b : up.fr_bufs) b.stream = ctx.stream;
+    for (auto& b : up.flag_bufs) b.stream = ctx.stream;
 }
 
 // Uploads a partition from host memory and proves it: the upload under upload_lock, the
@@ -226,7 +232,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
         throw;
     }
-    free_after_compute(ctx);
+    free_after_compute(ctx, up);
     return sums;
 }
 
