@@ -105,6 +105,7 @@ for _ in $(seq 1 120); do
 done
 echo "daemon up in $(( ($(date +%s%N) - t_start) / 1000000 )) ms at $(stamp)"
 BENCH="$PY -m cuzk_plugin.cli.bench"
+if [ "${SINGLE_RUNS:-3}" -gt 0 ] || [ "${BATCH_COUNT:-4}" -gt 0 ]; then  # PoRep (both 0: SnapDeals / WinningPoSt only)
 VK=$PARAMS/porep-32g-test-key.vk
 rm -f "$VK"
 t0=$(date +%s%N)
@@ -152,9 +153,10 @@ PY
 timeout 120 $BENCH single -a "$ADDR" -t porep --c1 "$CACHE/c1-bad.json" --json >"$OUT/single-bad.json" 2>&1
 echo "bad C1 rc=$? (expect 1)"; grep -E '"status"|"error"' "$OUT/single-bad.json" | cut -c1-400
 $BENCH status -a "$ADDR" >"$OUT/status-porep.txt" 2>&1; cat "$OUT/status-porep.txt"
+fi
 # SnapDeals 32 GiB (16 partitions) on the same daemon, the PoRep key evicted first (device memory).
 if [ -s "$CACHE/snap/snap-vproof.json" ] && [ "${SNAP_RUNS:-2}" -gt 0 ]; then
-    $BENCH evict -a "$ADDR" -c porep-32g-test-key
+    $BENCH evict -a "$ADDR" -c porep-32g-test-key 2>/dev/null
     t0=$(date +%s%N)
     timeout 300 $BENCH preload -a "$ADDR" -c snap-32g-test-key --timeout 600 --json | tee "$OUT/preload-snap.json"
     echo "snap key: preload $(( ($(date +%s%N) - t0) / 1000000 )) ms at $(stamp)"
