@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
 from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
@@ -23,21 +22,16 @@ from cuzk_plugin.filecoin.witness import snap_pool
 from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied
 from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
 from cuzk_plugin.filecoin.witness.snap_pool import SnapWitnessPool, shared_snap_pool
+from tests.filecoin.test_snap_witness import split_params
 
 _real_run = snap_pool._run
-
-
-def _split():
-    """A 2 KiB sector in two partitions with six distinct h values and four apex leaves (as
-    test_snap_witness.py): the partition bit and the h selection reach every run."""
-    return replace(update_params("2KiB"), partitions=2, hs=(1, 2, 3, 4, 5, 6), apex_leaves=4)
 
 
 @pytest.fixture(scope="module")
 def updates(sealed):
     """{name: (params, update)} of the sealed 2 KiB sector, Filecoin's shape and the split one."""
     return {"2KiB": (update_params("2KiB"), snap_update(sealed, data_seed=3)),
-            "split": (_split(), snap_update(sealed, data_seed=3, params=_split()))}
+            "split": (split_params(), snap_update(sealed, data_seed=3, params=split_params()))}
 
 
 def _witness(sealed, updates, name: str):

@@ -35,7 +35,7 @@ SHAPES = {"2KiB": (1_705_039, 1_703_569), "8MiB": (10_007_503, 9_998_039), "512M
           "32GiB": (81_049_499, 80_978_488), "64GiB": (85_006_101, 84_931_220)}
 
 
-def _split():
+def split_params():
     """A 2 KiB sector in two partitions: a partition bit in k_and_h_select and the partition
     path, distinct h values (h = hs[3] = 4), a two-level apex tree."""
     return replace(update_params("2KiB"), partitions=2, hs=(1, 2, 3, 4, 5, 6), apex_leaves=4)
@@ -67,7 +67,7 @@ def test_layout_counts_equal_the_shape_pass(size):
 @pytest.mark.slow
 @pytest.mark.parametrize("split", [False, True], ids=["2KiB", "2KiB-in-2-partitions"])
 def test_fast_witness_equals_the_reference_synthesis(sealed, split, request):
-    p = _split() if split else update_params("2KiB")
+    p = split_params() if split else update_params("2KiB")
     k = p.partitions - 1
     u = snap_update(sealed, data_seed=3, params=p)
     proof = partition_proof(u, k)
@@ -89,7 +89,7 @@ def test_fast_witness_equals_the_reference_synthesis(sealed, split, request):
 
 @pytest.mark.slow
 def test_a_corrupted_sibling_is_named_at_the_reference_constraint(sealed):
-    p = _split()
+    p = split_params()
     w = _witness(sealed, p, 1)
     ch = w.challenges[3]
     ch.path_r_new[1] = (ch.path_r_new[1][0] + 1, *ch.path_r_new[1][1:])
