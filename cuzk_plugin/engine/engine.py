@@ -329,11 +329,11 @@ class Engine:
                 await self._planning_changed.wait_for(
                     lambda: self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE)
                 self._planning_bytes += size
-            t_plan = time.perf_counter()
+            t0 = time.perf_counter()
             try:
                 plan = await loop.run_in_executor(self._host_threads(job), self.providers.plan, job.request,
                                                   self.param_cache)
-                t_plan = time.perf_counter() - t_plan
+                plan_s = time.perf_counter() - t0
             finally:
                 async with self._planning_changed:
                     self._planning_bytes -= size
@@ -362,7 +362,7 @@ class Engine:
         finally:
             job.planned.set()
         log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s; planned in %.3fs)",
-                 loggable(job.id), job.kind.name, job.circuit_id, job.partitions, job.priority.name, t_plan)
+                 loggable(job.id), job.kind.name, job.circuit_id, job.partitions, job.priority.name, plan_s)
         return True
 
     def _remember(self, job: Job) -> None:
