@@ -19,6 +19,19 @@ def test_report_without_anchor():
     assert "anchor" not in line and "median 5.00 ms" in line
 
 
+def test_report_of_a_bit_mix_has_no_anchor_or_target():
+    """The anchors time random scalars: an MSM of mostly 0/1 scalars is not comparable."""
+    line = format_report("msm-g1", 24, [50.0], "0.988 of the scalars in {0, 1}; check ok", random_scalars=False)
+    assert "anchor" not in line and "target" not in line and "median 50.00 ms" in line
+
+
+def test_msm_with_a_bit_mix_on_the_cpu_backend(capsys):
+    assert main(["kernels", "--backend", "cpu", "--op", "msm-g1", "--log2", "6", "--repeat", "1",
+                 "--frac-bits", "0.9"]) == 0
+    out = capsys.readouterr().out
+    assert "0.900 of the scalars in {0, 1}; check ok" in out and "anchor" not in out
+
+
 def test_kernels_parser():
     args = build_parser().parse_args(["kernels", "--op", "ntt", "--log2", "20", "--repeat", "3"])
     assert (args.backend, args.op, args.log2, args.repeat, args.profile) == ("cuda", "ntt", 20, 3, False)
@@ -47,6 +60,10 @@ def test_host_bench_msm_check_fails_on_a_wrong_sum():
     _, ok = HostBench(OffByOne()).bench_msm(6, 1)
     assert not ok
     _, ok = HostBench(CpuBackend()).bench_msm(9, 1)  # 512 points over 256 distinct bases
+    assert ok
+    _, ok = HostBench(OffByOne(), seed=3).bench_msm(6, 1, frac_bits=0.5)  # scalar 0 may now be 0 or 1
+    assert not ok
+    _, ok = HostBench(CpuBackend()).bench_msm(9, 1, frac_bits=0.9)
     assert ok
 
 

@@ -7,7 +7,8 @@
 #   .venv/bin/python -m cuzk_plugin.backends.cuda.build --arch 80,90 --out .device-carry/cuda
 #   git rev-parse HEAD > .device-carry/commit.txt
 # then the device tool's `run` with carry [".whl", ".device-carry"]: bash bench/cuda/h200_run.sh
-# (SKIP_TESTS=1 runs the benchmarks alone; BENCH_SPECS="op:log2:repeat ..." chooses the rows;
+# (SKIP_TESTS=1 runs the benchmarks alone; BENCH_SPECS="op:log2:repeat[:frac_bits[:flag]] ..."
+# chooses the rows, e.g. msm-g2:26:3:0.988:profile;
 # CUZK_CUDA_LIBRARY=.device-carry/cuda-base/libcuzk_cuda.so measures another build beside it).
 set -u
 OUT=${OUT:-/tmp/out}
@@ -34,10 +35,10 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     echo "tests rc=$?"; tail -15 "$OUT/tests.txt"
 fi
 for spec in ${BENCH_SPECS:-msm-g1:24:5 msm-g1:27:3 msm-g2:27:1 ntt:27:10 prove:27:5 r1cs:25:5}; do
-    IFS=: read -r op log2 repeat <<<"$spec"
+    IFS=: read -r op log2 repeat frac extra <<<"$spec"
     echo "# $spec" >>"$OUT/bench.txt"
     timeout 150 python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op "$op" --log2 "$log2" --repeat "$repeat" \
-        >>"$OUT/bench.txt" 2>&1
+        ${frac:+--frac-bits "$frac"} ${extra:+--$extra} >>"$OUT/bench.txt" 2>&1
 done
 date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"
 echo "=== bench"; cat "$OUT/bench.txt"

@@ -168,6 +168,13 @@ def test_bench_msm_g2_self_check(cuda_bench):
     assert ok
 
 
+@pytest.mark.parametrize("g2", [False, True], ids=["g1", "g2"])
+def test_bench_msm_of_a_filecoin_bit_mix_self_checks(cuda_bench, g2):
+    """Mostly 0/1 scalars (the sum of ones and a small Pippenger tail) against (sum s_i k_i) G."""
+    _, ok = cuda_bench.bench_msm(15, 1, g2=g2, frac_bits=0.99)
+    assert ok
+
+
 def test_bench_msm_profile_prints_phases(cuda_bench, capfd):
     """The profiled MSM (phases in turn) gets the same, checked, result and reports its phases."""
     cuda_bench.profile = True

@@ -62,13 +62,15 @@ class CudaBench:
     def _call(self, name: str, *args) -> None:
         call(name, *args, lib=self._lib)
 
-    def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1) -> tuple[list[float], bool]:
+    def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1,
+                  frac_bits: float = 0.0) -> tuple[list[float], bool]:
         """Wall milliseconds of ``repeat`` MSMs of 2^log_n random bases/scalars made on the
-        device, and whether the result matched (sum s_i k_i) G."""
+        device (a share ``frac_bits`` of the scalars in {0, 1}, as in a Filecoin witness), and
+        whether the result matched (sum s_i k_i) G."""
         times = (ctypes.c_double * max(repeat, 1))()
         ok = ctypes.c_int(0)
         self._call("cz_bench_msm", self.context(), int(g2), log_n, repeat, seed, self.window_bits, int(self.profile),
-                   times, ctypes.byref(ok))
+                   float(frac_bits), times, ctypes.byref(ok))
         return list(times)[:repeat], bool(ok.value)
 
     def bench_ntt(self, log_n: int, repeat: int, *, inverse: bool = False, coset: bool = False) -> tuple[list[float], bool]:

@@ -108,7 +108,8 @@ _SIGNATURES = {
 
 # The bench library's entry points besides the production ones.
 _BENCH_SIGNATURES = {
-    "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, c_int, POINTER(c_double), POINTER(c_int)],
+    "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, c_int, c_double, POINTER(c_double),
+                     POINTER(c_int)],
     "cz_bench_ntt": [c_void_p, c_int, c_int, c_int, c_int, POINTER(c_double), POINTER(c_int)],
     "cz_bench_prove": [c_void_p, c_int, c_int, c_double, c_int, _U64P, POINTER(c_double), POINTER(c_double), _U64P,
                        _U64P, _U64P],

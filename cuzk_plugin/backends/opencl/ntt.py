@@ -109,9 +109,10 @@ class NttDriver:
     def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, between: Callable[[], None] | None = None):
         """Filecoin's H on the device: returns (buffer of N canonical Fr, N); H is the first N-1.
 
-        Each of a, b, c is interpolated (inverse NTT) and evaluated on the coset g<w> (coset
-        NTT), where Z(g w^k) = g^N - 1 is constant; then (a b - c) / Z pointwise and an inverse
-        coset NTT give H's coefficients."""
+        H Z = A B - C, and Z(g w^k) = g^N - 1 is constant on the coset g<w>; coset
+        interpolation is linear and C has degree < N, so H = coset_interp(A B / Z) - C / Z:
+        A and B are interpolated and evaluated on the coset, C only interpolated (six
+        transforms, not the textbook seven)."""
         m = a.shape[0]
         n = 1 << max(0, (m - 1).bit_length())
         return self.quotient_h_device([self.upload_fr(v, n) for v in (a, b, c)], n, between)
@@ -122,14 +123,17 @@ class NttDriver:
         that waits for the queue)."""
         step = between or (lambda: None)
         evals = []
-        for d in bufs:
+        for d in bufs[:2]:
             coeffs = self.transform(d, n, inverse=True)
             step()
             evals.append(self.transform(coeffs, n, coset=True))
             step()
+        c_coeffs = self.transform(bufs[2], n, inverse=True)
+        step()
         z_inv = pow((pow(FR_GENERATOR, n, R) - 1) % R, -1, R)
         d_z = upload(self.context, self.queue, fr_mont_limbs([z_inv]))
-        launch(self.queue, self.k["h_pointwise"], n, evals[0], evals[1], evals[2], d_z, u32(n))
+        launch(self.queue, self.k["coset_product"], n, evals[0], evals[1], d_z, u32(n))
         h = self.transform(evals[0], n, inverse=True, coset=True)
+        launch(self.queue, self.k["fr_sub_scaled"], n, h, c_coeffs, d_z, u32(n))
         self.from_mont(h, n)
         return h, n

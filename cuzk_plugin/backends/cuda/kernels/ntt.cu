@@ -204,12 +204,24 @@ __global__ void from_mont_kernel(fr_t* d, uint64_t n) {
     if (i < n) d[i] = d[i].from_mont();
 }
 
-// q = (a b - c) / Z, Z = g^N - 1 on the coset; written into a. a, b, c hold canonical values x
-// (Montgomery product M(x, y) = x y / R): M(a, b) - M(c, 1) = (a b - c) / R, and the factor
-// z_inv_r2 = z_inv R^2 (as a canonical value) brings it back: M((ab - c) / R, z_inv R^2) = (ab - c) z_inv.
-__global__ void quotient_kernel(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n, fr_t z_inv_r2) {
+// a <- a b / Z on the coset (Z = g^N - 1 there), canonical values x in and out (Montgomery
+// product M(x, y) = x y / R): M(M(a, b), z_inv R^2) = a b z_inv, z_inv_r2 = z_inv R^2 as a
+// canonical value.
+__global__ void coset_product_kernel(fr_t* a, const fr_t* b, uint64_t n, fr_t z_inv_r2) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) a[i] = (a[i] * b[i] - c[i] * fr_t::raw_u32(1)) * z_inv_r2;
+    if (i < n) a[i] = (a[i] * b[i]) * z_inv_r2;
+}
+
+// h[bitrev(j)] = p[j] * lo * hi - c[j] * k for bit-reversed p and c: the last step of
+// quotient_h_device, with the inverse coset transform's scaling (g^-e / N, e = bitrev(j), from
+// the two power tables) and the bit reversal in the same pass.
+__global__ void quotient_combine_kernel(const fr_t* __restrict__ p, const fr_t* __restrict__ c,
+                                        fr_t* __restrict__ h, uint64_t n, int log_n, const fr_t* lo,
+                                        const fr_t* hi, int lo_bits, fr_t k) {
+    uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    uint64_t e = log_n ? (__brevll(j) >> (64 - log_n)) : 0;
+    h[e] = p[j] * lo[e & ((1ull << lo_bits) - 1)] * hi[e >> lo_bits] - c[j] * k;
 }
 
 const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
@@ -298,18 +310,29 @@ void bit_reverse(cz_context& ctx, const fr_t* in, fr_t* out, int log_n) {
     CZ_CHECK_LAUNCH();
 }
 
+namespace {
+// factor * base^e for e < 2^log_n as the product of two small tables: lo[e mod 2^lo_bits] and
+// hi[e >> lo_bits] (hi carries the factor).
+struct power_tables {
+    int lo_bits;
+    dev_buf<fr_t> lo, hi;
+    power_tables(cz_context& ctx, int log_n, fr_t base, fr_t factor)
+        : lo_bits(log_n < 12 ? log_n : 12), lo(1u << lo_bits, ctx.stream), hi(1u << (log_n - lo_bits), ctx.stream) {
+        uint32_t lo_count = 1u << lo_bits, hi_count = 1u << (log_n - lo_bits);
+        fr_t base_hi = base;
+        for (int i = 0; i < lo_bits; i++) base_hi = base_hi.sqr();  // base^(2^lo_bits)
+        power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, base, fr_t::one());
+        CZ_CHECK_LAUNCH();
+        power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, base_hi, factor);
+        CZ_CHECK_LAUNCH();
+    }
+};
+}  // namespace
+
 void scale_by_powers(cz_context& ctx, fr_t* d, int log_n, fr_t base, fr_t factor, bool bitrev_exponent) {
-    int lo_bits = log_n < 12 ? log_n : 12;
-    uint32_t lo_count = 1u << lo_bits, hi_count = 1u << (log_n - lo_bits);
-    dev_buf<fr_t> lo(lo_count, ctx.stream), hi(hi_count, ctx.stream);
-    fr_t base_hi = base;
-    for (int i = 0; i < lo_bits; i++) base_hi = base_hi.sqr();  // base^(2^lo_bits)
-    power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, base, fr_t::one());
-    CZ_CHECK_LAUNCH();
-    power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, base_hi, factor);
-    CZ_CHECK_LAUNCH();
+    power_tables t(ctx, log_n, base, factor);
     uint64_t n = 1ull << log_n;
-    scale_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(d, n, log_n, lo.get(), hi.get(), lo_bits,
+    scale_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(d, n, log_n, t.lo.get(), t.hi.get(), t.lo_bits,
                                                               bitrev_exponent);
     CZ_CHECK_LAUNCH();
 }
@@ -340,22 +363,29 @@ void ntt_natural(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool coset) 
     CZ_CHECK(cudaMemcpyAsync(d, tmp.get(), n * sizeof(fr_t), cudaMemcpyDeviceToDevice, ctx.stream));
 }
 
+// Six transforms instead of the textbook seven: C is interpolated but never evaluated on the
+// coset. H = coset_interp((A B - C) / Z) and coset interpolation is linear, so
+// H = coset_interp(A B / Z) - C / Z, where coset_interp(C) = C needs no transform at all
+// (C's coefficients are already those of a polynomial of degree < N).
 void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int log_n) {
     uint64_t n = 1ull << log_n;
     fr_t n_inv = fr_from_u64(n).inverse();
     fr_t g = fr_coset_shift();
-    for (fr_t* v : {a, b, c}) {
-        ntt_dif(ctx, v, log_n, true);                             // -> N * coefficients, bit-reversed
-        scale_by_powers(ctx, v, log_n, g, n_inv, true);          // coefficient i times g^i / N
-        ntt_dit(ctx, v, log_n, false);                            // -> evaluations on g<w>, natural
+    for (fr_t* v : {a, b}) {
+        ntt_dif(ctx, v, log_n, true);                     // -> N * coefficients, bit-reversed
+        scale_by_powers(ctx, v, log_n, g, n_inv, true);  // coefficient i times g^i / N
+        ntt_dit(ctx, v, log_n, false);                    // -> evaluations on g<w>, natural
     }
+    ntt_dif(ctx, c, log_n, true);  // -> N * C's coefficients, bit-reversed
     // Z(g w^k) = g^N - 1 for every k.
     fr_t g_n = g;
     for (int i = 0; i < log_n; i++) g_n = g_n.sqr();
     fr_t z_inv = (g_n - fr_t::one()).inverse();  // Montgomery form: z_inv R
-    quotient_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, c, n, z_inv.to_mont());
+    coset_product_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, n, z_inv.to_mont());
     CZ_CHECK_LAUNCH();
-    ntt_dif(ctx, a, log_n, true);
-    scale_by_powers(ctx, a, log_n, g.inverse(), n_inv, true);   // coefficient i of q(gX) times g^-i / N
-    bit_reverse(ctx, a, h, log_n);
+    ntt_dif(ctx, a, log_n, true);  // -> N * coefficients of (A B / Z)(gX), bit-reversed
+    power_tables t(ctx, log_n, g.inverse(), n_inv);  // coefficient i of q(gX) times g^-i / N
+    quotient_combine_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, c, h, n, log_n, t.lo.get(), t.hi.get(),
+                                                                        t.lo_bits, n_inv * z_inv);
+    CZ_CHECK_LAUNCH();
 }

@@ -88,9 +88,14 @@ __kernel void fr_mul_scalar(__global fr_t *data, __global const fr_t *factor, co
     if (i < n) data[i] = fr_mul(data[i], factor[0]);
 }
 
-/* The quotient's pointwise step on the coset: a <- (a b - c) / Z, Z = g^N - 1 constant there. */
-__kernel void h_pointwise(__global fr_t *a, __global const fr_t *b, __global const fr_t *c,
-                          __global const fr_t *z_inv, const uint n) {
+/* The quotient's pointwise step on the coset: a <- a b / Z, Z = g^N - 1 constant there. */
+__kernel void coset_product(__global fr_t *a, __global const fr_t *b, __global const fr_t *z_inv, const uint n) {
     uint i = get_global_id(0);
-    if (i < n) a[i] = fr_mul(fr_sub(fr_mul(a[i], b[i]), c[i]), z_inv[0]);
+    if (i < n) a[i] = fr_mul(fr_mul(a[i], b[i]), z_inv[0]);
+}
+
+/* h <- h - c k: H = coset_interp(A B / Z) - C / Z (ntt.py, quotient_h). */
+__kernel void fr_sub_scaled(__global fr_t *h, __global const fr_t *c, __global const fr_t *k, const uint n) {
+    uint i = get_global_id(0);
+    if (i < n) h[i] = fr_sub(h[i], fr_mul(c[i], k[0]));
 }

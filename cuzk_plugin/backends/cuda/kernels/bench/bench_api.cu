@@ -38,14 +38,14 @@ struct event_pair {
 };
 
 template <class F>
-void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, const msm_options& opt, double* times_ms,
-               int* check_ok) {
+void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, double frac_bits, const msm_options& opt,
+               double* times_ms, int* check_ok) {
     cudaStream_t s = ctx->stream;
     size_t n = 1ull << log_n;
     dev_buf<affine_t<F>> bases(n, s);
     dev_buf<fr_t> scalars(n, s), dlog(n, s);
     random_bases<F>(s, bases.get(), n, seed, dlog.get());
-    random_scalars(s, scalars.get(), n, seed + 7, 0.0);
+    random_scalars(s, scalars.get(), n, seed + 7, frac_bits);
     fr_t e = dot_mod_r(s, scalars.get(), dlog.get(), n);
     dlog = dev_buf<fr_t>();  // free before timing
     xyzz_t<F> got = msm_device<F>(*ctx, s, bases.get(), scalars.get(), n, opt);  // warm-up + check
@@ -82,9 +82,10 @@ extern "C" {
 // Benchmarks on inputs made on the device. times_ms gets `repeat` wall times (host clock
 // around a synchronous call, so host-side steps such as the final Horner are included).
 // window_bits: 0 chooses by size; profile: phase timings of every run on stderr (the phases
-// then run in turn, not overlapped as in production).
+// then run in turn, not overlapped as in production); frac_bits: the share of scalars in
+// {0, 1} (a Filecoin witness's mix), the rest random below r.
 cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t seed, int window_bits, int profile,
-                       double* times_ms, int* check_ok) {
+                       double frac_bits, double* times_ms, int* check_ok) {
     return cz_guard([&] {
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
@@ -92,9 +93,9 @@ cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t 
         opt.window_bits = window_bits;
         opt.profile = profile != 0;
         if (g2)
-            bench_msm<fq2_t>(ctx, log_n, repeat, seed, opt, times_ms, check_ok);
+            bench_msm<fq2_t>(ctx, log_n, repeat, seed, frac_bits, opt, times_ms, check_ok);
         else
-            bench_msm<fq_t>(ctx, log_n, repeat, seed, opt, times_ms, check_ok);
+            bench_msm<fq_t>(ctx, log_n, repeat, seed, frac_bits, opt, times_ms, check_ok);
     });
 }
 
