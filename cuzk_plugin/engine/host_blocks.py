@@ -10,8 +10,9 @@ background thread (0.45 s of one core, off every critical path) and offers it to
 task of the same circuit: the worker writes into it instead of making a block (see
 :func:`cuzk_plugin.engine.synthesis.output_block`).
 
-Bounded: at most ``max_free`` zeroed blocks wait for a task; more are freed, and blocks idle
-for ``idle_s`` are freed too, so an idle daemon gives the memory back.
+Bounded: at most ``max_free`` zeroed blocks wait for a task; more are freed (a block of another
+size than the one coming back first: the longest idle), and blocks idle for ``idle_s`` are
+freed too, so an idle daemon gives the memory back.
 """
 
 from __future__ import annotations
@@ -173,11 +174,18 @@ class HostBlockPool:
             log.exception("host blocks: %s failed", getattr(work, "name", work) or "trim")
 
     def _recycle(self, name: str) -> None:
+        displaced = None
         with self._lock:
             block = self._owned.get(name)
-            keep = block is not None and not self._closed and self._free_count() < self.max_free
+            keep = block is not None and not self._closed and self.max_free > 0
+            if keep and self._free_count() >= self.max_free:
+                assert block is not None
+                displaced = self._displace(block.shm.size)
+                keep = displaced is not None
             if block is not None and not keep:
                 del self._owned[name]
+        if displaced is not None:
+            self._drop(displaced)
         if block is None:
             return
         if not keep:
@@ -198,6 +206,23 @@ class HostBlockPool:
 
     def _free_count(self) -> int:
         return sum(len(v) for v in self._free.values())
+
+    def _displace(self, size: int) -> _Block | None:
+        """With the free list full: take out the longest-idle free block of another size than
+        ``size`` (the lock held), so that the sizes in use now get the places, not those of a
+        job that ended (after a PoRep job, its 4.2 GB blocks would otherwise hold them for
+        idle_s while every 2.6 GB SnapDeals block was made afresh, unpinned). None where all
+        free blocks have this size."""
+        others = [b for sz, blocks in self._free.items() if sz != size for b in blocks]
+        if not others:
+            return None
+        oldest = min(others, key=lambda b: b.idle_since)
+        free = self._free[oldest.shm.size]
+        free.remove(oldest)
+        if not free:
+            del self._free[oldest.shm.size]
+        del self._owned[oldest.shm.name]
+        return oldest
 
     def _trim(self) -> None:
         """Free the blocks idle longer than idle_s (all free ones once closed)."""

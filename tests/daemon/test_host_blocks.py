@@ -105,6 +105,38 @@ def test_blocks_beyond_the_bound_idle_ones_and_small_ones_are_freed():
         pool.close()
 
 
+def test_a_full_pool_makes_room_for_the_size_in_use_not_for_an_ended_jobs(small_blocks_count):
+    """Blocks of a job that ended (another size) give their places to the blocks coming back
+    now, the longest idle first; blocks of the size coming back are never displaced by it."""
+    pinner = RecordingPinner()
+    pool = HostBlockPool(2, pinner=pinner)
+    try:
+        porep = [_block(8192, 1), _block(8192, 2)]
+        for name in porep:
+            pool.returned((), (name,), "porep")
+            pool.release(pool.attach(name))
+            assert pool.flush()
+        snap = [_block(4096, 3), _block(4096, 4), _block(4096, 5)]
+        shms = [pool.attach(name) for name in snap]
+        pool.returned((), (snap[0],), "snap")
+        pool.release(shms[0])
+        assert pool.flush()
+        assert not _exists(porep[0]) and _exists(porep[1])  # the longest idle PoRep block made room
+        pool.release(shms[1])
+        assert pool.flush() and not _exists(porep[1])
+        pool.release(shms[2])  # the pool holds two SnapDeals blocks: this one is freed
+        assert pool.flush() and not _exists(snap[2])
+        assert sorted(pool.offer("snap") + pool.offer("snap")) == sorted([(snap[0], 4096), (snap[1], 4096)])
+        assert pool.offer("porep") == ()
+        assert sorted(pinner.pinned.values()) == [4096, 4096]  # the displaced blocks were unpinned
+        assert pool.stats() == (2, 0, 8192)
+        for shm in shms[:2]:  # the offered blocks come back; close frees them
+            pool.release(shm)
+    finally:
+        pool.close()
+    assert not any(_exists(n) for n in porep + snap) and pinner.pinned == {}
+
+
 def test_the_thread_ends_after_close_once_the_last_block_is_back(small_blocks_count):
     """A stopped engine leaves no thread behind; what is released after that is freed inline."""
     pool = HostBlockPool(2)
