@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from cuzk_plugin.engine.circuits import ProviderRegistry
 
 
@@ -20,11 +22,11 @@ def test_providers_warm_every_synthesis_worker_as_it_starts(tmp_path):
     from functools import partial
 
     from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider, warm_post_worker
-    from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider
+    from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, warm_porep_worker
     from cuzk_plugin.engine.synthesis import SynthesisPool
 
     registry = ProviderRegistry([PorepCircuitProvider(), PostCircuitProvider()], load_plugins=False)
-    assert registry.worker_warmers() == (warm_post_worker,)
+    assert registry.worker_warmers() == (warm_porep_worker, warm_post_worker)
     warm_post_worker()  # runs here too (and fails loudly if it cannot)
     pool = SynthesisPool(2, 1, (partial(_mark_worker, str(tmp_path)),))
     try:
@@ -35,6 +37,34 @@ def test_providers_warm_every_synthesis_worker_as_it_starts(tmp_path):
     finally:
         pool.shutdown()
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def _layouts_in_this_worker() -> tuple[int, int]:
+    from cuzk_plugin.filecoin.witness.porep import porep_layout
+    from cuzk_plugin.filecoin.witness.snap import update_layout
+
+    return porep_layout.cache_info().currsize, update_layout.cache_info().currsize
+
+
+@pytest.mark.parametrize("present", [(), ("porep-2k", "snap-2k")], ids=["none", "porep-and-snap-2k"])
+def test_workers_warm_the_layouts_of_the_circuits_in_the_param_cache(tmp_path, present):
+    """The PoRep and SnapDeals layouts (their SHA-256 programs: ~5 s of one core at 32 GiB) are
+    made as a worker starts for each size whose pre-compiled circuit is in the param cache, not
+    in the first proof after a start; a daemon without one (PoSt only, tests) makes none."""
+    from cuzk_plugin.adapters.curio.provider import warm_porep_worker
+    from cuzk_plugin.adapters.curio.snap import warm_snap_worker
+    from cuzk_plugin.engine.synthesis import SynthesisPool
+    from cuzk_plugin.formats.pce import pce_path
+
+    for circuit_id in present:
+        pce_path(tmp_path, circuit_id).touch()  # only its presence matters here
+    pool = SynthesisPool(1, 1, (warm_porep_worker, warm_snap_worker), tmp_path)
+    try:
+        pool.warm_up()
+        got = pool.submit_raw(_layouts_in_this_worker).result(timeout=120)
+    finally:
+        pool.shutdown()
+    assert got == ((1, 1) if present else (0, 0))
 
 
 def _niceness() -> int:

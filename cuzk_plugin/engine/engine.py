@@ -169,7 +169,7 @@ class Engine:
         # reserve) allow: the cores go to those, a witness split across its share of them.
         at_once = min(config.synthesis_workers(), config.parallel_synthesis(), window + n_slots)
         witness = config.synthesis.witness_processes or max(1, (os.cpu_count() or 1) // min(at_once, window))
-        self.pool = synthesis_pool or SynthesisPool(at_once, witness, self.providers.worker_warmers())
+        self.pool = synthesis_pool or SynthesisPool(at_once, witness, self.providers.worker_warmers(), self.param_cache)
         #: Large partition blocks kept mapped (and pinned for the first backend that pins) between
         #: partitions: at most a window's worth wait zeroed for the next task.
         self.host_blocks = HostBlockPool(

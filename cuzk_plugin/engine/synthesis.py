@@ -31,6 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache, partial
 from multiprocessing import resource_tracker, shared_memory
+from pathlib import Path
 
 import numpy as np
 
@@ -276,19 +277,21 @@ class SynthesisPool:
     """A process pool that only ever holds as many tasks as it has workers: the engine keeps
     the priority order, so a CRITICAL partition is next, never behind a FIFO backlog."""
 
-    def __init__(self, workers: int, task_processes: int = 1, warmers: tuple = ()):
+    def __init__(self, workers: int, task_processes: int = 1, warmers: tuple = (), param_cache: Path | None = None):
         """``task_processes``: how many processes a task may fork for one partition
         (:func:`~cuzk_plugin.engine.workers.task_processes` in the worker); ``warmers``: run in
-        each worker as it starts (:meth:`ProviderRegistry.worker_warmers`)."""
+        each worker as it starts (:meth:`ProviderRegistry.worker_warmers`), where
+        :func:`~cuzk_plugin.engine.workers.worker_param_cache` is ``param_cache``."""
         self.workers = max(1, workers)
         self.task_processes = max(1, task_processes)
         self.warmers = tuple(warmers)
+        self.param_cache = str(param_cache) if param_cache is not None else None
         self._executor = self._new_executor()
 
     def _new_executor(self) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("spawn")  # never fork a process that runs gRPC threads
         return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=worker_init,
-                                   initargs=(os.getpid(), self.task_processes, self.warmers))
+                                   initargs=(os.getpid(), self.task_processes, self.warmers, self.param_cache))
 
     def warm_up(self) -> None:
         """Start every worker now (imports take a second), not on the first job."""

@@ -52,22 +52,33 @@ _task_processes = 1
 SYNTHESIS_NICENESS = 10
 
 
+_param_cache: str | None = None
+
+
+def worker_param_cache() -> str | None:
+    """The engine's param cache, in a synthesis worker (None outside one, or in a pool made
+    without it): warmers look there for the circuits this daemon proves."""
+    return _param_cache
+
+
 def task_processes() -> int:
     """Processes a task in this synthesis worker may use for one partition (a large PoRep
     witness is split across them): the engine's ``[synthesis] witness_processes``."""
     return _task_processes
 
 
-def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = ()) -> None:
+def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = (), param_cache: str | None = None) -> None:
     """Initializer of every synthesis worker: dies with the daemon; SIGINT is the daemon's to
     handle; yields the CPU to the daemon's threads (:data:`SYNTHESIS_NICENESS`); ``processes``:
-    what :func:`task_processes` says; ``warmers``: zero-argument callables run now (a failing
-    one is logged: its work is then done on first use)."""
-    global _task_processes
+    what :func:`task_processes` says; ``param_cache``: what :func:`worker_param_cache` says;
+    ``warmers``: zero-argument callables run now (a failing one is logged: its work is then
+    done on first use)."""
+    global _task_processes, _param_cache
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(SYNTHESIS_NICENESS)
     _task_processes = max(1, processes)
+    _param_cache = param_cache
     for warm in warmers:
         try:
             warm()

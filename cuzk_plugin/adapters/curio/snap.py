@@ -374,11 +374,29 @@ def snap_test_key_circuit(circuit_id: str, param_cache: Path) -> CircuitFile | N
     return CircuitFile(ensure_snap_pce, circuit_id, str(param_cache))
 
 
+def warm_snap_worker() -> None:
+    """Run once in each synthesis worker as it starts: the partition layout (its traced SHA-256
+    programs, ~1.2 s) of every update size whose pre-compiled circuit is in the param cache
+    (see :func:`~cuzk_plugin.adapters.curio.provider.warm_porep_worker`)."""
+    from cuzk_plugin.engine.workers import worker_param_cache
+    from cuzk_plugin.filecoin.witness.snap import update_layout
+    from cuzk_plugin.formats.pce import pce_path
+
+    cache = worker_param_cache()
+    if cache is None:
+        return
+    for circuit_id, size in SNAP_CIRCUITS.items():
+        if pce_path(cache, circuit_id).exists():
+            update_layout(update_params(size))
+
+
 class SnapCircuitProvider:
     """SNAP_DEALS_UPDATE: the EmptySectorUpdate circuit of every sector size, proved with
     Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
 
     kinds: tuple[ProofKind, ...] = (ProofKind.SNAP_DEALS_UPDATE,)
+    #: See :meth:`ProviderRegistry.worker_warmers`.
+    warm_worker = staticmethod(warm_snap_worker)
 
     def __init__(self, *, allow_test_keys: bool = False):
         self.allow_test_keys = allow_test_keys
