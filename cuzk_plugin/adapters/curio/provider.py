@@ -43,9 +43,10 @@ def pce_enabled() -> bool:
 def warm_porep_worker() -> None:
     """Run once in each synthesis worker as it starts: the partition layout of every PoRep size
     whose pre-compiled circuit is in the param cache (the sizes this daemon proves), whose
-    SHA-256 compressions are traced and compiled on first use: ~5 s of one core for 32 GiB,
-    which made the first proof after a start 9 s slower (26.5 s against 17.5 on the H200).
-    A daemon without such a file (tests, PoSt-only) pays nothing."""
+    SHA-256 compressions are otherwise traced and compiled in the worker's first partition: ~5
+    s of one core for 32 GiB (a fresh worker's first 32 GiB partition: 10.3 s without this, 3.2
+    s with it, bench/synthesis/README.md). A daemon without such a file (tests, PoSt-only)
+    pays nothing."""
     from cuzk_plugin.filecoin.params import porep_params
 
     cache = worker_param_cache()
