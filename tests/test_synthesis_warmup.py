@@ -83,3 +83,34 @@ def test_synthesis_workers_yield_the_cpu_to_the_daemon():
     finally:
         pool.shutdown()
     assert got == min(19, os.nice(0) + SYNTHESIS_NICENESS) and got > os.nice(0)
+
+
+def _slow_warmer() -> None:
+    time.sleep(4)
+
+
+async def test_the_engine_serves_while_its_workers_warm(tmp_path):
+    """The engine's start does not wait for its workers' warmers (a key preload overlaps them);
+    a job submitted meanwhile waits for a worker and completes."""
+    from cuzk_plugin.adapters.synthetic import SyntheticProvider
+    from cuzk_plugin.backends.cpu import CpuBackend
+    from cuzk_plugin.config import load_config
+    from cuzk_plugin.engine.engine import Engine
+    from cuzk_plugin.engine.types import JobStatus, ProofKind, ProofRequest, SyntheticInput
+
+    class SlowToWarm(SyntheticProvider):
+        warm_worker = staticmethod(_slow_warmer)
+
+    config = load_config(None, {"srs": {"param_cache": str(tmp_path)}, "synthesis": {"threads": 1},
+                                "gpus": {"backend": "cpu"}})
+    engine = Engine(config, backends=[CpuBackend()], providers=ProviderRegistry([SlowToWarm()], load_plugins=False))
+    t0 = time.monotonic()
+    await engine.start()
+    started = time.monotonic() - t0
+    try:
+        result = await engine.prove(ProofRequest("w", ProofKind.SYNTHETIC, synthetic=SyntheticInput(4)))
+        done = time.monotonic() - t0
+    finally:
+        await engine.stop()
+    assert started < 2.0, f"start waited {started:.1f} s for the workers' warm-up"
+    assert result.status == JobStatus.COMPLETED and done >= 4.0  # the job waited for the warmed worker

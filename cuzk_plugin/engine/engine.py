@@ -130,6 +130,14 @@ class EngineStatus:
     backend: str
 
 
+def _workers_ready(t0: float, warming: asyncio.Future) -> None:
+    if warming.cancelled() or warming.exception() is not None:  # stopped while they started
+        log.debug("synthesis workers did not finish starting: %s", "cancelled" if warming.cancelled()
+                  else warming.exception())
+        return
+    log.info("synthesis workers ready in %.1fs (warmed)", time.monotonic() - t0)
+
+
 class Engine:
     """Owns the lanes, the synthesis pool, the SRS manager and every job.
 
@@ -206,7 +214,11 @@ class Engine:
             log.warning("reclaimed %d shared-memory block(s) left by a daemon that died (%.1f MB)",
                         len(reclaimed), sum(n for _, n in reclaimed) / 1e6)
         if self._own_pool:
-            await asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
+            # The workers start (imports, the providers' warmers: ~5 s of compiling where a large
+            # PoRep circuit is in the param cache) while the daemon already serves: a key preload
+            # runs meanwhile, and a partition submitted before they are ready waits for one.
+            warming = asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
+            warming.add_done_callback(partial(_workers_ready, time.monotonic()))
         self._janitor = asyncio.create_task(self._evict_idle_loop(), name="cuzk-srs-janitor")
 
     async def stop(self) -> None:
