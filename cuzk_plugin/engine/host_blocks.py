@@ -178,8 +178,7 @@ class HostBlockPool:
         with self._lock:
             block = self._owned.get(name)
             keep = block is not None and not self._closed and self.max_free > 0
-            if keep and self._free_count() >= self.max_free:
-                assert block is not None
+            if block is not None and keep and self._free_count() >= self.max_free:
                 displaced = self._displace(block.shm.size)
                 keep = displaced is not None
             if block is not None and not keep:
