@@ -10,7 +10,9 @@
 #               (--verify-vk), then SnapDeals and WinningPoSt 32 GiB on the same daemon; device
 #               memory sampled, the daemon's peak RSS from /usr/bin/time. SINGLE_RUNS, BATCH_COUNT
 #               (0: no batch), SNAP_RUNS and WIN_RUNS size it: at 2026-12-03's speed (60 s a PoRep proof) the
-#               defaults need more than one 10-minute call.
+#               defaults need more than one 10-minute call. The daemon's config: SYNTH_THREADS and
+#               PARALLEL_SYNTHESIS (partitions synthesized at once, 4), WITNESS_PROCESSES (4 each),
+#               GPU_WORKERS (2), LOOKAHEAD (2), BUDGET (the key budget, 120GiB).
 # Device tool: run with carry [".whl", ".device-carry"], command
 #   PHASE=prep bash bench/e2e/porep32g_h200.sh   then   PHASE=e2e bash bench/e2e/porep32g_h200.sh
 # .device-carry/cuda holds the library built here:
