@@ -33,7 +33,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +79,11 @@ class PceError(CuzkError, ValueError):
 def pce_path(param_cache: str | os.PathLike, name: str) -> Path:
     """Where the pre-compiled circuit ``name`` lives in the param cache."""
     return Path(param_cache) / f"pce-{name}.pce"
+
+
+def cached_circuits(param_cache: str | os.PathLike | None, names: Iterable[str]) -> list[str]:
+    """The names among ``names`` whose pre-compiled circuit is in ``param_cache`` (none without one)."""
+    return [] if param_cache is None else [n for n in names if pce_path(param_cache, n).exists()]
 
 
 def ensure_pce(name: str, param_cache: str | os.PathLike, record: Callable[[str, Path], str]) -> str:

@@ -25,7 +25,7 @@ from cuzk_plugin.engine.types import ProofKind
 from cuzk_plugin.engine.workers import die_with_parent, task_processes, worker_param_cache
 from cuzk_plugin.filecoin.witness.pool import shared_pool
 from cuzk_plugin.filecoin.witness.porep import porep_layout
-from cuzk_plugin.formats.pce import pce_path
+from cuzk_plugin.formats.pce import cached_circuits
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 
@@ -49,12 +49,8 @@ def warm_porep_worker() -> None:
     pays nothing."""
     from cuzk_plugin.filecoin.params import porep_params
 
-    cache = worker_param_cache()
-    if cache is None:
-        return
-    for circuit_id, size in PCE_CIRCUITS.items():
-        if pce_path(cache, circuit_id).exists():
-            porep_layout(porep_params(size))
+    for circuit_id in cached_circuits(worker_param_cache(), PCE_CIRCUITS):
+        porep_layout(porep_params(PCE_CIRCUITS[circuit_id]))
 
 
 @dataclass(frozen=True)

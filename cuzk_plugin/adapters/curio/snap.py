@@ -380,14 +380,10 @@ def warm_snap_worker() -> None:
     (see :func:`~cuzk_plugin.adapters.curio.provider.warm_porep_worker`)."""
     from cuzk_plugin.engine.workers import worker_param_cache
     from cuzk_plugin.filecoin.witness.snap import update_layout
-    from cuzk_plugin.formats.pce import pce_path
+    from cuzk_plugin.formats.pce import cached_circuits
 
-    cache = worker_param_cache()
-    if cache is None:
-        return
-    for circuit_id, size in SNAP_CIRCUITS.items():
-        if pce_path(cache, circuit_id).exists():
-            update_layout(update_params(size))
+    for circuit_id in cached_circuits(worker_param_cache(), SNAP_CIRCUITS):
+        update_layout(update_params(SNAP_CIRCUITS[circuit_id]))
 
 
 class SnapCircuitProvider:
