@@ -3,6 +3,8 @@ whose whole budget is ~0.5 s) runs in every worker before its first partition.""
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -89,21 +91,27 @@ def _slow_warmer() -> None:
     time.sleep(4)
 
 
-async def test_the_engine_serves_while_its_workers_warm(tmp_path):
-    """The engine's start does not wait for its workers' warmers (a key preload overlaps them);
-    a job submitted meanwhile waits for a worker and completes."""
+def _engine_slow_to_warm(param_cache: Path):
+    """An engine of its own pool (one worker) whose provider's warmer takes 4 s."""
     from cuzk_plugin.adapters.synthetic import SyntheticProvider
     from cuzk_plugin.backends.cpu import CpuBackend
     from cuzk_plugin.config import load_config
     from cuzk_plugin.engine.engine import Engine
-    from cuzk_plugin.engine.types import JobStatus, ProofKind, ProofRequest, SyntheticInput
 
     class SlowToWarm(SyntheticProvider):
         warm_worker = staticmethod(_slow_warmer)
 
-    config = load_config(None, {"srs": {"param_cache": str(tmp_path)}, "synthesis": {"threads": 1},
+    config = load_config(None, {"srs": {"param_cache": str(param_cache)}, "synthesis": {"threads": 1},
                                 "gpus": {"backend": "cpu"}})
-    engine = Engine(config, backends=[CpuBackend()], providers=ProviderRegistry([SlowToWarm()], load_plugins=False))
+    return Engine(config, backends=[CpuBackend()], providers=ProviderRegistry([SlowToWarm()], load_plugins=False))
+
+
+async def test_the_engine_serves_while_its_workers_warm(tmp_path):
+    """The engine's start does not wait for its workers' warmers (a key preload overlaps them);
+    a job submitted meanwhile waits for a worker and completes."""
+    from cuzk_plugin.engine.types import JobStatus, ProofKind, ProofRequest, SyntheticInput
+
+    engine = _engine_slow_to_warm(tmp_path)
     t0 = time.monotonic()
     await engine.start()
     started = time.monotonic() - t0
@@ -114,3 +122,20 @@ async def test_the_engine_serves_while_its_workers_warm(tmp_path):
         await engine.stop()
     assert started < 2.0, f"start waited {started:.1f} s for the workers' warm-up"
     assert result.status == JobStatus.COMPLETED and done >= 4.0  # the job waited for the warmed worker
+
+
+async def test_a_stop_while_the_workers_warm_is_bounded(tmp_path, caplog):
+    """A daemon stopped right after its start (workers still in their warmers) stops within its
+    bounded wait, quietly, and leaves no worker behind."""
+    from cuzk_plugin.engine.engine import STOP_WAIT_S
+
+    engine = _engine_slow_to_warm(tmp_path)
+    await engine.start()
+    await asyncio.sleep(1.0)  # the worker is in its warmer now
+    assert multiprocessing.active_children()
+    t0 = time.monotonic()
+    with caplog.at_level("WARNING"):
+        await engine.stop()
+    assert time.monotonic() - t0 < STOP_WAIT_S + 3.0
+    assert multiprocessing.active_children() == []
+    assert not [r for r in caplog.records if r.levelno >= 30 and r.name.startswith("cuzk_plugin.engine")]
