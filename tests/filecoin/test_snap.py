@@ -156,6 +156,53 @@ def test_decoder_32gib_size_matches_the_facts():
     assert decode_partition_proof(raw, p) == proof
 
 
+def _random_proof(p, rng):
+    """A PartitionProof of ``p``'s shape with random canonical values and positions (nothing
+    hashes to anything: the decoder reads structure, the plan and the witness check values)."""
+    from cuzk_plugin.bls12_381.fields import R
+    from cuzk_plugin.filecoin.snap.vanilla import ChallengeProof, PartitionProof
+    from cuzk_plugin.filecoin.trees import MerklePath
+
+    def fr():
+        return rng.choice([0, R - 1, rng.randrange(R)])
+
+    def path(arities):
+        return MerklePath(fr(), fr(), [([fr() for _ in range(a - 1)], rng.randrange(a)) for a in arities], list(arities))
+
+    tree_r, tree_d = p.tree_r_arities, [2] * p.challenge_bit_len
+    return PartitionProof(fr(), [fr() for _ in range(p.apex_leaves)],
+                          [ChallengeProof(path(tree_r), path(tree_d), path(tree_r)) for _ in range(p.challenges)])
+
+
+@pytest.mark.parametrize("size", ["2KiB", "32GiB", "64GiB"])  # Single, Sub and Top TreeR proofs
+def test_fast_decoder_reads_what_the_field_by_field_reader_reads(size):
+    import random
+
+    from cuzk_plugin.adapters.curio.snap import _decode_fast, _decode_slowly
+
+    rng = random.Random(size)
+    p = update_params(size)
+    proof = _random_proof(p, rng)
+    raw = encode_partition_proof(p, proof)
+    assert _decode_fast(raw, p) == proof == _decode_slowly(raw, p, "x")
+    # one byte changed anywhere: the fast reader declines exactly what the field-by-field one refuses
+    refused = 0
+    for _ in range(300 if size == "2KiB" else 60):
+        bad = bytearray(raw)
+        at = rng.randrange(len(bad))
+        bad[at] ^= 1 << rng.randrange(8)
+        fast = _decode_fast(bytes(bad), p)
+        try:
+            slow = _decode_slowly(bytes(bad), p, "x")
+        except SnapDecodeError:
+            assert fast is None, at
+            refused += 1
+        else:
+            assert fast == slow, at
+    assert refused > 0
+    assert _decode_fast(raw[:-1], p) is None and _decode_fast(raw + b"\0", p) is None
+
+
 # offsets in the 2 KiB blob: comm_c 0, apex count 32, apex leaves 40.., challenge count 296,
 # challenge 0: proof_r_old 304 (tag, root 308, leaf 340, path count 372, level 0 hashes count
 # 380, hashes 388..612, index 612), proof_d_new 860, proof_r_new 1224; challenge 1 at 1780

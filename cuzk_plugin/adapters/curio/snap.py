@@ -11,12 +11,17 @@ field element; variant tags must be the size's; nothing may trail. A refusal is 
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
 from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
-from cuzk_plugin.bls12_381.fields import R
+from cuzk_plugin.bls12_381.fields import R, less_than_modulus, limbs_to_ints
+from cuzk_plugin.circuit.fast_cs import gc_paused
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
@@ -110,8 +115,140 @@ def _merkle(r: BincodeReader, path: str, arities: list[int], upper: int) -> Merk
     return MerklePath(leaf, root, levels, list(arities))
 
 
+@dataclass(frozen=True)
+class _ProofLayout:
+    """Where everything sits in a well-formed PartitionProof of one sector size (its length is
+    fixed by the size): the bytes that must equal the template (counts, variant tags), the
+    32-byte field elements, the path positions with their arities, in the reader's order."""
+
+    size: int
+    fixed_at: np.ndarray  #: (k,) int64 byte offsets of the counts' and tags' bytes
+    fixed: np.ndarray  #: (k,) uint8: what those bytes must be
+    fr_at: np.ndarray  #: (f,) int64 offsets of the field elements, in reading order
+    index_at: np.ndarray  #: (i,) int64 offsets of the u64 path positions, in reading order
+    arity: np.ndarray  #: (i,) uint64: each position's arity
+
+
+def _proof_layout(p: UpdateParams) -> _ProofLayout:
+    """Walk the structure :func:`_decode_slowly` reads, recording offsets instead of reading."""
+    fixed: list[tuple[int, bytes]] = []
+    frs: list[int] = []
+    indices: list[tuple[int, int]] = []
+    at = 0
+
+    def const(value: bytes) -> None:
+        nonlocal at
+        fixed.append((at, value))
+        at += len(value)
+
+    def fr_slots(n: int) -> None:
+        nonlocal at
+        frs.extend(range(at, at + 32 * n, 32))
+        at += 32 * n
+
+    def inclusion(arities: list[int]) -> None:
+        nonlocal at
+        const(struct.pack("<Q", len(arities)))
+        for arity in arities:
+            const(struct.pack("<Q", arity - 1))
+            fr_slots(arity - 1)
+            indices.append((at, arity))
+            at += 8
+
+    def merkle(arities: list[int], upper: int) -> None:
+        const(struct.pack("<I", upper))
+        if upper == 0:
+            fr_slots(2)  # root, leaf
+            inclusion(arities)
+            return
+        n_base = len(arities) - upper
+        inclusion(arities[:n_base])
+        inclusion(arities[n_base:n_base + 1])
+        if upper == 2:
+            inclusion(arities[n_base + 1:])
+        fr_slots(2)  # root, leaf
+
+    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    fr_slots(1)  # comm_c
+    const(struct.pack("<Q", p.apex_leaves))
+    fr_slots(p.apex_leaves)
+    const(struct.pack("<Q", p.challenges))
+    for _ in range(p.challenges):
+        merkle(p.tree_r_arities, upper)
+        merkle([2] * p.challenge_bit_len, 0)
+        merkle(p.tree_r_arities, upper)
+    fixed_at = np.concatenate([np.arange(a, a + len(v)) for a, v in fixed])
+    fixed_bytes = np.frombuffer(b"".join(v for _, v in fixed), dtype=np.uint8)
+    return _ProofLayout(at, fixed_at, fixed_bytes, np.array(frs, dtype=np.int64),
+                        np.array([a for a, _ in indices], dtype=np.int64),
+                        np.array([n for _, n in indices], dtype=np.uint64))
+
+
+_layouts: dict[UpdateParams, _ProofLayout] = {}
+
+
+@lru_cache(maxsize=16)
+def _sibling_spans(arities: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """Each level's siblings as (start, stop) among a path's values (leaf level first)."""
+    spans, at = [], 0
+    for arity in arities:
+        spans.append((at, at + arity - 1))
+        at += arity - 1
+    return tuple(spans)
+
+
+def _decode_fast(raw: bytes, p: UpdateParams) -> PartitionProof | None:
+    """The PartitionProof of well-formed bytes, read with numpy against the size's layout; None
+    for anything else (the caller then reads it field by field to name what is wrong). Accepts
+    exactly what :func:`_decode_slowly` accepts: the same length, counts, tags, positions below
+    their arity and canonical field elements."""
+    lay = _layouts.get(p)
+    if lay is None:
+        lay = _layouts[p] = _proof_layout(p)
+    if len(raw) != lay.size:
+        return None
+    b = np.frombuffer(raw, dtype=np.uint8)
+    if not np.array_equal(b[lay.fixed_at], lay.fixed):
+        return None
+    index = b[lay.index_at[:, None] + np.arange(8)].copy().view("<u8")[:, 0]
+    if (index >= lay.arity).any():
+        return None
+    limbs = b[lay.fr_at[:, None] + np.arange(32)].copy().view("<u8")  # (f, 4), least significant first
+    if not less_than_modulus(limbs, R).all():
+        return None
+    values = limbs_to_ints(limbs)
+    positions = index.tolist()
+    vi = pi = 0  # next value, next position, in reading order
+
+    def merkle(arities: list[int], upper: int) -> MerklePath:
+        nonlocal vi, pi
+        at = vi + 2 if upper == 0 else vi  # a Single path's root and leaf come first, the others' last
+        lv = [(values[at + a:at + b], positions[pi + j]) for j, (a, b) in enumerate(_sibling_spans(tuple(arities)))]
+        pi += len(arities)
+        end = at + sum(arities) - len(arities)
+        root_at = vi if upper == 0 else end
+        vi = end if upper == 0 else end + 2
+        return MerklePath(values[root_at + 1], values[root_at], lv, list(arities))
+
+    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    comm_c = values[0]
+    apex = values[1:1 + p.apex_leaves]
+    vi = 1 + p.apex_leaves
+    tree_r, tree_d = p.tree_r_arities, [2] * p.challenge_bit_len
+    proofs = [ChallengeProof(merkle(tree_r, upper), merkle(tree_d, 0), merkle(tree_r, upper))
+              for _ in range(p.challenges)]
+    return PartitionProof(comm_c, apex, proofs)
+
+
 def decode_partition_proof(raw: bytes, p: UpdateParams, path: str = "vanilla_proof") -> PartitionProof:
-    """One bincode PartitionProof {comm_c, apex_leafs, challenge_proofs} of sector size ``p``."""
+    """One bincode PartitionProof {comm_c, apex_leafs, challenge_proofs} of sector size ``p``.
+    Well-formed bytes are read in one numpy pass (a 32 GiB request's 16 partitions: ~0.6 s field
+    by field on the 2-core machine); anything else is read field by field, which names the field."""
+    return _decode_fast(raw, p) or _decode_slowly(raw, p, path)
+
+
+def _decode_slowly(raw: bytes, p: UpdateParams, path: str) -> PartitionProof:
+    """:func:`decode_partition_proof` a field at a time: the refusal names the field and its byte."""
     r = _reader(raw)
     upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
     tree_r, tree_d = p.tree_r_arities, [2] * p.challenge_bit_len
@@ -183,9 +320,10 @@ class SnapJob:
 
 
 def _check_structure(p: UpdateParams, proof: PartitionProof, k: int, comm_r_old: int, comm_r_new: int,
-                     where: str) -> None:
+                     where: str, comm_r_of: dict[tuple[int, int], int]) -> None:
     """The cheap checks of plan time: path indices are the derived challenges, one root per
-    tree, comm_r_old / comm_r_new = Poseidon(comm_c, root)."""
+    tree, comm_r_old / comm_r_new = Poseidon(comm_c, root) (``comm_r_of`` keeps the hashes
+    computed: every partition of a request carries the same comm_c and roots)."""
     challenges = partition_challenges(p, comm_r_new, k)
     first = proof.challenge_proofs[0]
     for i, (cp, c) in enumerate(zip(proof.challenge_proofs, challenges, strict=False)):
@@ -199,7 +337,10 @@ def _check_structure(p: UpdateParams, proof: PartitionProof, k: int, comm_r_old:
                 raise InvalidRequest(f"{where}.challenge_proofs[{i}].{name}.root: differs from challenge 0's")
     for name, comm, root in (("comm_r_old", comm_r_old, first.proof_r_old.root),
                              ("comm_r_new", comm_r_new, first.proof_r_new.root)):
-        if poseidon_hash([proof.comm_c, root]) != comm:
+        pair = (proof.comm_c, root)
+        if pair not in comm_r_of:
+            comm_r_of[pair] = poseidon_hash(list(pair))
+        if comm_r_of[pair] != comm:
             raise InvalidRequest(f"{where}.comm_c: Poseidon(comm_c, TreeR root) is not the request's {name}")
 
 
@@ -215,14 +356,16 @@ def snap_job(request: ProofRequest) -> SnapJob:
         raise InvalidRequest(f"vanilla_proofs: {len(request.vanilla_proofs)} partition proofs, "
                              f"update proof {request.registered_proof} has {p.partitions}")
     parts = []
-    for k, raw in enumerate(request.vanilla_proofs):
-        where = f"vanilla_proofs[{k}]"
-        try:
-            proof = decode_partition_proof(raw, p, where)
-        except SnapDecodeError as exc:
-            raise InvalidRequest(str(exc)) from None
-        _check_structure(p, proof, k, comm_r_old, comm_r_new, where)
-        parts.append(proof)
+    comm_r_of: dict[tuple[int, int], int] = {}
+    with gc_paused():  # ~70 K small lists a 32 GiB partition, none of them cyclic
+        for k, raw in enumerate(request.vanilla_proofs):
+            where = f"vanilla_proofs[{k}]"
+            try:
+                proof = decode_partition_proof(raw, p, where)
+            except SnapDecodeError as exc:
+                raise InvalidRequest(str(exc)) from None
+            _check_structure(p, proof, k, comm_r_old, comm_r_new, where, comm_r_of)
+            parts.append(proof)
     return SnapJob(p, comm_r_old, comm_d_new, comm_r_new, tuple(parts))
 
 
