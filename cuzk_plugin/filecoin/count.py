@@ -9,10 +9,10 @@ and Poseidon hashes replayed from their first synthesis).
 from __future__ import annotations
 
 import argparse
-import gc
 import resource
 import time
 
+from cuzk_plugin.circuit.fast_cs import gc_paused
 from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.params import porep_params
@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-memo", action="store_true", help="synthesize every sub-circuit (slow for 32 GiB)")
     args = ap.parse_args(argv)
     params = porep_params(args.sector_size)
-    gc.disable()
     t0 = time.perf_counter()
-    cs = count_partition(params.sector_size, memoize=not args.no_memo)
+    with gc_paused():  # millions of acyclic objects; collection back on after (main runs in tests too)
+        cs = count_partition(params.sector_size, memoize=not args.no_memo)
     dt = time.perf_counter() - t0
     print(f"sector size: {args.sector_size} ({params.sector_size} bytes), layers {params.layers}, "
           f"challenges per partition {params.challenges_per_partition}, partitions {params.partitions}")

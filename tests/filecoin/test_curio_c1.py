@@ -87,6 +87,20 @@ def test_malformed_fields_named(c1_dict):
     err = _refused(doc)
     assert err.path == f"$.vanilla_proofs.{V1}[0][1].comm_d_proofs.data.Single.path.path[3].hashes[0][5]"
 
+    # the lists of 32-byte values are checked a list at a time; a bad item is still named
+    col = f"$.vanilla_proofs.{V1}[0][0].replica_column_proofs.drg_parents[1].column.rows"
+    for bad, where, message in (([1] * 31, "[1]", "31 bytes, expected 32"),
+                                (1 << 40, "[1]", "expected a list"),  # never bytes(2**40): no allocation
+                                ([0] * 31 + [-1], "[1][31]", "-1 is not an integer 0..255"),
+                                (["7"] * 32, "[1][0]", "'7' is not an integer")):
+        doc = json.loads(json.dumps(c1_dict))
+        doc["vanilla_proofs"][V1][0][0]["replica_column_proofs"]["drg_parents"][1]["column"]["rows"][1] = bad
+        err = _refused(doc)
+        assert (err.path, err.message[:len(message)]) == (col + where, message)
+    doc = json.loads(json.dumps(c1_dict))
+    doc["vanilla_proofs"][V1][0][0]["replica_column_proofs"]["drg_parents"][1]["column"]["rows"] = "00" * 32
+    assert _refused(doc).path == col
+
     doc = json.loads(json.dumps(c1_dict))
     del doc["seed"]
     assert _refused(doc).path == "$.seed"

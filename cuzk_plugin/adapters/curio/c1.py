@@ -24,31 +24,57 @@ __all__ = [
     "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json",
 ]
 
-class _BadByte(ValueError):
-    """Item ``index`` of a 32-byte list is not an integer 0..255 (its JSON path gets ``[index]``)."""
+class _BadPart(ValueError):
+    """The part of a value at ``where`` (list indices below the field) is bad; its JSON path
+    gets them appended."""
 
-    def __init__(self, index: int, value: Any):
-        super().__init__(f"{value!r} is not an integer 0..255")
-        self.index = index
+    def __init__(self, where: tuple[int, ...], message: str):
+        super().__init__(message)
+        self.where = where
 
 
 def _domain(value: Any) -> bytes:
     """A 32-byte hash or field element as the C1 writes it: a JSON list of 32 integers 0..255.
     One ``bytes()`` call checks the values (a 32 GiB C1 holds ~300 K of them: ten times faster
     than a per-item constrained list)."""
-    if type(value) is not list:
+    if type(value) is not list:  # bytes(n) of an int would allocate n bytes
         raise ValueError("expected a list of 32 integers 0..255")
     try:
         out = bytes(value)
     except (TypeError, ValueError):
         j = next(j for j, x in enumerate(value) if type(x) is not int or not 0 <= x <= 255)
-        raise _BadByte(j, value[j]) from None
+        raise _BadPart((j,), f"{value[j]!r} is not an integer 0..255") from None
     if len(out) != 32:
         raise ValueError(f"{len(out)} bytes, expected 32")
     return out
 
 
+def _domains(value: Any) -> list[bytes]:
+    """A list of :func:`_domain` values in one call (a 32 GiB C1's sibling hashes are ~240 K of
+    them: one validator call each costs more than the conversion); a bad one is named by its
+    index as a per-item validator would name it."""
+    if type(value) is not list:
+        raise ValueError("expected a list of 32-byte values")
+    if set(map(type, value)) <= {list}:  # C loops, no per-item Python frame
+        try:
+            out = list(map(bytes, value))
+        except (TypeError, ValueError):
+            pass
+        else:
+            if set(map(len, out)) <= {32}:
+                return out
+    for i, v in enumerate(value):  # the first bad one, named
+        try:
+            _domain(v)
+        except _BadPart as exc:
+            raise _BadPart((i, *exc.where), str(exc)) from None
+        except ValueError as exc:
+            raise _BadPart((i,), str(exc)) from None
+    raise AssertionError("unreachable: a list refused as a whole has a bad item")
+
+
 Domain = Annotated[bytes, PlainValidator(_domain)]
+Domains = Annotated[list[bytes], PlainValidator(_domains)]
 U32 = Annotated[int, Field(ge=0, lt=1 << 32)]
 U64 = Annotated[int, Field(ge=0, lt=1 << 64)]
 
@@ -69,7 +95,7 @@ class _Strict(BaseModel):
 class PathElement(_Strict):
     """One level: the arity - 1 sibling hashes and the node's position among the children."""
 
-    hashes: list[Domain]
+    hashes: Domains
     index: U64
 
 
@@ -147,7 +173,7 @@ class Column(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     index: U32
-    rows: list[Domain]
+    rows: Domains
     h: None = Field(default=None, alias="_h")
 
 
@@ -165,7 +191,7 @@ class ReplicaColumnProof(_Strict):
 class LabelingProof(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    parents: list[Domain]
+    parents: Domains
     layer_index: U32
     node: U64
     h: None = Field(default=None, alias="_h")
@@ -249,8 +275,8 @@ def _validate(model: type[BaseModel], data: Any, prefix: str = "$") -> Any:
         err = exc.errors()[0]
         loc, msg = tuple(err["loc"]), err["msg"]
         cause = err.get("ctx", {}).get("error")
-        if isinstance(cause, _BadByte):
-            loc, msg = (*loc, cause.index), str(cause)
+        if isinstance(cause, _BadPart):
+            loc, msg = (*loc, *cause.where), str(cause)
         path = _json_path(loc)
         if prefix != "$":
             path = prefix + path[1:]

@@ -16,13 +16,14 @@ the graph), not read from the C1, and the C1 is checked against them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
 from dataclasses import dataclass
 from functools import cached_property
 from multiprocessing.shared_memory import SharedMemory
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from cuzk_plugin.adapters.curio import json_pieces
 from cuzk_plugin.adapters.curio.c1 import (
@@ -90,6 +91,9 @@ def _level_path(path: str, variant: str, i: int, n_base: int) -> str:
     return f"{path}.data.{variant}.{'sub_proof' if i == n_base else 'top_proof'}.path[0]"
 
 
+_LITTLE: itertools.repeat[Literal["little"]] = itertools.repeat("little")
+
+
 def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: str) -> list[PathLevel]:
     if proof.data.variant != expect_variant:
         raise C1Error(f"{path}.data", f"expected a {expect_variant} proof for this sector size, got {proof.data.variant}")
@@ -100,7 +104,7 @@ def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: s
     out = []
     for i, (el, arity) in enumerate(zip(levels, arities, strict=False)):
         # a 32 GiB C1 holds ~240 K of these hashes: the JSON path is only spelled out for a bad one
-        hashes = tuple(int.from_bytes(bytes(h), "little") for h in el.hashes)
+        hashes = tuple(map(int.from_bytes, el.hashes, _LITTLE))
         if len(hashes) != arity - 1 or el.index >= arity or max(hashes, default=0) >= R:
             where = _level_path(path, expect_variant, i, n_base)
             if len(hashes) != arity - 1:
