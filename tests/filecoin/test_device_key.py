@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cuzk_plugin.backends.cpu.backend import CpuBackend
+from cuzk_plugin.backends.registry import probe
 from cuzk_plugin.bls12_381.fields import limbs_to_ints
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.pce_record import record_circuit
@@ -76,10 +77,23 @@ def _publics():
     return out
 
 
-async def test_engine_proves_with_a_key_made_on_each_lane(tmp_path, pce_file):
+def _two_lanes(name: str) -> list:
+    """Two lanes of a backend as the daemon builds them (OpenCL: one OpenclDevices of a backend
+    a device; PoCL's one device stands for two GPUs)."""
+    if name == "cpu":
+        return [CpuBackend(), CpuBackend()]
+    from cuzk_plugin.backends.opencl.backend import OpenclBackend
+    from cuzk_plugin.backends.opencl.multi import OpenclDevices
+
+    return [OpenclDevices([OpenclBackend(), OpenclBackend()])]
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("opencl", marks=pytest.mark.skipif(
+    probe("opencl") is not None, reason=f"opencl unavailable: {probe('opencl')}"))])
+async def test_engine_proves_with_a_key_made_on_each_lane(tmp_path, pce_file, backend):
     """Two lanes make their own copies from the same secrets; the proofs verify against the
     key's verifying key, a tampered one does not, and no key file is ever written."""
-    engine, key_path = _engine(tmp_path, pce_file, [CpuBackend(), CpuBackend()])
+    engine, key_path = _engine(tmp_path, pce_file, _two_lanes(backend))
     await engine.start()
     try:
         await engine.preload(CIRCUIT_ID)  # a copy on both lanes

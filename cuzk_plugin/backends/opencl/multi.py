@@ -23,7 +23,7 @@ from cuzk_plugin.backends.opencl.backend import OpenclBackend
 from cuzk_plugin.backends.opencl.device import ENV_DEVICE, all_devices, describe, import_pyopencl
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.errors import BackendUnavailable
-from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
 
@@ -127,6 +127,11 @@ class OpenclDevices:
     def prove_cancel(self, pending: tuple[OpenclBackend, Any]) -> None:
         backend, inner = pending
         backend.prove_cancel(inner)
+
+    def generate_srs(self, circuit: OnDevice, secrets: SetupSecrets) -> tuple[OnDevice, np.ndarray]:
+        """A test key made on the device that holds ``circuit`` (OpenclBackend.generate_srs)."""
+        srs, input_sums = circuit.backend.generate_srs(circuit.inner, secrets)
+        return OnDevice(srs, circuit.backend, circuit.device), input_sums
 
     # -- primitives (device 0) -----------------------------------------------------------
     def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
