@@ -3,8 +3,9 @@
  *   xyzz_t:   extended Jacobian (X, Y, ZZ, ZZZ) with x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2;
  *             the identity has ZZ = 0.
  * Formulas are the "xyzz" ones of the Explicit-Formulas Database (madd-2008-s,
- * mdbl-2008-s-1, add-2008-s, dbl-2008-s-1), with the exceptional cases (identity operand,
- * P + P, P + (-P)) handled explicitly so buckets may hold repeated and opposite points. */
+ * mdbl-2008-s-1, add-2008-s, dbl-2008-s-1; each Y3 = A B - C D with one reduction,
+ * field_mul_sub), with the exceptional cases (identity operand, P + P, P + (-P)) handled
+ * explicitly so buckets may hold repeated and opposite points. */
 
 typedef struct { field_t x, y; } affine_t;
 typedef struct { field_t x, y, zz, zzz; } xyzz_t;
@@ -37,7 +38,7 @@ inline xyzz_t xyzz_dbl(xyzz_t p) {
     field_t m = field_add(field_dbl(x2), x2);
     xyzz_t r;
     r.x = field_sub(field_sqr(m), field_dbl(s));
-    r.y = field_sub(field_mul(m, field_sub(s, r.x)), field_mul(w, p.y));
+    r.y = field_mul_sub(m, field_sub(s, r.x), w, p.y);
     r.zz = field_mul(v, p.zz);
     r.zzz = field_mul(w, p.zzz);
     return r;
@@ -53,7 +54,7 @@ inline xyzz_t xyzz_dbl_affine(affine_t q) {
     field_t m = field_add(field_dbl(x2), x2);
     xyzz_t r;
     r.x = field_sub(field_sqr(m), field_dbl(s));
-    r.y = field_sub(field_mul(m, field_sub(s, r.x)), field_mul(w, q.y));
+    r.y = field_mul_sub(m, field_sub(s, r.x), w, q.y);
     r.zz = v;
     r.zzz = w;
     return r;
@@ -78,7 +79,7 @@ inline xyzz_t xyzz_add_affine(xyzz_t p, affine_t q) {
     field_t qq = field_mul(p.x, pp);
     xyzz_t r;
     r.x = field_sub(field_sub(field_sqr(rd), ppp), field_dbl(qq));
-    r.y = field_sub(field_mul(rd, field_sub(qq, r.x)), field_mul(p.y, ppp));
+    r.y = field_mul_sub(rd, field_sub(qq, r.x), p.y, ppp);
     r.zz = field_mul(p.zz, pp);
     r.zzz = field_mul(p.zzz, ppp);
     return r;
@@ -105,7 +106,7 @@ inline xyzz_t xyzz_add(xyzz_t p, xyzz_t q) {
     field_t qq = field_mul(u1, pp);
     xyzz_t r;
     r.x = field_sub(field_sub(field_sqr(rd), ppp), field_dbl(qq));
-    r.y = field_sub(field_mul(rd, field_sub(qq, r.x)), field_mul(s1, ppp));
+    r.y = field_mul_sub(rd, field_sub(qq, r.x), s1, ppp);
     r.zz = field_mul(field_mul(p.zz, q.zz), pp);
     r.zzz = field_mul(field_mul(p.zzz, q.zzz), ppp);
     return r;

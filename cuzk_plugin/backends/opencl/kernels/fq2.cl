@@ -13,14 +13,66 @@ inline fq2_t fq2_sub(fq2_t a, fq2_t b) { fq2_t r; r.c0 = fq_sub(a.c0, b.c0); r.c
 inline fq2_t fq2_dbl(fq2_t a) { return fq2_add(a, a); }
 inline fq2_t fq2_neg(fq2_t a) { fq2_t r; r.c0 = fq_neg(a.c0); r.c1 = fq_neg(a.c1); return r; }
 
-/* Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u. */
+/* Karatsuba with one reduction a coordinate: with the 768-bit products v0 = a0 b0,
+ * v1 = a1 b1, s = (a0 + a1)(b0 + b1) (sums unreduced, < 2p),
+ *   c0 = v0 - v1 + p^2 in [0, 2 p^2),   c1 = s - v0 - v1 = a0 b1 + a1 b0 in [0, 2 p^2),
+ * both below p 2^384 as the reduction needs; two reductions instead of three. */
 inline fq2_t fq2_mul(fq2_t a, fq2_t b) {
-    fq_t v0 = fq_mul(a.c0, b.c0);
-    fq_t v1 = fq_mul(a.c1, b.c1);
-    fq_t s = fq_mul(fq_add(a.c0, a.c1), fq_add(b.c0, b.c1));
+    limb_t v0[2 * FQ_NLIMBS], v1[2 * FQ_NLIMBS], s[2 * FQ_NLIMBS], t[2 * FQ_NLIMBS];
+    limb_t sa[FQ_NLIMBS], sb[FQ_NLIMBS];
+    limbs_mul_wide(v0, a.c0.l, b.c0.l);
+    limbs_mul_wide(v1, a.c1.l, b.c1.l);
+    limbs_add_raw(sa, a.c0.l, a.c1.l);
+    limbs_add_raw(sb, b.c0.l, b.c1.l);
+    limbs_mul_wide(s, sa, sb);
+    limbs_sub_wide(s, v0);
+    limbs_sub_wide(s, v1);
+    #pragma unroll
+    for (int i = 0; i < 2 * FQ_NLIMBS; i++) t[i] = FQ_MODULUS_SQ[i];
+    limbs_sub_wide(t, v1);
+    limbs_add_wide(t, v0);
     fq2_t r;
-    r.c0 = fq_sub(v0, v1);
-    r.c1 = fq_sub(fq_sub(s, v0), v1);
+    limbs_redc(r.c0.l, t, FQ_MODULUS, FQ_MINV);
+    limbs_redc(r.c1.l, s, FQ_MODULUS, FQ_MINV);
+    return r;
+}
+
+/* a b - c d with two reductions (four for two products): with the Karatsuba products of
+ * both (v0, v1, s of a b; w0, w1, u of c d; s' = s - v0 - v1, u' = u - w0 - w1 exact),
+ *   c0 = 2 p^2 - v1 - w0 + v0 + w1,   c1 = 2 p^2 - u' + s',
+ * each in [0, 4 p^2), below p 2^384 (p < 2^382) as the reduction needs; the subtractions come
+ * first from 2 p^2, so no step goes negative. */
+inline fq2_t fq2_mul_sub(fq2_t a, fq2_t b, fq2_t c, fq2_t d) {
+    limb_t v0[2 * FQ_NLIMBS], v1[2 * FQ_NLIMBS], s[2 * FQ_NLIMBS];
+    limb_t w0[2 * FQ_NLIMBS], w1[2 * FQ_NLIMBS], u[2 * FQ_NLIMBS], t[2 * FQ_NLIMBS];
+    limb_t x[FQ_NLIMBS], y[FQ_NLIMBS];
+    limbs_mul_wide(v0, a.c0.l, b.c0.l);
+    limbs_mul_wide(v1, a.c1.l, b.c1.l);
+    limbs_add_raw(x, a.c0.l, a.c1.l);
+    limbs_add_raw(y, b.c0.l, b.c1.l);
+    limbs_mul_wide(s, x, y);
+    limbs_mul_wide(w0, c.c0.l, d.c0.l);
+    limbs_mul_wide(w1, c.c1.l, d.c1.l);
+    limbs_add_raw(x, c.c0.l, c.c1.l);
+    limbs_add_raw(y, d.c0.l, d.c1.l);
+    limbs_mul_wide(u, x, y);
+    #pragma unroll
+    for (int i = 0; i < 2 * FQ_NLIMBS; i++) t[i] = FQ_MODULUS_SQ_2[i];
+    limbs_sub_wide(t, v1);
+    limbs_sub_wide(t, w0);
+    limbs_add_wide(t, v0);
+    limbs_add_wide(t, w1);
+    fq2_t r;
+    limbs_redc(r.c0.l, t, FQ_MODULUS, FQ_MINV);
+    limbs_sub_wide(s, v0);
+    limbs_sub_wide(s, v1);
+    limbs_sub_wide(u, w0);
+    limbs_sub_wide(u, w1);
+    #pragma unroll
+    for (int i = 0; i < 2 * FQ_NLIMBS; i++) t[i] = FQ_MODULUS_SQ_2[i];
+    limbs_sub_wide(t, u);
+    limbs_add_wide(t, s);
+    limbs_redc(r.c1.l, t, FQ_MODULUS, FQ_MINV);
     return r;
 }
 

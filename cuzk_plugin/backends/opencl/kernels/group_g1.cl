@@ -10,6 +10,7 @@ typedef fq_t field_t;
 #define field_dbl fq_dbl
 #define field_neg fq_neg
 #define field_mul fq_mul
+#define field_mul_sub fq_mul_sub
 #define field_sqr fq_sqr
 #define field_inv fq_inv
 #define field_to_mont fq_to_mont

@@ -10,6 +10,7 @@ typedef fq2_t field_t;
 #define field_dbl fq2_dbl
 #define field_neg fq2_neg
 #define field_mul fq2_mul
+#define field_mul_sub fq2_mul_sub
 #define field_sqr fq2_sqr
 #define field_inv fq2_inv
 #define field_to_mont fq2_to_mont

@@ -77,3 +77,66 @@ inline void limbs_mont_mul(limb_t *out, const limb_t *a, const limb_t *b, __cons
     #pragma unroll
     for (int i = 0; i < NLIMBS; i++) out[i] = borrow ? t[i] : d[i];
 }
+
+/* ---- products in two steps: the 2 NLIMBS-limb product, then one Montgomery reduction ----
+ * (lazy reduction: a field op that combines products, such as a b - c d or an Fq2 product,
+ * adds and subtracts the wide products and reduces once, instead of once a product). */
+
+/* t = a * b (2 NLIMBS limbs), schoolbook. */
+inline void limbs_mul_wide(limb_t *t, const limb_t *a, const limb_t *b) {
+    #pragma unroll
+    for (int i = 0; i < 2 * NLIMBS; i++) t[i] = 0;
+    #pragma unroll
+    for (int i = 0; i < NLIMBS; i++) {
+        limb_t carry = 0;
+        #pragma unroll
+        for (int j = 0; j < NLIMBS; j++) t[i + j] = limb_mac(t[i + j], a[j], b[i], &carry);
+        t[i + NLIMBS] = carry;
+    }
+}
+
+/* out = t 2^(-LIMB_BITS NLIMBS) mod m for a 2 NLIMBS-limb t < m 2^(LIMB_BITS NLIMBS), then
+ * one conditional subtraction (before it the value is < 2m, so it fits NLIMBS limbs: both
+ * moduli leave spare top bits). t is overwritten. Each round adds q m 2^(LIMB_BITS i), which
+ * zeroes limb i; the carry out of limb i + NLIMBS waits one round in `pending` and enters the
+ * next round's limb i + NLIMBS + 1 with that round's carry. */
+inline void limbs_redc(limb_t *out, limb_t *t, __constant const limb_t *m, const limb_t minv) {
+    limb_t pending = 0;
+    #pragma unroll
+    for (int i = 0; i < NLIMBS; i++) {
+        limb_t q = t[i] * minv;
+        limb_t carry = 0;
+        #pragma unroll
+        for (int j = 0; j < NLIMBS; j++) t[i + j] = limb_mac(t[i + j], q, m[j], &carry);
+        limb_t c = pending;
+        t[i + NLIMBS] = limb_adc(t[i + NLIMBS], carry, &c);
+        pending = c;
+    }
+    limb_t d[NLIMBS];
+    limb_t borrow = 0;
+    #pragma unroll
+    for (int i = 0; i < NLIMBS; i++) d[i] = limb_sbb(t[NLIMBS + i], m[i], &borrow);
+    #pragma unroll
+    for (int i = 0; i < NLIMBS; i++) out[i] = borrow ? t[NLIMBS + i] : d[i];
+}
+
+/* t += u over 2 NLIMBS limbs (callers keep the sum below 2^(2 LIMB_BITS NLIMBS)). */
+inline void limbs_add_wide(limb_t *t, const limb_t *u) {
+    limb_t carry = 0;
+    #pragma unroll
+    for (int i = 0; i < 2 * NLIMBS; i++) t[i] = limb_adc(t[i], u[i], &carry);
+}
+
+/* t -= u over 2 NLIMBS limbs (callers keep t >= u). */
+inline void limbs_sub_wide(limb_t *t, const limb_t *u) {
+    limb_t borrow = 0;
+    #pragma unroll
+    for (int i = 0; i < 2 * NLIMBS; i++) t[i] = limb_sbb(t[i], u[i], &borrow);
+}
+
+/* out = a + b without reduction (callers keep a + b below 2^(LIMB_BITS NLIMBS)). */
+inline void limbs_add_raw(limb_t *out, const limb_t *a, const limb_t *b) {
+    limb_t carry = 0;
+    #pragma unroll
+    for (int i = 0; i < NLIMBS; i++) out[i] = limb_adc(a[i], b[i], &carry);
+}
