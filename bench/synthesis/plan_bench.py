@@ -1,0 +1,67 @@
+"""Time the plan of a PoRep C1 or of a SnapDeals request as the daemon plans it (PoRep:
+porep_partitions, parse, validate, every partition's witness built and checked; SnapDeals:
+snap_job, every PartitionProof decoded and checked), from the files the test sealers write.
+Run from the repository root:
+
+    python -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out /tmp/c1.json
+    python bench/synthesis/plan_bench.py porep /tmp/c1.json [RUNS] [--profile]
+    python -m cuzk_plugin.filecoin.snap_seal --sector-size 32GiB --sparse --out /tmp/snap
+    python bench/synthesis/plan_bench.py snap /tmp/snap [RUNS] [--profile]
+
+Prints each run's seconds after a warm-up, and their median; with --profile a cProfile of one more.
+"""
+
+import argparse
+import base64
+import cProfile
+import json
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def porep_plan(path: Path) -> tuple[str, Callable[[], object]]:
+    from cuzk_plugin.adapters.curio.porep import porep_partitions
+
+    raw = path.read_bytes()
+    return f"C1 of {len(raw):,} bytes", lambda: porep_partitions(raw)
+
+
+def snap_plan(folder: Path) -> tuple[str, Callable[[], object]]:
+    from cuzk_plugin.adapters.curio.snap import snap_job
+    from cuzk_plugin.engine.types import ProofKind, ProofRequest
+
+    blobs = tuple(base64.b64decode(s) for s in json.loads((folder / "snap-vproof.json").read_text()))
+    f = json.loads((folder / "snap-request.json").read_text())
+    req = ProofRequest("bench", ProofKind.SNAP_DEALS_UPDATE, registered_proof=f["registered_proof"],
+                       vanilla_proofs=blobs, comm_r_old=bytes.fromhex(f["comm_r_old"]),
+                       comm_r_new=bytes.fromhex(f["comm_r_new"]), comm_d_new=bytes.fromhex(f["comm_d_new"]))
+    return f"{len(blobs)} PartitionProofs of {len(blobs[0]):,} bytes", lambda: snap_job(req)
+
+
+def main(what: str, plan: Callable[[], object], runs: int, profile: bool) -> None:
+    plan()  # warm-up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        plan()
+        times.append(time.perf_counter() - t)
+    print(f"{what}: plan {', '.join(f'{x:.3f}' for x in times)} s, median {statistics.median(times):.3f} s")
+    if profile:
+        pr = cProfile.Profile()
+        pr.enable()
+        plan()
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kind", choices=["porep", "snap"])
+    ap.add_argument("path", type=Path, help="the C1 JSON (porep) or snap_seal's output folder (snap)")
+    ap.add_argument("runs", nargs="?", type=int, default=5)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    main(*(porep_plan if a.kind == "porep" else snap_plan)(a.path), a.runs, a.profile)
