@@ -113,7 +113,8 @@ prove() {  # name runs cmd-file [verify-vk, applied to the first run only when O
     local name=$1 runs=$2 cmd vk=${4:-}
     [ "$runs" -gt 0 ] || return 0
     cmd=$(cat "$3")
-    # a file test key (2 KiB) has no .vk beside it: no client verification then
+    # a file test key (2 KiB) has no .vk beside it: its .params begins with the verifying key
+    [ -n "$vk" ] && [ ! -f "$vk" ] && [ -f "${vk%.vk}.params" ] && vk=${vk%.vk}.params
     [ -n "$vk" ] && [ ! -f "$vk" ] && { echo "$name: no $vk, proofs not checked on the client"; vk=""; }
     local last=0
     for i in $(seq 1 "$runs"); do
