@@ -74,6 +74,17 @@ class PorepParams:
         return levels
 
     @property
+    def upper_levels(self) -> int:
+        """Sub and top levels of a replica/column tree: 0, 1 or 2, which is also the tag of its
+        MerkleProof variant (Single, Sub, Top)."""
+        return (1 if self.sub_arity else 0) + (1 if self.top_arity else 0)
+
+    @property
+    def tree_variant(self) -> str:
+        """The MerkleProof variant of a replica/column tree path: Single, Sub or Top."""
+        return ("Single", "Sub", "Top")[self.upper_levels]
+
+    @property
     def tree_arities(self) -> list[int]:
         """The arity of each level of a replica/column tree path, leaf to root."""
         return [self.base_arity] * self.base_levels + [a for a in (self.sub_arity, self.top_arity) if a]

@@ -96,8 +96,7 @@ class PostShape:
     @property
     def variant(self) -> str:
         """The MerkleProof variant of this size: Single, Sub or Top."""
-        p = self.porep
-        return "Top" if p.top_arity else ("Sub" if p.sub_arity else "Single")
+        return self.porep.tree_variant
 
     @property
     def leaves(self) -> int:

@@ -160,7 +160,7 @@ def _domain(x: int) -> list[int]:
 def _merkle_json(path: MerklePath, params: PorepParams, *, binary: bool = False) -> dict:
     elements = [{"hashes": [_domain(h) for h in sib], "index": pos} for sib, pos in path.levels]
     root, leaf = _domain(path.root), _domain(path.leaf)
-    extra = 0 if binary else (1 if params.sub_arity else 0) + (1 if params.top_arity else 0)
+    extra = 0 if binary else params.upper_levels
     if extra == 0:
         return {"data": {"Single": {"root": root, "leaf": leaf, "path": {"path": elements}}}}
     base, rest = elements[:len(elements) - extra], elements[len(elements) - extra:]

@@ -219,7 +219,7 @@ def encode_merkle_proof(path: MerklePath, upper_levels: int) -> bytes:
 
 def encode_partition_proof(p: UpdateParams, proof: PartitionProof) -> bytes:
     """Bincode PartitionProof {comm_c, apex_leafs, challenge_proofs} as proofs-api serializes it."""
-    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    upper = p.porep.upper_levels
     out = [fr_to_bytes(proof.comm_c), struct.pack("<Q", len(proof.apex_leafs))]
     out.extend(fr_to_bytes(x) for x in proof.apex_leafs)
     out.append(struct.pack("<Q", len(proof.challenge_proofs)))

@@ -231,7 +231,7 @@ class PorepJob:
         base = f"{pre}.vanilla_proofs.{self.seal_proof.v1_name}"
         if len(parts) != p.partitions:
             raise C1Error(base, f"{len(parts)} partitions, {c1.registered_proof} has {p.partitions}")
-        tree_variant = "Top" if p.top_arity else ("Sub" if p.sub_arity else "Single")
+        tree_variant = p.tree_variant
         comm_r_last: int | None = None
         comm_c: int | None = None
         out = []

@@ -129,6 +129,7 @@ class _ProofLayout:
     arity: np.ndarray  #: (i,) uint64: each position's arity
 
 
+@lru_cache(maxsize=8)
 def _proof_layout(p: UpdateParams) -> _ProofLayout:
     """Walk the structure :func:`_decode_slowly` reads, recording offsets instead of reading."""
     fixed: list[tuple[int, bytes]] = []
@@ -168,7 +169,7 @@ def _proof_layout(p: UpdateParams) -> _ProofLayout:
             inclusion(arities[n_base + 1:])
         fr_slots(2)  # root, leaf
 
-    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    upper = p.porep.upper_levels
     fr_slots(1)  # comm_c
     const(struct.pack("<Q", p.apex_leaves))
     fr_slots(p.apex_leaves)
@@ -182,9 +183,6 @@ def _proof_layout(p: UpdateParams) -> _ProofLayout:
     return _ProofLayout(at, fixed_at, fixed_bytes, np.array(frs, dtype=np.int64),
                         np.array([a for a, _ in indices], dtype=np.int64),
                         np.array([n for _, n in indices], dtype=np.uint64))
-
-
-_layouts: dict[UpdateParams, _ProofLayout] = {}
 
 
 @lru_cache(maxsize=16)
@@ -202,9 +200,7 @@ def _decode_fast(raw: bytes, p: UpdateParams) -> PartitionProof | None:
     for anything else (the caller then reads it field by field to name what is wrong). Accepts
     exactly what :func:`_decode_slowly` accepts: the same length, counts, tags, positions below
     their arity and canonical field elements."""
-    lay = _layouts.get(p)
-    if lay is None:
-        lay = _layouts[p] = _proof_layout(p)
+    lay = _proof_layout(p)
     if len(raw) != lay.size:
         return None
     b = np.frombuffer(raw, dtype=np.uint8)
@@ -230,7 +226,7 @@ def _decode_fast(raw: bytes, p: UpdateParams) -> PartitionProof | None:
         vi = end if upper == 0 else end + 2
         return MerklePath(values[root_at + 1], values[root_at], lv, list(arities))
 
-    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    upper = p.porep.upper_levels
     comm_c = values[0]
     apex = values[1:1 + p.apex_leaves]
     vi = 1 + p.apex_leaves
@@ -250,7 +246,7 @@ def decode_partition_proof(raw: bytes, p: UpdateParams, path: str = "vanilla_pro
 def _decode_slowly(raw: bytes, p: UpdateParams, path: str) -> PartitionProof:
     """:func:`decode_partition_proof` a field at a time: the refusal names the field and its byte."""
     r = _reader(raw)
-    upper = (1 if p.porep.sub_arity else 0) + (1 if p.porep.top_arity else 0)
+    upper = p.porep.upper_levels
     tree_r, tree_d = p.tree_r_arities, [2] * p.challenge_bit_len
     comm_c = r.fr(f"{path}.comm_c")
     r.count(f"{path}.apex_leafs", 32, p.apex_leaves)
