@@ -163,9 +163,11 @@ if [ -s "$CACHE/snap/snap-vproof.json" ] && [ "${SNAP_RUNS:-2}" -gt 0 ]; then
     timeout 300 $BENCH preload -a "$ADDR" -c snap-32g-test-key --timeout 600 --json | tee "$OUT/preload-snap.json"
     echo "snap key: preload $(( ($(date +%s%N) - t0) / 1000000 )) ms at $(stamp)"
     snap_cmd=$(sed 's/^cuzk-bench //' "$CACHE/snap/cmd.txt")
+    VKS=$PARAMS/snap-32g-test-key.vk  # written by the lane that made the key
     for i in $(seq 1 "${SNAP_RUNS:-2}"); do
+        v=""; [ "$i" = 1 ] && [ -f "$VKS" ] && v="--verify-vk $VKS"  # the first run checked on the client
         # shellcheck disable=SC2086  # the command line snap_seal printed
-        timeout 240 $BENCH $snap_cmd -a "$ADDR" --json >"$OUT/snap-$i.json" 2>"$OUT/snap-$i.err"
+        timeout 240 $BENCH $snap_cmd -a "$ADDR" $v --json >"$OUT/snap-$i.json" 2>"$OUT/snap-$i.err"
         echo "snap $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"|"error"' "$OUT/snap-$i.json" | tr -d '\n '; echo
     done
 fi

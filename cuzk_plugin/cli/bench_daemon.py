@@ -186,7 +186,8 @@ def _c1_sector_size(raw: bytes) -> int:
 # -- client-side verification ----------------------------------------------------------------------
 def request_public_inputs(req) -> list[list[int]]:
     """Each partition's public inputs (ONE excluded) as the client derives them from its own request:
-    PoRep from the C1, PoSt from the vanilla proofs and randomness."""
+    PoRep from the C1, PoSt from the vanilla proofs and randomness, SnapDeals from the three
+    commitments and each partition's k_and_h_select."""
     from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
     if req.proof_kind == pb.POREP_SEAL_COMMIT:
@@ -199,7 +200,15 @@ def request_public_inputs(req) -> list[list[int]]:
 
         post = PostJob.from_fields(req.registered_proof, req.randomness, list(req.vanilla_proofs), req.partition_index)
         return [list(post.public_inputs)]
-    raise BenchInputError("--verify-vk: only porep, wpost and winning proofs are checked on the client")
+    if req.proof_kind == pb.SNAP_DEALS_UPDATE:
+        from cuzk_plugin.adapters.curio.snap import snap_job
+        from cuzk_plugin.engine.types import ProofKind, ProofRequest
+
+        snap = snap_job(ProofRequest("client", ProofKind.SNAP_DEALS_UPDATE, registered_proof=req.registered_proof,
+                                     vanilla_proofs=tuple(req.vanilla_proofs), comm_r_old=req.comm_r_old,
+                                     comm_d_new=req.comm_d_new, comm_r_new=req.comm_r_new))
+        return [snap.public_inputs(k) for k in range(len(snap.partitions))]
+    raise BenchInputError("--verify-vk: only porep, wpost, winning and snap proofs are checked on the client")
 
 
 def verify_records(records, make_request, vk_path: str) -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
 from cuzk_plugin.adapters.synthetic import SyntheticProvider
 from cuzk_plugin.backends.registry import get_backend, probe
+from cuzk_plugin.cli.bench_daemon import request_public_inputs, verify_records
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.filecoin import param_files as pf
 from cuzk_plugin.filecoin.param_files import test_key_path
@@ -25,6 +26,7 @@ from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.pce import pce_path
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import verify
+from cuzk_plugin.server.batch import record
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
 
@@ -97,6 +99,18 @@ async def test_snap_2kib_end_to_end_with_a_test_key(make_daemon, update, fil_dir
     assert not verify(vk, proof, [inputs[0], inputs[1], inputs[2] + 1, inputs[3]])
     assert not verify(vk, proof, [2, *inputs[1:]])
     assert not verify(vk, type(proof)(proof.a, proof.b, proof.a), inputs)
+    # cuzk-bench --verify-vk: the client derives the same inputs from its request and checks
+    req = _request(update)
+    assert verify_records([record(res, 0.0, 0.0)], lambda _id, _i: req, str(key.with_suffix(".vk"))) == []
+    res.proof = res.proof[:-1] + bytes([res.proof[-1] ^ 1])
+    assert verify_records([record(res, 0.0, 0.0)], lambda _id, _i: req, str(key.with_suffix(".vk"))) != []
+
+
+def test_client_derives_each_partitions_public_inputs(update):
+    """What cuzk-bench --verify-vk checks a SnapDeals proof against: k_and_h_select (1 for the
+    one 2 KiB partition, snap-facts.md section 6), comm_r_old, comm_d_new, comm_r_new."""
+    comms = [int.from_bytes(x, "little") for x in (update.comm_r_old, update.comm_d_new, update.comm_r_new)]
+    assert request_public_inputs(_request(update)) == [[1, *comms]]
 
 
 def test_sealer_cli_output_is_what_cuzk_bench_sends(tmp_path, capsys):
