@@ -392,8 +392,8 @@ def _proof_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="synthetic: witness seed (default 1)")
     p.add_argument("--priority", choices=["low", "normal", "high", "critical"], help="default: the kind's")
     p.add_argument("--verify-vk", metavar="FILE",
-                   help="porep/wpost/winning: check every returned proof on the client against this verifying key "
-                        "(a .vk file), with public inputs derived from the request")
+                   help="porep/wpost/winning/snap: check every returned proof on the client against this verifying key "
+                        "(a .vk file, or the .params it heads), with public inputs derived from the request")
 
 
 def _circuit_arg(p: argparse.ArgumentParser) -> None:
