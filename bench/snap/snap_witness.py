@@ -82,7 +82,7 @@ def main(size: str, partitions: list[int], runs: int, workers: int) -> None:
                 times = _timed(partial(pool.assignment, p, w, partition=k, timings=timings),
                                lay.aux_nbytes, 1 + runs, want)[1:]
                 print(f"partition {k}: witness by {workers} processes {_line(times)}, equal to one process's; "
-                      f"last run: header {timings['header']:.2f} s, runs {timings['runs (workers)']:.2f} s "
+                      f"last run: header {timings['header (beside the runs)']:.2f} s beside the runs, runs {timings['runs (workers)']:.2f} s "
                       f"(slowest {timings['slowest run']:.2f} s)", flush=True)
             del want
     finally:

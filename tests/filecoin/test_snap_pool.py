@@ -50,6 +50,23 @@ def pools():
         yield {2: two, 3: three}
 
 
+@pytest.mark.parametrize("name", ["2KiB", "split"])
+def test_header_values_on_integers_equal_the_circuits(sealed, updates, name):
+    """The runs start on header_values while the pool writes the header: the same values as the
+    circuit's own (write_header), and other ones for another comm_r_new (other challenges)."""
+    from dataclasses import replace
+
+    from cuzk_plugin.bls12_381.fields import FR_LIMBS
+    from cuzk_plugin.filecoin.witness.snap import header_values, same_header, write_header
+
+    p, _k, w = _witness(sealed, updates, name)
+    written, failures = write_header(p, w, np.zeros((update_layout(p).header_aux, FR_LIMBS), dtype=np.uint64))
+    assert failures == [] and same_header(header_values(p, w), written)
+    other = replace(w, comm_r_new=(w.comm_r_new or 0) + 1)
+    assert not same_header(header_values(p, other), written)
+    assert not np.array_equal(header_values(p, other).challenge_bits, written.challenge_bits)
+
+
 @pytest.mark.parametrize("workers_", [2, 3])
 @pytest.mark.parametrize("name", ["2KiB", "split"])
 def test_pool_equals_one_process(sealed, updates, pools, name, workers_):

@@ -31,6 +31,7 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.errors import CircuitError
+from cuzk_plugin.filecoin.snap import vanilla
 from cuzk_plugin.filecoin.snap.circuit import UpdateChallengeWitness, UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
@@ -49,7 +50,7 @@ from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 from cuzk_plugin.filecoin.witness.sha256 import sha256_many, sha256_templates
 
 __all__ = ["Failure", "UpdateHeader", "UpdateLayout", "UpdateWitnessMismatch", "challenge_rows", "first_mismatch",
-           "update_assignment", "update_layout", "write_challenges", "write_header"]
+           "header_values", "same_header", "update_assignment", "update_layout", "write_challenges", "write_header"]
 
 _FR_BITS = 255
 _PACK_BITS = 254
@@ -346,6 +347,34 @@ def write_header(p: UpdateParams, w: UpdatePartitionWitness, aux: np.ndarray) ->
     c_bits[:, rb:] = kh_bits[:pbl]
     inputs = ints_to_limbs([1, khs, comm_r_old, comm_d_new, comm_r_new])
     return UpdateHeader(inputs, phi, root_r_old, root_r_new, kh_bits[pbl:], apex, c_bits), failures
+
+
+def header_values(p: UpdateParams, w: UpdatePartitionWitness) -> UpdateHeader:
+    """What :func:`write_header` returns, computed on integers without the header's aux (phi and
+    the challenges as the vanilla prover derives them): a pool's runs start on these while the
+    header is written, and the two are compared after (:func:`same_header`)."""
+    pbl, cbl = p.partition_bit_len, p.challenge_bit_len
+    khs = _known(w.k_and_h_select, "k_and_h_select")
+    if khs >> (pbl + _N_HS):
+        raise ValueError(f"k_and_h_select {khs} does not fit its {pbl + _N_HS} bits")
+    comm_r_old, comm_d_new, comm_r_new = (_known(v, n) for v, n in ((w.comm_r_old, "comm_r_old"),
+                                                                   (w.comm_d_new, "comm_d_new"),
+                                                                   (w.comm_r_new, "comm_r_new")))
+    kh_bits = np.array([(khs >> i) & 1 for i in range(pbl + _N_HS)], dtype=np.uint8)
+    nodes = np.array(vanilla.partition_challenges(p, comm_r_new, khs & ((1 << pbl) - 1)), dtype=np.int64)
+    c_bits = ((nodes[:, None] >> np.arange(cbl, dtype=np.int64)) & 1).astype(np.uint8)
+    apex = _obj([_known(v, f"apex_leafs[{i}]") for i, v in enumerate(w.apex_leafs)])
+    return UpdateHeader(ints_to_limbs([1, khs, comm_r_old, comm_d_new, comm_r_new]),
+                        vanilla.phi(comm_d_new, comm_r_old),
+                        _known(w.root_r_old, "root_r_old"), _known(w.root_r_new, "root_r_new"), kh_bits[pbl:], apex,
+                        c_bits)
+
+
+def same_header(a: UpdateHeader, b: UpdateHeader) -> bool:
+    """Every value of two headers equal (their arrays element by element)."""
+    return (a.phi, a.root_r_old, a.root_r_new) == (b.phi, b.root_r_old, b.root_r_new) and all(
+        np.array_equal(x, y) for x, y in ((a.inputs, b.inputs), (a.h_select, b.h_select),
+                                          (a.apex_leafs, b.apex_leafs), (a.challenge_bits, b.challenge_bits)))
 
 
 def write_challenges(p: UpdateParams, header: UpdateHeader, challenges: Sequence[UpdateChallengeWitness],

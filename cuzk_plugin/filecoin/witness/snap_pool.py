@@ -1,9 +1,10 @@
 """One SnapDeals (EmptySectorUpdate) partition's witness computed by several processes at once.
 
 A 32 GiB update partition is a header (the apex tree, the digests that derive the challenges:
-7% of its 81 M aux) and 86 challenges whose rows do not depend on one another. The parent
-computes the header (:func:`~cuzk_plugin.filecoin.witness.snap.write_header`), then
-:class:`SnapWitnessPool` splits the challenges into runs (:func:`plan_runs`), each worker
+7% of its 81 M aux) and 86 challenges whose rows do not depend on one another.
+:class:`SnapWitnessPool` derives the few header values the challenges take on integers
+(:func:`~cuzk_plugin.filecoin.witness.snap.header_values`), splits the challenges into runs
+(:func:`plan_runs`) and writes the header's rows itself while the workers run, each worker
 writing its run straight into one shared aux array: the caller's shared-memory block (``into``:
 the engine's, 2.6 GB at 32 GiB, written once) or a memfd mapped once the workers are done. A
 worker gets only its run's challenges and the header's few values; only the equalities found
@@ -28,6 +29,8 @@ from cuzk_plugin.filecoin.witness.snap import (
     UpdateHeader,
     challenge_rows,
     first_mismatch,
+    header_values,
+    same_header,
     update_layout,
     write_challenges,
     write_header,
@@ -66,25 +69,38 @@ class SnapWitnessPool(ForkedWorkers):
         lay = update_layout(p)
         shape = (lay.num_aux, FR_LIMBS)
         t0 = time.perf_counter()
+        header = header_values(p, w)  # what the runs need, on integers: they start at once
         # the header straight into the block where there is one (a copy of its 190 MB at 32 GiB
         # into fresh pages cost 0.6 s on the 2-core VM, a quarter of the runs' time)
         head = (aux_in_block(into, shape)[:lay.header_aux] if into is not None
                 else np.zeros((lay.header_aux, FR_LIMBS), dtype=np.uint64))
-        header, failures = write_header(p, w, head)
-        if failures:  # before any challenge's constraint: the first, whatever the runs find
-            raise first_mismatch(partition, failures)
-        t1 = time.perf_counter()
+        written: list = []
+        t_header = [0.0]
+
+        def meanwhile() -> None:  # the header's rows, while the workers write theirs; nothing raised
+            t = time.perf_counter()  # here while they may still write (held until they end)
+            try:
+                written.append(write_header(p, w, head))
+            except Exception as exc:
+                written.append(exc)
+            t_header[0] = time.perf_counter() - t
+
         pieces = [(_run, (p, header, w.challenges[a:b], a)) for a, b in plan_runs(p.challenges, self.workers)]
-        results, aux = self.write(shape, into, pieces)
+        results, aux = self.write(shape, into, pieces, meanwhile)
+        if isinstance(written[0], Exception):
+            raise written[0]
+        checked, failures = written[0]
+        if not same_header(checked, header):
+            raise AssertionError("the header's values differ between the circuit and the vanilla derivation")
         if into is None:
             aux[:lay.header_aux] = head
-        t2 = time.perf_counter()
+        t1 = time.perf_counter()
         if timings is not None:
-            timings["header"] = t1 - t0
-            timings["runs (workers)"] = t2 - t1
+            timings["header (beside the runs)"] = t_header[0]
+            timings["runs (workers)"] = t1 - t0
             timings["slowest run"] = max(seconds for _, seconds in results)
-        failures = [f for got, _ in results for f in got]
-        if failures:
+        failures += [f for got, _ in results for f in got]
+        if failures:  # the first in the partition's order: a header failure before any run's
             raise first_mismatch(partition, failures)
         return header.inputs, aux
 
