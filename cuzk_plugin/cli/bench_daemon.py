@@ -202,11 +202,9 @@ def request_public_inputs(req) -> list[list[int]]:
         return [list(post.public_inputs)]
     if req.proof_kind == pb.SNAP_DEALS_UPDATE:
         from cuzk_plugin.adapters.curio.snap import snap_job
-        from cuzk_plugin.engine.types import ProofKind, ProofRequest
+        from cuzk_plugin.server.convert import request_from_proto
 
-        snap = snap_job(ProofRequest("client", ProofKind.SNAP_DEALS_UPDATE, registered_proof=req.registered_proof,
-                                     vanilla_proofs=tuple(req.vanilla_proofs), comm_r_old=req.comm_r_old,
-                                     comm_d_new=req.comm_d_new, comm_r_new=req.comm_r_new))
+        snap = snap_job(request_from_proto(req))
         return [snap.public_inputs(k) for k in range(len(snap.partitions))]
     raise BenchInputError("--verify-vk: only porep, wpost, winning and snap proofs are checked on the client")
 
