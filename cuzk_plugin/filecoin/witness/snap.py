@@ -275,6 +275,20 @@ def first_mismatch(partition: int | None, failures: list[Failure]) -> UpdateWitn
     return UpdateWitnessMismatch(partition, challenge, region, cons)
 
 
+def _header_scalars(p: UpdateParams, w: UpdatePartitionWitness) -> tuple[int, np.ndarray, int, int, int]:
+    """(k_and_h_select, its bits little-endian (uint8), comm_r_old, comm_d_new, comm_r_new) of a
+    partition with values; a k_and_h_select wider than its bits is refused."""
+    bits = p.partition_bit_len + _N_HS
+    khs = _known(w.k_and_h_select, "k_and_h_select")
+    comm_r_old, comm_d_new, comm_r_new = (_known(v, n) for v, n in ((w.comm_r_old, "comm_r_old"),
+                                                                   (w.comm_d_new, "comm_d_new"),
+                                                                   (w.comm_r_new, "comm_r_new")))
+    if khs >> bits:
+        raise ValueError(f"k_and_h_select {khs} does not fit its {bits} bits")
+    kh_bits = np.array([(khs >> i) & 1 for i in range(bits)], dtype=np.uint8)
+    return khs, kh_bits, comm_r_old, comm_d_new, comm_r_new
+
+
 def write_header(p: UpdateParams, w: UpdatePartitionWitness, aux: np.ndarray) -> tuple[UpdateHeader, list[Failure]]:
     """The partition header into ``aux`` (header_aux, 4): k_and_h_select, phi, the apex tree
     and its path to comm_d_new, the digests that derive the challenges. (what the challenges
@@ -287,15 +301,9 @@ def write_header(p: UpdateParams, w: UpdatePartitionWitness, aux: np.ndarray) ->
     failures: list[Failure] = []
     pbl, cbl = p.partition_bit_len, p.challenge_bit_len
     h = _Cursor(aux.reshape(1, lay.header_aux, FR_LIMBS))
-    khs = _known(w.k_and_h_select, "k_and_h_select")
-    comm_r_old, comm_d_new, comm_r_new = (_known(v, n) for v, n in ((w.comm_r_old, "comm_r_old"),
-                                                                   (w.comm_d_new, "comm_d_new"),
-                                                                   (w.comm_r_new, "comm_r_new")))
-    if khs >> (pbl + _N_HS):
-        raise ValueError(f"k_and_h_select {khs} does not fit its {pbl + _N_HS} bits")
+    khs, kh_bits, comm_r_old, comm_d_new, comm_r_new = _header_scalars(p, w)
     h.fields(_col(_obj([khs])))
     h.enforce()
-    kh_bits = np.array([(khs >> i) & 1 for i in range(pbl + _N_HS)], dtype=np.uint8)
     h.bits(kh_bits[None, :], pbl + _N_HS + 1)
     k = khs & ((1 << pbl) - 1)
     h.fields(_col(_obj([k])), 1)
@@ -354,13 +362,7 @@ def header_values(p: UpdateParams, w: UpdatePartitionWitness) -> UpdateHeader:
     the challenges as the vanilla prover derives them): a pool's runs start on these while the
     header is written, and the two are compared after (:func:`same_header`)."""
     pbl, cbl = p.partition_bit_len, p.challenge_bit_len
-    khs = _known(w.k_and_h_select, "k_and_h_select")
-    if khs >> (pbl + _N_HS):
-        raise ValueError(f"k_and_h_select {khs} does not fit its {pbl + _N_HS} bits")
-    comm_r_old, comm_d_new, comm_r_new = (_known(v, n) for v, n in ((w.comm_r_old, "comm_r_old"),
-                                                                   (w.comm_d_new, "comm_d_new"),
-                                                                   (w.comm_r_new, "comm_r_new")))
-    kh_bits = np.array([(khs >> i) & 1 for i in range(pbl + _N_HS)], dtype=np.uint8)
+    khs, kh_bits, comm_r_old, comm_d_new, comm_r_new = _header_scalars(p, w)
     nodes = np.array(vanilla.partition_challenges(p, comm_r_new, khs & ((1 << pbl) - 1)), dtype=np.int64)
     c_bits = ((nodes[:, None] >> np.arange(cbl, dtype=np.int64)) & 1).astype(np.uint8)
     apex = _obj([_known(v, f"apex_leafs[{i}]") for i, v in enumerate(w.apex_leafs)])
