@@ -54,6 +54,10 @@ def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--frac-bits", type=float, default=None,
                    help="prove, pipeline: fraction of aux values in {0, 1} (default 0.95); msm: of scalars (default 0)")
     p.add_argument("--parts", type=int, default=3, help="pipeline: partitions per run")
+    p.add_argument("--resident", type=_vector_list, default=None, metavar="VECTORS",
+                   help="prove: the key vectors kept in device memory, comma separated (h,l,a,b_g1,b_g2; "
+                        "'none' streams them all); the others stream from a page-locked host copy. Default: all resident")
+    p.add_argument("--stream-chunk-log2", type=int, default=22, help="prove: points a streamed chunk (2^K, default 22)")
     p.set_defaults(handler=run_kernels)
 
 
@@ -109,13 +113,19 @@ class HostBench:
         return times, np.stack([a[rows], b[rows], c[rows]], axis=1)
 
     def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
-                    frac_bits: float = 0.95) -> tuple[list[Any], dict[str, float]]:
+                    frac_bits: float = 0.95, resident: tuple[str, ...] | None = None,
+                    stream_chunk: int = 1 << 22) -> tuple[list[Any], dict[str, float]]:
         """Partitions of the benchmark circuit (bench_circuit: key built on the CPU, so keep
-        log_n small) proved through load_srs / prove_start / prove_finish."""
+        log_n small) proved through load_srs / prove_start / prove_finish (``resident``: the key
+        vectors kept on the device, for a backend that streams the others)."""
         from cuzk_plugin.backends.cuda.bench import BenchProveRun
 
         k = BenchSecrets(*limbs_to_ints(np.asarray(secrets, dtype=np.uint64)))
-        srs = self.backend.load_srs(bench_circuit.proving_key(k, log_n, n_inputs))
+        key = bench_circuit.proving_key(k, log_n, n_inputs)
+        if resident is None:
+            srs = self.backend.load_srs(key)
+        else:
+            srs = self.backend.load_srs(key, resident=resident, stream_chunk=stream_chunk)
         runs = []
         for r in range(repeat + 1):
             inputs = [1] + [int(x) for x in self.rng.integers(1 << 62, size=n_inputs - 1)]
@@ -217,7 +227,21 @@ def make_bench(name: str, window: int = 0, profile: bool = False) -> Any:
     return HostBench(get_backend(name))
 
 
-def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int = 3) -> tuple[list[float], str]:
+def _vector_list(text: str) -> tuple[str, ...]:
+    """--resident's value: key vector names (or 'none')."""
+    from cuzk_plugin.backends.cuda.backend import SRS_VECTORS
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names == ("none",):
+        return ()
+    bad = [n for n in names if n not in SRS_VECTORS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"no key vector {', '.join(bad)} (one of {', '.join(SRS_VECTORS)}, or none)")
+    return names
+
+
+def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int = 3,
+            resident: tuple[str, ...] | None = None, stream_chunk: int = 1 << 22) -> tuple[list[float], str]:
     """Times in ms and a one-line note (self-check or stage split)."""
     if op == "pipeline":
         if not hasattr(bench, "bench_pipeline"):
@@ -232,7 +256,7 @@ def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int
         return times, f"round trip {'ok' if ok else 'FAILED'}"
     if op == "r1cs":
         return measure_r1cs(bench, log2, repeat)
-    return measure_prove(bench, log2, repeat, frac_bits)
+    return measure_prove(bench, log2, repeat, frac_bits, resident, stream_chunk)
 
 
 def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
@@ -247,11 +271,14 @@ def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
     return times, f"{nnz} terms in A, B, C; check of {rows.size} rows {'ok' if ok else 'FAILED'}"
 
 
-def measure_prove(bench, log2: int, repeat: int, frac_bits: float) -> tuple[list[float], str]:
+def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tuple[str, ...] | None = None,
+                  stream_chunk: int = 1 << 22) -> tuple[list[float], str]:
     """Device times of the benchmark circuit's partitions; every proof is assembled and checked
-    by the CPU verifier afterwards (and a tampered copy must fail)."""
+    by the CPU verifier afterwards (and a tampered copy must fail). ``resident``: the key
+    vectors kept on the device (None: all), the others streamed."""
     secrets = BenchSecrets.random()
-    runs, stages = bench.bench_prove(log2, repeat, secrets.limbs(), frac_bits=frac_bits)
+    streamed = {} if resident is None else {"resident": resident, "stream_chunk": stream_chunk}
+    runs, stages = bench.bench_prove(log2, repeat, secrets.limbs(), frac_bits=frac_bits, **streamed)
     checks = [check_proof(verifying_key(secrets, log2, len(r.inputs), r.w_one), r.sums, r.inputs) for r in runs]
     good = sum(c.ok for c in checks)
     split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
@@ -296,7 +323,8 @@ def run_kernels(args: argparse.Namespace) -> int:
     bench = make_bench(args.backend, window=args.window, profile=args.profile)
     msm = args.op.startswith("msm")
     frac_bits = args.frac_bits if args.frac_bits is not None else 0.0 if msm else 0.95
-    times, note = measure(bench, args.op, args.log2, max(1, args.repeat), frac_bits, max(1, args.parts))
+    times, note = measure(bench, args.op, args.log2, max(1, args.repeat), frac_bits, max(1, args.parts),
+                          args.resident, 1 << max(0, args.stream_chunk_log2))
     print(format_report(args.op, args.log2, times, note, backend=args.backend, random_scalars=not (msm and frac_bits)),
           flush=True)
     return 0 if "FAILED" not in note else 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,8 +41,19 @@ from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
-#: A key's vectors in the library's order (cz_srs_read's ``which``, cz_srs_counts).
+#: A key's vectors in the library's order (cz_srs_read's ``which``, cz_srs_counts, the bits of
+#: a resident mask).
 SRS_VECTORS = ("h", "l", "a", "b_g1", "b_g2")
+ALL_RESIDENT = (1 << len(SRS_VECTORS)) - 1
+
+
+def resident_mask(resident: Iterable[str]) -> int:
+    """cz_srs_attach's mask: bit i set where vector SRS_VECTORS[i] is in ``resident``."""
+    names = set(resident)
+    unknown = names - set(SRS_VECTORS)
+    if unknown:
+        raise ValueError(f"resident vectors: no {sorted(unknown)} (one of {', '.join(SRS_VECTORS)})")
+    return sum(1 << i for i, name in enumerate(SRS_VECTORS) if name in names)
 
 
 def sums_from_limbs(out: np.ndarray) -> ProofSums:
@@ -82,13 +94,41 @@ def _contiguous(arr: np.ndarray, shape_tail: tuple[int, ...], what: str) -> np.n
 
 
 @dataclass
-class CudaSrs:
-    """A proving key resident in one GPU's memory."""
+class CudaHostSrs:
+    """A proving key's vectors in page-locked host memory, in the device's own layout (affine,
+    Montgomery): one copy a host, which the keys of every GPU attach to (resident vectors copied
+    from it, the others streamed from it during each MSM). It must outlive them."""
 
     handle: ctypes.c_void_p
+    #: Host bytes held.
+    nbytes: int
+    counts: dict[str, int]
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            call("cz_host_srs_free", self.handle)
+
+    def __repr__(self) -> str:
+        return f"CudaHostSrs(nbytes={self.nbytes}, released={self.released})"
+
+
+@dataclass
+class CudaSrs:
+    """A proving key as one GPU proves with it: each vector resident in its memory, or streamed
+    from a :class:`CudaHostSrs` (``host``) in chunks of ``stream_chunk`` points."""
+
+    handle: ctypes.c_void_p
+    #: Device bytes of the resident vectors.
     nbytes: int
     device: int
     released: bool = field(default=False)
+    #: The host copy streamed vectors come from (kept alive by this key), and whether this key
+    #: owns it (frees it on release) or shares it with other keys.
+    host: CudaHostSrs | None = None
+    owns_host: bool = False
+    stream_chunk: int = 0
     #: A key made on the device (generate_srs): milliseconds per stage (KEYGEN_TIMINGS) and the
     #: device memory in use before and at the peak of the generation, in bytes.
     keygen_ms: dict[str, float] = field(default_factory=dict)
@@ -98,9 +138,20 @@ class CudaSrs:
         if not self.released:
             self.released = True
             call("cz_srs_free", self.handle)
+            if self.owns_host and self.host is not None:
+                self.host.release()
 
     def __repr__(self) -> str:
-        return f"CudaSrs(device={self.device}, nbytes={self.nbytes}, released={self.released})"
+        return f"CudaSrs(device={self.device}, nbytes={self.nbytes}, resident={self.resident}, released={self.released})"
+
+    @property
+    def resident(self) -> tuple[str, ...]:
+        """The vectors resident on the device (the others stream from the host copy)."""
+        if self.released:
+            return ()
+        mask = ctypes.c_uint32(0)
+        call("cz_srs_resident_mask", self.handle, ctypes.byref(mask))
+        return tuple(name for i, name in enumerate(SRS_VECTORS) if mask.value >> i & 1)
 
     def counts(self) -> dict[str, int]:
         """Points per vector (h, l, a, b_g1, b_g2)."""
@@ -266,6 +317,17 @@ class CudaBackend:
         """Undo :meth:`pin_host` (before the range is unmapped; nothing may upload from it)."""
         call("cz_host_unregister", ctypes.c_void_p(address))
 
+    def device_memory(self, device: int | None = None) -> tuple[int, int]:
+        """(free, total) bytes of the device's memory, as the driver reports them now."""
+        free, total = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        call("cz_device_memory", self.device if device is None else device, ctypes.byref(free), ctypes.byref(total))
+        return free.value, total.value
+
+    def set_memory_limit(self, limit_bytes: int, device: int | None = None) -> None:
+        """Keep this process's transient device work under ``limit_bytes`` on ``device`` (0: no
+        limit): where the MSMs would not fit side by side under it, they run in turn."""
+        call("cz_context_set_memory_limit", self.context(device), int(limit_bytes))
+
     def devices(self) -> list[DeviceInfo]:
         count = ctypes.c_int(0)
         call("cz_device_count", ctypes.byref(count))
@@ -311,15 +373,58 @@ class CudaBackend:
         return out
 
     # -- proving -------------------------------------------------------------------------
-    def load_srs(self, key: ProvingKey, device: int | None = None) -> CudaSrs:
-        dev = self.device if device is None else device
-        vecs = [np.ascontiguousarray(getattr(key, name), dtype=np.uint8) for name in ("h", "l", "a", "b_g1", "b_g2")]
-        handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+    @staticmethod
+    def _raw_vectors(key: ProvingKey) -> list:
         args = []
-        for v in vecs:
+        for name in SRS_VECTORS:
+            v = np.ascontiguousarray(getattr(key, name), dtype=np.uint8)
             args += [u8_ptr(v), v.shape[0]]
-        call("cz_srs_load", self.context(dev), *args, ctypes.byref(handle), ctypes.byref(nbytes))
-        return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev)
+        return args
+
+    def host_key(self, key: ProvingKey | CudaSrs, device: int | None = None) -> CudaHostSrs:
+        """The key's page-locked host copy: from a ProvingKey's raw vectors (converted and checked
+        through ``device`` a chunk at a time: the key need not fit it), or copied back from a key
+        resident on a device (one made there)."""
+        handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+        if isinstance(key, CudaSrs):
+            if key.released:
+                raise ValueError("host_key: the SRS has been released")
+            counts = key.counts()
+            call("cz_host_srs_from_device", key.handle, ctypes.byref(handle), ctypes.byref(nbytes))
+        else:
+            counts = {name: int(getattr(key, name).shape[0]) for name in SRS_VECTORS}
+            call("cz_host_srs_from_raw", self.context(device), *self._raw_vectors(key), ctypes.byref(handle),
+                 ctypes.byref(nbytes))
+        return CudaHostSrs(handle=handle, nbytes=nbytes.value, counts=counts)
+
+    def load_srs(self, key: ProvingKey | CudaHostSrs, device: int | None = None, *,
+                 resident: Iterable[str] | None = None, stream_chunk: int = 1 << 22) -> CudaSrs:
+        """The key on ``device``: every vector resident (``resident`` None), or only those named,
+        the others streamed from a host copy in chunks of ``stream_chunk`` points. A
+        :class:`CudaHostSrs` is shared (it must outlive the key); from a ProvingKey with streamed
+        vectors, the key makes and owns a host copy of its own."""
+        dev = self.device if device is None else device
+        mask = ALL_RESIDENT if resident is None else resident_mask(resident)
+        if isinstance(key, ProvingKey) and mask == ALL_RESIDENT:
+            handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+            call("cz_srs_load", self.context(dev), *self._raw_vectors(key), ctypes.byref(handle), ctypes.byref(nbytes))
+            return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev)
+        owns = isinstance(key, ProvingKey)
+        host = self.host_key(key, dev) if isinstance(key, ProvingKey) else key
+        if host.released:
+            raise ValueError("load_srs: the host copy of the key has been released")
+        if stream_chunk < 1:
+            raise ValueError(f"load_srs: stream_chunk must be at least 1 point, got {stream_chunk}")
+        try:
+            handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+            call("cz_srs_attach", self.context(dev), host.handle, mask, stream_chunk, ctypes.byref(handle),
+                 ctypes.byref(nbytes))
+        except BaseException:
+            if owns:
+                host.release()
+            raise
+        return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev, host=host, owns_host=owns,
+                       stream_chunk=stream_chunk)
 
     def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None) -> CudaCircuit:
         """Copy the circuit to ``device`` (resident until ``release``; ``nbytes`` of GPU memory)."""

@@ -14,7 +14,9 @@ import numpy as np
 
 from cuzk_plugin.backends.cuda.backend import (
     PROVE_TIMINGS,
+    SRS_VECTORS,
     load_circuit_into,
+    resident_mask,
     sums_from_limbs,
 )
 from cuzk_plugin.backends.cuda.library import call, load_bench_library, u64_ptr
@@ -82,12 +84,14 @@ class CudaBench:
         return list(times)[:repeat], bool(ok.value)
 
     def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
-                    frac_bits: float = 0.95) -> tuple[list[BenchProveRun], dict[str, float]]:
+                    frac_bits: float = 0.95, resident: tuple[str, ...] | None = None,
+                    stream_chunk: int = 1 << 22) -> tuple[list[BenchProveRun], dict[str, float]]:
         """``repeat`` whole 2^log_n-constraint partitions of the benchmark circuit
         (``kernels/bench/instance.cuh``: key from ``secrets``, ``(5, 4) uint64`` tau, alpha, beta,
         gamma, delta; a fresh witness a run, made on the device) after one warm-up: each run's
         device time and what the host needs to assemble and verify its proof; and the stage
-        split of the last run."""
+        split of the last run. ``resident`` names the key vectors kept on the device (None:
+        all); the others move to a page-locked host copy and stream in ``stream_chunk`` points."""
         keys = np.ascontiguousarray(secrets, dtype=np.uint64)
         if keys.shape != (5, FR_LIMBS):
             raise ValueError(f"bench_prove: secrets must be (5, 4) uint64, got {keys.shape}")
@@ -96,7 +100,8 @@ class CudaBench:
         sums = np.zeros((max(repeat, 1), 72), dtype=np.uint64)
         inputs = np.zeros((max(repeat, 1), n_inputs, FR_LIMBS), dtype=np.uint64)
         w_one = np.zeros((max(repeat, 1), FR_LIMBS), dtype=np.uint64)
-        self._call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, n_inputs, u64_ptr(keys), times, stages,
+        self._call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, n_inputs, u64_ptr(keys),
+                   resident_mask(SRS_VECTORS if resident is None else resident), stream_chunk, times, stages,
                    u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
         runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
                               w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]

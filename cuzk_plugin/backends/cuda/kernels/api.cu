@@ -147,6 +147,9 @@ cz_status cz_context_create(int device, cz_context** out) {
         CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
         uint64_t keep = ~0ull;
         CZ_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        size_t free_bytes = 0, total_bytes = 0;
+        CZ_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+        ctx->baseline_used = total_bytes - free_bytes;
         *out = ctx.release();
     });
 }
@@ -227,6 +230,71 @@ cz_status cz_srs_load(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8
         *nbytes = srs->nbytes;
         *out = srs.release();
     });
+}
+
+// The device's free and total memory, as the driver reports them.
+cz_status cz_device_memory(int device, uint64_t* free_bytes, uint64_t* total_bytes) {
+    return cz_guard([&] {
+        CZ_CHECK(cudaSetDevice(device));
+        size_t f = 0, t = 0;
+        CZ_CHECK(cudaMemGetInfo(&f, &t));
+        *free_bytes = f, *total_bytes = t;
+    });
+}
+
+// The most device memory this process may use on the context's device (0: no limit): proofs
+// keep their transient work under it (usable_device_bytes), e.g. running the MSMs in turn.
+cz_status cz_context_set_memory_limit(cz_context* ctx, uint64_t limit_bytes) {
+    return cz_guard([&] { ctx->memory_limit = (size_t)limit_bytes; });
+}
+
+// A host copy (page-locked, shared by every device) of a key from its raw encodings, converted
+// and checked through ctx's device a chunk at a time; nbytes: its host bytes.
+cz_status cz_host_srs_from_raw(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
+                               const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1, const uint8_t* b_g2,
+                               size_t n_b_g2, cz_host_srs** out, uint64_t* nbytes) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        const uint8_t* raw[kSrsVectors] = {h, l, a, b_g1, b_g2};
+        const size_t n[kSrsVectors] = {n_h, n_l, n_a, n_b_g1, n_b_g2};
+        auto host = host_srs_from_raw(*ctx, raw, n);
+        *nbytes = host->nbytes;
+        *out = host.release();
+    });
+}
+
+// A host copy of a device key (one made on the device), for other devices or for streaming.
+cz_status cz_host_srs_from_device(const cz_srs* srs, cz_host_srs** out, uint64_t* nbytes) {
+    return cz_guard([&] {
+        auto host = host_srs_from_device(*srs);
+        *nbytes = host->nbytes;
+        *out = host.release();
+    });
+}
+
+// No device key attached to it may be in use.
+cz_status cz_host_srs_free(cz_host_srs* host) {
+    return cz_guard([&] { delete host; });
+}
+
+// A key for ctx's device over a host copy: the vectors with their bit (1 h, 2 l, 4 a, 8 b_g1,
+// 16 b_g2) set in resident_mask copied to the device, the others streamed from `host` in
+// chunks of stream_chunk points; `host` must outlive the key. nbytes: its device bytes.
+cz_status cz_srs_attach(cz_context* ctx, const cz_host_srs* host, uint32_t resident_mask, uint64_t stream_chunk,
+                        cz_srs** out, uint64_t* nbytes) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        auto srs = srs_attach(*ctx, *host, resident_mask, (size_t)stream_chunk);
+        *nbytes = srs->nbytes;
+        *out = srs.release();
+    });
+}
+
+// Which of the key's vectors are resident (bits as cz_srs_attach's mask).
+cz_status cz_srs_resident_mask(const cz_srs* srs, uint32_t* mask) {
+    return cz_guard([&] { *mask = srs->resident_mask(); });
 }
 
 cz_status cz_srs_free(cz_srs* srs) {

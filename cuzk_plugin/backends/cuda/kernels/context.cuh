@@ -32,6 +32,11 @@ struct cz_context {
     // Twiddle tables: (log_n, inverse) -> w^e for e < N/2, Montgomery form.
     std::map<std::pair<int, bool>, fr_t*> twiddles;
     int sm_count = 0;
+    // Device bytes in use by others (and the context itself) when it was created, and the most
+    // this process may use on the device (0: no limit; [gpus] device_memory_limit):
+    // usable_device_bytes() keeps transient work under both.
+    size_t baseline_used = 0;
+    size_t memory_limit = 0;
     cz_staging staging;
     // Partitions started together run on library threads: `upload_lock` gives one of them
     // upload_stream and the staging buffers, `compute_lock` gives one caller at a time
@@ -106,3 +111,8 @@ inline int log2_ceil(size_t n) {
 inline double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// Bytes a new transient allocation may take on ctx's device now: the driver's free memory plus
+// what the stream-ordered pool holds unused, and no more than what the context's memory limit
+// leaves beside what this process already holds there.
+size_t usable_device_bytes(const cz_context& ctx);

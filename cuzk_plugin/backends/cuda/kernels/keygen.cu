@@ -353,10 +353,12 @@ void srs_read(const cz_srs& srs, int which, size_t start, size_t count, uint64_t
     if (count == 0) return;
     CZ_CHECK(cudaSetDevice(srs.device));
     cuda_stream stream(0);
+    // A streamed vector is read from its host copy (page-locked memory is mapped for the device).
     if (which == 4) {
-        read_points<fq2_t>(stream.s, srs.b_g2 + start, count, out);
+        read_points<fq2_t>(stream.s, (srs.b_g2 ? srs.b_g2 : srs.host_b_g2) + start, count, out);
     } else {
-        const g1_affine_t* vec[4] = {srs.h, srs.l, srs.a, srs.b_g1};
+        const g1_affine_t* vec[4] = {srs.h ? srs.h : srs.host_h, srs.l ? srs.l : srs.host_l,
+                                     srs.a ? srs.a : srs.host_a, srs.b_g1 ? srs.b_g1 : srs.host_b_g1};
         read_points<fq_t>(stream.s, vec[which] + start, count, out);
     }
 }

@@ -7,17 +7,37 @@
 
 #include "msm.cuh"
 
-// A proving key's point vectors in device memory (affine, Montgomery), until cz_srs_free.
+// The key's vectors in the library's order (cz_srs_counts, cz_srs_read, residency masks).
+enum srs_vector { kSrsH = 0, kSrsL = 1, kSrsA = 2, kSrsBG1 = 3, kSrsBG2 = 4, kSrsVectors = 5 };
+
+// A proving key's point vectors in page-locked host memory (affine, Montgomery: the device's
+// own layout, so a streamed chunk is a plain copy), shared by every device's cz_srs attached
+// to it, until cz_host_srs_free. Allocated portable: any device copies from it.
+struct cz_host_srs {
+    size_t n[kSrsVectors] = {};
+    void* vec[kSrsVectors] = {};
+    size_t nbytes = 0;
+    ~cz_host_srs();
+};
+
+// A proving key as one device proves with it, until cz_srs_free: each vector resident in
+// device memory (affine, Montgomery), or streamed from a cz_host_srs in chunks of
+// `stream_chunk` points during each MSM (host_* set, the device pointer null).
 struct cz_srs {
     int device = 0;
     size_t n_h = 0, n_l = 0, n_a = 0, n_b_g1 = 0, n_b_g2 = 0;
     g1_affine_t *h = nullptr, *l = nullptr, *a = nullptr, *b_g1 = nullptr;
     g2_affine_t* b_g2 = nullptr;
-    size_t nbytes = 0;
+    const g1_affine_t *host_h = nullptr, *host_l = nullptr, *host_a = nullptr, *host_b_g1 = nullptr;
+    const g2_affine_t* host_b_g2 = nullptr;
+    size_t stream_chunk = 0;
+    size_t nbytes = 0;  // device bytes of the resident vectors
     // The device allocations behind the vectors, freed with the key (benchmark keys may let
     // vectors share one allocation).
     std::vector<void*> owned;
     ~cz_srs();
+    // Bit i set: vector i is resident on the device.
+    uint32_t resident_mask() const;
 };
 
 // One partition's witness side on the device (canonical Fr limbs).
@@ -65,6 +85,26 @@ struct prove_timings {
 std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
                                  const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1,
                                  const uint8_t* b_g2, size_t n_b_g2);
+
+// Converts, checks (on the curve) and copies raw Filecoin encodings into a new host key through
+// the device of `ctx`, a chunk at a time (the device holds one chunk, never the key).
+std::unique_ptr<cz_host_srs> host_srs_from_raw(cz_context& ctx, const uint8_t* const raw[kSrsVectors],
+                                               const size_t n[kSrsVectors]);
+
+// A host copy of a device-resident key (a key made on the device: a TEST key, a benchmark key).
+std::unique_ptr<cz_host_srs> host_srs_from_device(const cz_srs& srs);
+
+// A device key over `host`: the vectors whose bit is set in `resident_mask` copied to the device,
+// the others streamed from `host` (which must outlive the key) in chunks of `stream_chunk` points.
+std::unique_ptr<cz_srs> srs_attach(cz_context& ctx, const cz_host_srs& host, uint32_t resident_mask,
+                                   size_t stream_chunk);
+
+// sum_i k_i P_i with the points in page-locked host memory (affine, Montgomery): chunks of
+// `chunk` points copied to the device on a stream of their own (chunk i + 1 while the MSM of
+// chunk i runs), each an MSM of its own (msm_device), the sums added on the host.
+template <class F>
+xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
+                       const fr_t* scalars, size_t n, const msm_options& opt);
 
 // out[0 .. k) = in[i] for the i < n with flags[i]; returns k (synchronises the stream): the
 // dense scalars of a partition, and of a key's columns.

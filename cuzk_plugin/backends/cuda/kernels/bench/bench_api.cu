@@ -141,8 +141,8 @@ cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int 
 // cz_prove_finish's out), inputs_out (n_inputs values, 4 uint64 each, x_0 = 1) and w_one_out
 // (w(ONE) at tau, 4 uint64).
 cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bits, int n_inputs,
-                         const uint64_t* secrets, double* times_ms, double* stages_ms, uint64_t* sums_out,
-                         uint64_t* inputs_out, uint64_t* w_one_out) {
+                         const uint64_t* secrets, uint32_t resident_mask, uint64_t stream_chunk, double* times_ms,
+                         double* stages_ms, uint64_t* sums_out, uint64_t* inputs_out, uint64_t* w_one_out) {
     return cz_guard([&] {
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
@@ -150,11 +150,20 @@ cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bit
         bench_secrets k{fr_from_canonical(secrets), fr_from_canonical(secrets + 4), fr_from_canonical(secrets + 8),
                         fr_from_canonical(secrets + 12), fr_from_canonical(secrets + 16)};
         bench_instance inst(*ctx, log_n, (size_t)n_inputs, k);
+        // Vectors outside resident_mask stream from a host copy of the key (the device copy goes).
+        std::unique_ptr<cz_host_srs> host;
+        std::unique_ptr<cz_srs> attached;
+        if ((resident_mask & 31u) != 31u) {
+            host = host_srs_from_device(inst.key());
+            inst.release_key();
+            attached = srs_attach(*ctx, *host, resident_mask, (size_t)stream_chunk);
+        }
+        const cz_srs& key = attached ? *attached : inst.key();
         for (int r = -1; r < repeat; r++) {
             partition_buffers w;
             fr_t w_one = inst.make_witness(frac_bits, 1000 + 10 * (uint64_t)(r + 1), w);
             prove_timings t;
-            proof_sums sums = prove_device(*ctx, inst.key(), w.part, &t);
+            proof_sums sums = prove_device(*ctx, key, w.part, &t);
             if (r < 0) continue;
             times_ms[r] = t.total_ms;
             stages_ms[0] = t.h_ms, stages_ms[1] = t.g1_msm_ms, stages_ms[2] = t.g2_wait_ms, stages_ms[3] = t.total_ms;

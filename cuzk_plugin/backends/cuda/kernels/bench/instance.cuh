@@ -25,6 +25,8 @@ class bench_instance {
     // A = L_i(tau) G (B in G1 is A from entry m on: the same points), B in G2 = L_(m+j)(tau) G2.
     bench_instance(cz_context& ctx, int log_n, size_t n_inputs, const bench_secrets& secrets);
     const cz_srs& key() const { return *srs_; }
+    // Frees the device key (after a host copy of it was taken); key() is then invalid.
+    void release_key() { srs_.reset(); }
     // A fresh witness (x_0 = 1, the rest from `seed`) into `w`; returns w(ONE) at tau (Montgomery).
     fr_t make_witness(double frac_bits, uint64_t seed, partition_buffers& w);
 

@@ -1,0 +1,168 @@
+"""Keys streamed from a page-locked host copy: every residency plan proves the same five sums as
+the all-resident key (so the same proof bytes for the same r, s), on synthesized and witness
+partitions, with chunks that split every vector unevenly, under a memory limit that forces the
+MSMs in turn; host copies made from a file's raw vectors or from a device-made key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuzk_plugin.backends.cuda.backend import SRS_VECTORS
+from cuzk_plugin.bls12_381.fields import limbs_to_ints
+from cuzk_plugin.circuit.examples import filecoin_like
+from cuzk_plugin.circuit.pce_record import precompile_r1cs
+from cuzk_plugin.circuit.r1cs import synthesize
+from cuzk_plugin.errors import EncodingError
+from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
+from cuzk_plugin.formats.partition import WitnessPartition
+from cuzk_plugin.groth16.bench_circuit import BenchSecrets, check_proof, verifying_key
+from cuzk_plugin.groth16.prover import prove
+from cuzk_plugin.groth16.setup import setup
+from cuzk_plugin.groth16.verifier import verify
+
+pytestmark = pytest.mark.gpu
+
+#: Plans forced below: all resident, each vector alone streamed, all streamed.
+PLANS = [SRS_VECTORS] + [tuple(v for v in SRS_VECTORS if v != s) for s in SRS_VECTORS] + [()]
+
+
+@pytest.fixture(scope="module")
+def keyed():
+    def builder(seed):
+        return filecoin_like(1 << 10, seed=seed)
+
+    shape, _, _ = builder(0).finish()
+    key = setup(shape)
+    r1cs, inputs, aux = builder(7).finish()
+    return key, synthesize(r1cs, inputs, aux), inputs
+
+
+def sums_of(cuda, srs, part):
+    got = cuda.prove_finish(pending := cuda.prove_start(srs, part))
+    return got, pending.timings_ms
+
+
+def assert_same_sums(got, want):
+    for field in SRS_VECTORS:
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+
+
+@pytest.mark.parametrize("resident", PLANS, ids=lambda r: "+".join(r) or "none")
+def test_every_plan_proves_the_resident_sums(cuda, keyed, resident):
+    key, part, _ = keyed
+    want_srs = cuda.load_srs(key)
+    host = cuda.host_key(key)
+    # 97 points a chunk: every vector splits into several chunks and a short last one.
+    srs = cuda.load_srs(host, resident=resident, stream_chunk=97)
+    try:
+        assert srs.resident == resident
+        assert srs.nbytes == sum(getattr(key, v).nbytes for v in resident)
+        want, _ = sums_of(cuda, want_srs, part)
+        got, _ = sums_of(cuda, srs, part)
+        assert_same_sums(got, want)
+    finally:
+        srs.release()
+        want_srs.release()
+        host.release()
+
+
+def test_streamed_proofs_verify_and_a_host_copy_serves_two_keys(cuda, keyed):
+    key, part, inputs = keyed
+    host = cuda.host_key(key)
+    assert host.nbytes == key.vectors_nbytes  # the device layout is as large as the raw one
+    one = cuda.load_srs(host, resident=("h", "b_g2"), stream_chunk=1 << 8)
+    two = cuda.load_srs(host, resident=(), stream_chunk=1 << 12)
+    try:
+        for srs in (one, two):
+            proof = prove(key, part, cuda, srs=srs)
+            assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
+        for name in SRS_VECTORS:  # a streamed vector reads back from the host copy as the file has it
+            np.testing.assert_array_equal(two.read(name), key.vector_limbs(name), err_msg=name)
+    finally:
+        one.release()
+        two.release()
+        host.release()
+
+
+def test_a_key_loaded_with_streamed_vectors_owns_its_host_copy(cuda, keyed):
+    key, part, _ = keyed
+    want_srs = cuda.load_srs(key)
+    srs = cuda.load_srs(key, resident=("a",), stream_chunk=50)
+    try:
+        assert srs.owns_host and srs.host is not None and not srs.host.released
+        assert_same_sums(sums_of(cuda, srs, part)[0], sums_of(cuda, want_srs, part)[0])
+    finally:
+        srs.release()
+        want_srs.release()
+    assert srs.host.released
+
+
+def test_memory_limit_runs_the_msms_in_turn_with_the_same_sums(cuda, keyed):
+    key, part, _ = keyed
+    host = cuda.host_key(key)
+    srs = cuda.load_srs(host, resident=("l",), stream_chunk=64)
+    try:
+        want, times = sums_of(cuda, srs, part)
+        assert times["msm_in_turn"] == 0
+        cuda.set_memory_limit(1)  # no room beside what the process holds: one MSM at a time
+        got, times = sums_of(cuda, srs, part)
+        assert times["msm_in_turn"] == 1
+        assert_same_sums(got, want)
+    finally:
+        cuda.set_memory_limit(0)
+        srs.release()
+        host.release()
+
+
+def test_a_bad_point_is_named_when_the_host_copy_is_made(cuda, keyed):
+    key, _, _ = keyed
+    b_g1 = np.array(key.b_g1)
+    b_g1[5, 95] ^= 1  # y's last byte: off the curve
+    bad = ProvingKey(vk=key.vk, h=key.h, l=key.l, a=key.a, b_g1=b_g1, b_g2=key.b_g2)
+    with pytest.raises(EncodingError, match=r"b_g1\[5\]: not on the curve"):
+        cuda.host_key(bad)
+
+
+def test_witness_partitions_prove_with_a_streamed_key(cuda, keyed):
+    """The witness path (a, b, c evaluated from the resident circuit) with the key streamed."""
+    key, _, _ = keyed
+    r1cs, inputs, aux = filecoin_like(1 << 10, seed=11).finish()
+    pce = precompile_r1cs(r1cs, "residency-test")
+    circuit = cuda.load_circuit(pce)
+    host = cuda.host_key(key)
+    resident, streamed = cuda.load_srs(key), cuda.load_srs(host, resident=(), stream_chunk=100)
+    try:
+        part = WitnessPartition(circuit, inputs, aux)
+        assert_same_sums(sums_of(cuda, streamed, part)[0], sums_of(cuda, resident, part)[0])
+    finally:
+        streamed.release()
+        resident.release()
+        host.release()
+        circuit.release()
+
+
+def test_device_made_key_moves_to_the_host_and_streams(cuda):
+    """A key made on the device (a TEST key) copied to the host: the same sums streamed."""
+    r1cs, inputs, aux = filecoin_like(1 << 10, seed=5).finish()
+    circuit = cuda.load_circuit(precompile_r1cs(r1cs, "residency-keygen"))
+    made, _ = cuda.generate_srs(circuit, SetupSecrets.draw())
+    host = cuda.host_key(made)
+    streamed = cuda.load_srs(host, resident=("h",), stream_chunk=33)
+    try:
+        part = synthesize(r1cs, inputs, aux)
+        assert_same_sums(sums_of(cuda, streamed, part)[0], sums_of(cuda, made, part)[0])
+    finally:
+        streamed.release()
+        host.release()
+        made.release()
+        circuit.release()
+
+
+def test_bench_circuit_streamed_proofs_verify(cuda_bench):
+    """The benchmark instance `kernels --op prove --resident ...` times, with its key streamed."""
+    secrets = BenchSecrets.random()
+    runs, _ = cuda_bench.bench_prove(12, 1, secrets.limbs(), resident=("h",), stream_chunk=1000)
+    for run in runs:
+        check = check_proof(verifying_key(secrets, 12, len(run.inputs), run.w_one), run.sums, run.inputs)
+        assert check.verified and check.tampered_rejected
