@@ -248,12 +248,20 @@ class GpusConfig(_Section):
     gpu_threads: int = Field(default=0, ge=0, le=4096)
     #: Concurrent partitions per device (two overlap one's upload with the other's compute).
     gpu_workers_per_device: int = Field(default=2, ge=1, le=64)
+    #: The most device memory the daemon may use on each device (0: what is free at start);
+    #: keys that do not fit beside their partitions stream from host memory (engine/residency.py).
+    device_memory_limit: int = 0
     #: auto | cuda | opencl | cpu (auto: CUDA, else OpenCL, else cpu; the choice is logged).
     backend: str = "auto"
     #: Backends to move a partition to after its faults exhaust the retries on every device.
     fallback_backends: list[str] = Field(default_factory=list)
     #: Attempts per device for a transient backend fault (tenacity, exponential backoff).
     retry_attempts: int = Field(default=3, ge=1, le=20)
+
+    @field_validator("device_memory_limit", mode="before")
+    @classmethod
+    def _device_limit(cls, v: Any) -> int:
+        return parse_size(v)
 
 
 class SchedulerConfig(_Section):

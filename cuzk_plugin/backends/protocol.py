@@ -12,6 +12,7 @@ so two backends given the same r and s produce the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -75,6 +76,32 @@ class HostPinning(Protocol):
     def pin_host(self, address: int, nbytes: int) -> None: ...
 
     def unpin_host(self, address: int) -> None: ...
+
+
+@runtime_checkable
+class KeyStreaming(Protocol):
+    """Optional: a backend that keeps a key in page-locked host memory (one copy a host) and
+    streams the vectors a device does not hold during each MSM (cuda). The engine plans, per
+    lane, which vectors stay resident (engine/residency.py)."""
+
+    def device_memory(self, device: int = 0) -> tuple[int, int]:
+        """(free, total) bytes of the device's memory now."""
+        ...
+
+    def set_memory_limit(self, limit_bytes: int, device: int = 0) -> None:
+        """Keep the process's transient device work under ``limit_bytes`` (0: no limit)."""
+        ...
+
+    def host_key(self, key: Any, device: int = 0) -> Any:
+        """The key's host copy (a handle with ``nbytes`` and ``release``), from a ProvingKey
+        or from a key resident on a device."""
+        ...
+
+    def load_srs(self, key: Any, device: int = 0, *, resident: Iterable[str] | None = None,
+                 stream_chunk: int = 1 << 22) -> SrsHandle:
+        """The key on ``device`` with the vectors named in ``resident`` on it (None: all), the
+        others streamed from the host copy ``key`` in chunks of ``stream_chunk`` points."""
+        ...
 
 
 @runtime_checkable

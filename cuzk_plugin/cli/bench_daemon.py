@@ -312,6 +312,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     for g in st.gpus:
         busy = f"busy with {g.current_job_id} ({g.current_proof_kind})" if g.current_job_id else "idle"
         print(f"  gpu {g.ordinal}: {g.name}, {g.vram_free_bytes / 1e9:.1f} of {g.vram_total_bytes / 1e9:.1f} GB free, {busy}")
+        if g.device_budget_bytes:
+            print(f"    device memory the daemon may use: {g.device_budget_bytes / 1e9:.1f} GB")
+        for r in g.key_residency:
+            where = (f"all resident ({r.resident_bytes / 1e9:.1f} GB)" if not r.streamed else
+                     f"resident {'+'.join(r.resident) or 'none'} ({r.resident_bytes / 1e9:.1f} GB), streamed "
+                     f"{'+'.join(r.streamed)} ({r.streamed_bytes_per_partition / 1e9:.1f} GB a partition)")
+            circuit = ("circuit a, b, c on the host" if r.circuit_on_host else
+                       f"circuit {r.circuit_bytes / 1e9:.1f} GB" if r.circuit_bytes else "no circuit")
+            print(f"    key {r.circuit_id}: {where}; {circuit}")
     for s in st.loaded_srs:
         print(f"  srs {s.circuit_id}: {TIER_NAMES.get(s.tier, s.tier)}, {s.size_bytes / 1e6:.1f} MB, refs {s.ref_count}")
     for q in st.queues:

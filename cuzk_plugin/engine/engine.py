@@ -29,9 +29,11 @@ import sys
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -51,6 +53,7 @@ from cuzk_plugin.engine.host_blocks import HostBlockPool
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
+from cuzk_plugin.engine.residency import ResidencyPlan, circuit_device_bytes
 from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
 from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
 from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
@@ -68,6 +71,8 @@ from cuzk_plugin.engine.workers import reclaim_stale_blocks, run_killable
 from cuzk_plugin.errors import BackendError, DeviceOutOfMemory, TransientBackendError
 from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
 from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.partition import WitnessPartition
+from cuzk_plugin.formats.pce import pce_path
 from cuzk_plugin.formats.proof import Proof, encode_proofs
 from cuzk_plugin.groth16.prover import check_shapes
 from cuzk_plugin.groth16.verifier import batch_verify, verify
@@ -107,6 +112,10 @@ class GpuState:
     partitions_failed: int = 0
     #: Set aside after LANE_STRIKES failures in a row (used only if no other lane is left).
     resting: bool = False
+    #: Device bytes the daemon may use on the lane (0: keys not planned on this backend), and the
+    #: residency plan of each key loaded there.
+    device_budget_bytes: int = 0
+    key_residency: tuple[ResidencyPlan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -627,7 +636,7 @@ class Engine:
         fut: asyncio.Future | None = None
         try:
             t0 = time.perf_counter()
-            _, handle = await self.srs.hot(job.circuit_id, lane.name, lane.load_srs)
+            _, handle = await self.srs.hot(job.circuit_id, lane.name, self._key_loader(lane, job.circuit_id, shared.partition))
             t1 = time.perf_counter()
             if t1 - t0 > 0.001:
                 job.timings.srs_load_sum += t1 - t0
@@ -718,10 +727,21 @@ class Engine:
         if not already:
             try:
                 for lane in self.lanes:
-                    await self.srs.hot(circuit_id, lane.name, lane.load_srs)
+                    await self.srs.hot(circuit_id, lane.name, self._key_loader(lane, circuit_id))
             except (CircuitUnavailable, FileNotFoundError) as exc:
                 raise CircuitUnavailable(f"circuit_id: {exc}") from None
         return already, time.perf_counter() - t0
+
+    def _key_loader(self, lane: Lane, circuit_id: str, part: Any = None) -> Callable[[Any], Any]:
+        """``lane.load_srs`` told the key's circuit id and the device bytes of the circuit its
+        partitions load beside it (the partition's own, or the pre-compiled circuit of that name
+        in the param cache), so the residency plan leaves room for it."""
+        if isinstance(part, WitnessPartition):
+            circuit_bytes = circuit_device_bytes(part.circuit.circuit)
+        else:
+            path = pce_path(self.param_cache, circuit_id)
+            circuit_bytes = path.stat().st_size if path.is_file() else 0
+        return partial(lane.load_srs, circuit_id=circuit_id, circuit_bytes=circuit_bytes)
 
     async def evict(self, circuit_id: str) -> tuple[bool, int]:
         problem = circuit_id_problem(circuit_id)
@@ -746,7 +766,8 @@ class Engine:
                                  resident_bytes=held, resident=resident,
                                  partitions_proved=int(proved.get(lane.name, 0)),
                                  partitions_failed=int(failed.get(lane.name, 0)),
-                                 resting=self.lane_resting(lane.name)))
+                                 resting=self.lane_resting(lane.name), device_budget_bytes=lane.device_budget,
+                                 key_residency=tuple(lane.plans.values())))
         queues: dict[str, list[int]] = {}
         for job in self._jobs.values():
             if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):

@@ -11,6 +11,12 @@ circuits its partitions come with (``load_circuit`` once per circuit, counted in
 ``nbytes`` and so in the SRS memory budget, released with the key). A :class:`WitnessPartition`
 reaches the backend on the lane's resident copy of its circuit; a backend without
 ``load_circuit`` gets a, b, c evaluated on the host instead.
+
+On a backend that can stream a key from host memory (``host_key``), each key gets a residency
+plan on each lane (:mod:`.residency`) from the memory the lane may use: the whole key resident
+where it fits beside its partitions, else the vectors that fit, the rest streamed from the
+key's one page-locked host copy (:mod:`.host_keys`, shared by every lane), and the circuit's
+a, b, c evaluated on the host where even its matrices do not fit.
 """
 
 from __future__ import annotations
@@ -19,16 +25,26 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from cuzk_plugin.backends.protocol import Backend, DeviceInfo
+from cuzk_plugin.backends.protocol import Backend, DeviceInfo, KeyStreaming
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.config import Config, ConfigError
 from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import CircuitUnavailable
-from cuzk_plugin.errors import ProveCancelled
+from cuzk_plugin.engine.host_keys import HostKeyCopies
+from cuzk_plugin.engine.residency import (
+    CONTEXT_BYTES,
+    STREAM_CHUNK,
+    DeviceMemoryTooSmall,
+    ResidencyPlan,
+    circuit_device_bytes,
+    plan_residency,
+)
+from cuzk_plugin.errors import DeviceOutOfMemory, ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey, VerifyingKey
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.proof import Proof
@@ -49,14 +65,73 @@ class Lane:
     #: DeviceKey ([srs] max_generated_log2); a backend making them on its device is bounded by
     #: the memory budget alone.
     max_host_keygen_log2: int = 30
+    #: Device bytes the daemon may use on this lane (the free memory when the lane was built,
+    #: capped by [gpus] device_memory_limit); 0: unknown, every key resident as loaded.
+    device_budget: int = 0
+    #: Partitions in flight on the lane at once ([gpus] gpu_workers_per_device).
+    in_flight: int = 2
+    #: Points a streamed chunk holds at most (the plan may choose fewer where memory is short).
+    stream_chunk: int = STREAM_CHUNK
+    #: The host's page-locked key copies, shared by every lane built together.
+    host_keys: HostKeyCopies = field(default_factory=HostKeyCopies, compare=False, hash=False)
+    #: The key copies alive on this lane, and their residency plans by circuit id.
+    _keys: weakref.WeakSet = field(default_factory=weakref.WeakSet, compare=False, hash=False, repr=False)
+    plans: dict[str, ResidencyPlan] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    def load_srs(self, key: ProvingKey | DeviceKey) -> LaneKey:
+    @property
+    def streams_keys(self) -> bool:
+        """Keys get a residency plan here (the backend streams vectors from a host copy)."""
+        return self.device_budget > 0 and callable(getattr(self.backend, "host_key", None))
+
+    def resident_bytes(self, exclude: LaneKey | None = None) -> int:
+        """Device bytes of the key copies (and their circuits) alive on this lane."""
+        return sum(k.device_bytes for k in list(self._keys) if k is not exclude and not k.released)
+
+    def plan(self, circuit_id: str, counts: Mapping[str, int], circuit_bytes: int = 0,
+             exclude: LaneKey | None = None) -> ResidencyPlan | None:
+        """The residency plan of a key of ``counts`` here (None where keys are not planned);
+        DeviceMemoryTooSmall, with the figures, where even a streamed key cannot be proved."""
+        if not self.streams_keys:
+            return None
+        plan = plan_residency(circuit_id, self.name, counts, available_bytes=self.device_budget,
+                              in_flight=self.in_flight, circuit_bytes=circuit_bytes,
+                              other_resident_bytes=self.resident_bytes(exclude), stream_chunk=self.stream_chunk)
+        (log.info if plan.all_resident else log.warning)("residency %s", plan.describe())
+        return plan
+
+    def load_srs(self, key: ProvingKey | DeviceKey, *, circuit_id: str = "", circuit_bytes: int = 0) -> LaneKey:
+        """``key``'s copy on this lane, as its residency plan says (``circuit_bytes``: the device
+        bytes of the circuit its partitions will load beside it, where known)."""
         if isinstance(key, DeviceKey):
             return self._make_key(key)
-        return LaneKey(self, self.backend.load_srs(key, self.device.index))
+        name = circuit_id or (key.path.name if key.path else "key")
+        plan = self.plan(name, key.counts(), circuit_bytes)
+        if plan is not None:
+            self.plans[name] = plan
+        if plan is None or plan.all_resident:
+            return LaneKey(self, self.backend.load_srs(key, self.device.index), plan, name)
+        handle = LaneKey(self, None, plan, name)
+        streaming = cast(KeyStreaming, self.backend)
+        try:
+            self._attach(handle, key, lambda: streaming.host_key(key, self.device.index))
+        except BaseException:
+            handle.release()
+            raise
+        return handle
+
+    def _attach(self, handle: LaneKey, key: Any, make_host: Callable[[], Any]) -> None:
+        """Point ``handle`` at a device key attached to ``key``'s shared host copy, as planned."""
+        plan = handle.plan
+        assert plan is not None
+        host = self.host_keys.acquire(key, make_host)
+        handle.host_key = (self.host_keys, key)
+        resident = None if plan.all_resident else plan.resident
+        streaming = cast(KeyStreaming, self.backend)
+        handle.srs = streaming.load_srs(host, self.device.index, resident=resident, stream_chunk=plan.stream_chunk)
 
     def _make_key(self, key: DeviceKey) -> LaneKey:
-        """Make ``key``'s copy on this lane from the lane's resident copy of its circuit."""
+        """Make ``key``'s copy on this lane from the lane's resident copy of its circuit, or attach
+        to the host copy another lane made of it; moved to the host copy where the plan streams."""
         generate = getattr(self.backend, "generate_srs", None)
         if not callable(generate):
             raise CircuitUnavailable(f"key of '{key.circuit_id}' is made on the lanes, and backend "
@@ -65,37 +140,80 @@ class Lane:
         if not getattr(self.backend, "keygen_on_device", False) and log2 > self.max_host_keygen_log2:
             raise CircuitUnavailable(f"key of '{key.circuit_id}' (2^{log2}) would be made on the host by backend "
                                      f"{self.backend.name}: refused, [srs] max_generated_log2 = {self.max_host_keygen_log2}")
-        handle = LaneKey(self, None)
+        handle = LaneKey(self, None, None, key.circuit_id)
         try:
             t0 = time.perf_counter()
-            srs, input_sums = generate(handle.circuit(key.mapped), key.secrets)
-            handle.srs = srs
+            circuit = handle.circuit(key.mapped)
+            if isinstance(circuit, _HostCircuit):  # a backend that makes keys from the host's copy
+                circuit = circuit.handle
+            handle.plan = self.plan(key.circuit_id, {"ic": key.mapped.circuit.num_inputs, **key.counts()},
+                                    exclude=handle)
+            if handle.plan is not None:
+                self.plans[key.circuit_id] = handle.plan
+            if handle.plan is not None and self.host_keys.existing(key) is not None:
+                self._attach(handle, key, lambda: None)  # another lane made it: no second generation
+                log.info("srs %s: TEST KEY attached on %s to the host copy another lane made (%.2fs)", key.circuit_id,
+                         self.name, time.perf_counter() - t0)
+                return handle
+            try:
+                srs, input_sums = generate(circuit, key.secrets)
+            except DeviceOutOfMemory as exc:
+                raise DeviceMemoryTooSmall(
+                    f"key of '{key.circuit_id}' is a TEST KEY made on the lanes, and {self.name} cannot make it: {exc}. "
+                    f"Make it once on a larger card and write it as a .params file (cuzk params write-test-key)") from exc
             key.accept(input_sums, self.name)
+            if handle.plan is not None and not handle.plan.all_resident:
+                try:
+                    self._attach(handle, key, lambda: cast(KeyStreaming, self.backend).host_key(srs))
+                finally:
+                    srs.release()
+            else:
+                handle.srs = srs
         except BaseException:
             handle.release()
             raise
-        log.warning("srs %s: TEST KEY made on %s in %.2fs (%.1f GB)", key.circuit_id, self.name,
+        log.warning("srs %s: TEST KEY made on %s in %.2fs (%.1f GB on the device)", key.circuit_id, self.name,
                     time.perf_counter() - t0, handle.nbytes / 1e9)
         return handle
 
 
 class LaneKey:
-    """A key made resident on a lane, and the pre-compiled circuits loaded beside it."""
+    """A key on a lane (resident, or partly streamed from its host copy as ``plan`` says), and
+    the pre-compiled circuits loaded beside it."""
 
-    def __init__(self, lane: Lane, srs):
+    def __init__(self, lane: Lane, srs, plan: ResidencyPlan | None = None, circuit_id: str = ""):
         self.lane = lane
         self.srs = srs
+        self.plan = plan
+        self.circuit_id = circuit_id
+        #: (the lane's HostKeyCopies, the key) while this copy streams from the key's host copy.
+        self.host_key: tuple[HostKeyCopies, Any] | None = None
+        self.released = False
         self._circuits: dict[str, Any] = {}  # a backend's CircuitHandle, or the CPU's host copy
         self._lock = threading.Lock()
+        lane._keys.add(self)
 
     @property
     def nbytes(self) -> int:
+        """Bytes of this copy (counted in the memory budget): the resident vectors, the circuits."""
         return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) for c in self._circuits.values())
 
     @property
+    def device_bytes(self) -> int:
+        """Device bytes of this copy: the resident vectors and the circuits loaded on the device."""
+        return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) for c in self._circuits.values()
+                                                         if not isinstance(c, _HostCircuit))
+
+    @property
+    def host_copy(self) -> Any:
+        """The page-locked host copy this key streams from (shared with other lanes), or None."""
+        return None if self.host_key is None else self.host_key[0].existing(self.host_key[1])
+
+    @property
     def evaluates_on_device(self) -> bool:
-        """The backend evaluates a, b, c itself (else the host does, on a prepared copy)."""
-        return callable(getattr(self.lane.backend, "load_circuit", None))
+        """The backend evaluates a, b, c itself (else the host does, on a prepared copy): where
+        it can, and the circuit fits beside the key (the residency plan)."""
+        return callable(getattr(self.lane.backend, "load_circuit", None)) and not (self.plan and self.plan.circuit_on_host)
 
     def circuit(self, mapped) -> Any:
         """The lane's handle of ``mapped``'s circuit, loaded on first use: on the backend, or
@@ -105,25 +223,59 @@ class LaneKey:
             handle = self._circuits.get(pce.digest)
             if handle is None:
                 t0 = time.perf_counter()
-                if self.evaluates_on_device:
+                on_device = self.evaluates_on_device and self._circuit_fits(pce)
+                if on_device:
                     handle = self.lane.backend.load_circuit(pce, self.lane.device.index)
                 else:
                     from cuzk_plugin.backends.cpu.backend import CpuBackend
 
-                    handle = CpuBackend().load_circuit(pce)
+                    handle = _HostCircuit(CpuBackend().load_circuit(pce))
                 self._circuits[pce.digest] = handle
                 log.info("pce %s: loaded for %s%s (%.1f MB) in %.3fs", pce.name, self.lane.name,
-                         "" if self.evaluates_on_device else " (a, b, c on the host)",
+                         "" if on_device else " (a, b, c on the host)",
                          getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
             return handle
 
+    def _circuit_fits(self, pce) -> bool:
+        """Room for the circuit on the device beside every key copy of the lane and the plan's
+        working set (always, where keys are not planned)."""
+        if self.plan is None:
+            return True
+        need = circuit_device_bytes(pce)
+        room = self.lane.device_budget - CONTEXT_BYTES - self.lane.resident_bytes() - self.plan.working_bytes
+        if need <= room:
+            return True
+        log.warning("pce %s: %.1f GB does not fit on %s beside the key copies (%.1f GB free of the plan's); its a, b, c "
+                    "are evaluated on the host (slower)", pce.name, need / 1e9, self.lane.name, max(room, 0) / 1e9)
+        return False
+
     def release(self) -> None:
         with self._lock:
+            if self.released:
+                return
+            self.released = True
             for handle in self._circuits.values():
                 handle.release()
             self._circuits.clear()
         if self.srs is not None:
             self.srs.release()
+        if self.host_key is not None:
+            copies, key = self.host_key
+            self.host_key = None
+            copies.release(key)
+        if self.lane.plans.get(self.circuit_id) is self.plan:
+            self.lane.plans.pop(self.circuit_id, None)
+
+
+class _HostCircuit:
+    """A circuit prepared for a, b, c on the host (the CPU backend's handle), beside a lane's key."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.nbytes = int(getattr(handle, "nbytes", 0))
+
+    def release(self) -> None:
+        self.handle.release()
 
 
 class PartitionCancelled(Exception):
@@ -200,6 +352,7 @@ def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[
     else:
         chosen.append("backends given by the caller: " + ", ".join(b.name for b in backends))
     lanes: list[Lane] = []
+    host_keys = HostKeyCopies()  # one page-locked copy of a key for every lane of the host
     for i, backend in enumerate(backends):
         devices = backend.devices()
         if config.gpus.devices and i == 0:
@@ -212,11 +365,31 @@ def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[
             name = f"{backend.name}:{dev.index}"
             while any(lane.name == name for lane in lanes):
                 name += "'"
-            lanes.append(Lane(name, backend, dev, max_host_keygen_log2=config.srs.max_generated_log2))
+            lanes.append(Lane(name, backend, dev, max_host_keygen_log2=config.srs.max_generated_log2,
+                              device_budget=device_budget(backend, dev, config.gpus.device_memory_limit),
+                              in_flight=config.gpus.gpu_workers_per_device, host_keys=host_keys))
     if not lanes:
         raise ConfigError("no device to prove on (the backend reports none)")
     summary = "; ".join(chosen) + "; lanes " + ", ".join(f"{ln.name} ({ln.device.name})" for ln in lanes)
     return lanes, summary
+
+
+def device_budget(backend: Backend, device: DeviceInfo, limit: int) -> int:
+    """Device bytes the daemon may use on ``device``: what is free now, capped by ``limit``
+    ([gpus] device_memory_limit, 0: none), which the backend also keeps its transient work
+    under. 0 for a backend that cannot stream keys (its keys stay resident as loaded)."""
+    if not isinstance(backend, KeyStreaming):
+        return 0
+    free, total = backend.device_memory(device.index)
+    if limit:
+        if limit > total:
+            log.warning("[gpus] device_memory_limit %.1f GB is above %s's %.1f GB: the device's memory is the limit",
+                        limit / 1e9, device.name, total / 1e9)
+        backend.set_memory_limit(limit, device.index)
+    budget = min(free, limit) if limit else free
+    log.info("lane %s:%d may use %.1f GB of device memory (%.1f of %.1f GB free%s)", backend.name, device.index,
+             budget / 1e9, free / 1e9, total / 1e9, f", limit {limit / 1e9:.1f} GB" if limit else "")
+    return budget
 
 
 def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition):
@@ -225,11 +398,11 @@ def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPar
     if not isinstance(part, WitnessPartition):
         return part
     circuit = handle.circuit(part.circuit)
-    if handle.evaluates_on_device:
+    if not isinstance(circuit, _HostCircuit):
         return part.on(circuit)
     from cuzk_plugin.backends.cpu.backend import CpuBackend, witness_to_synthesized
 
-    return witness_to_synthesized(part, *CpuBackend().evaluate_r1cs(circuit, part.z()))
+    return witness_to_synthesized(part, *CpuBackend().evaluate_r1cs(circuit.handle, part.z()))
 
 
 #: A backend's own stage times (``device_ms`` keys, in the order they run in one call) and the

@@ -147,9 +147,11 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
 
     Every vector resident where the key, the circuit and the working set fit; else the circuit
     stays if it fits beside a fully streamed key, and the vectors that fit in what is left
-    stay resident (the largest total: the fewest bytes over PCIe), the rest stream."""
+    stay resident (the largest total: the fewest bytes over PCIe), the rest stream, in chunks
+    as large as that allows."""
     shape = PartitionShape.of_key(counts)
     sizes = vector_bytes(counts)
+    stream_chunk = max(1, min(stream_chunk, max(int(counts[v]) for v in VECTORS)))  # no chunk beyond a vector
     key_bytes = sum(sizes.values())
     free = available_bytes - CONTEXT_BYTES - other_resident_bytes
     uploads = max(1, in_flight) * shape.upload_bytes
@@ -164,6 +166,10 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
     whole = uploads + shape.compute_bytes(stream_chunk, False)
     if key_bytes + circuit_bytes + whole <= free:
         return plan(VECTORS, stream_chunk, False)
+    # Every feasible (chunk, circuit placement, resident set); the best keeps the circuit on the
+    # device, then moves the fewest bytes a partition, then uses the largest chunks. A larger
+    # budget only adds options, so it never streams more.
+    options = []
     chunk = stream_chunk
     while True:
         working = uploads + shape.compute_bytes(chunk, True)
@@ -171,13 +177,15 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
             room = free - working - (0 if on_host else circuit_bytes)
             if room < 0:
                 continue
-            fits = [r for k in range(len(VECTORS), -1, -1) for r in itertools.combinations(VECTORS, k)
-                    if sum(sizes[v] for v in r) <= room]
-            best = max(fits, key=lambda r: sum(sizes[v] for v in r))
-            return plan(tuple(best), chunk, on_host)
+            best = max((r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)
+                        if sum(sizes[v] for v in r) <= room), key=lambda r: sum(sizes[v] for v in r))
+            options.append((on_host, key_bytes - sum(sizes[v] for v in best), -chunk, best))
         if chunk <= MIN_STREAM_CHUNK:
             break
-        chunk //= 2
+        chunk = max(MIN_STREAM_CHUNK, chunk // 2)
+    if options:
+        on_host, _, neg_chunk, best = min(options)
+        return plan(tuple(best), -neg_chunk, on_host)
     need = CONTEXT_BYTES + other_resident_bytes + uploads + shape.compute_bytes(MIN_STREAM_CHUNK, True)
     gb = 1e9
     raise DeviceMemoryTooSmall(

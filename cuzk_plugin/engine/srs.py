@@ -11,7 +11,8 @@ share one load) or on PreloadSRS. Every loaded byte counts against one budget
 used first; idle keys are also evicted after [memory] eviction_min_idle. EvictSRS releases the
 handles and drops the mapping, so the memory really goes.
 
-Each lane holds its own copy of a key's resident part, so a key HOT on two lanes counts twice.
+Each lane holds its own copy of a key's resident part, so a key HOT on two lanes counts twice;
+the page-locked host copy that lanes stream the rest from is one per key and counts once.
 A partition holds its key (``ref_count``) and the copy on its lane (``lane_refs``) while it
 proves; to make room a lane evicts the least recently used idle copy (of another key, or of
 the same key on another lane) or an idle key as a whole, and otherwise waits until a copy goes
@@ -90,11 +91,19 @@ class SrsEntry:
         return sum(int(getattr(h, "nbytes", 0)) for h in self.handles.values())
 
     @property
+    def host_bytes(self) -> int:
+        """The page-locked host copy the lanes' copies stream from: one per key, however many
+        lanes share it."""
+        copies = {id(c): int(getattr(c, "nbytes", 0)) for h in self.handles.values()
+                  if (c := getattr(h, "host_copy", None)) is not None}
+        return sum(copies.values())
+
+    @property
     def size_bytes(self) -> int:
         """Bytes this key holds now, or its file size when cold."""
         if self.tier == COLD:
             return self.path.stat().st_size if self.path.exists() else 0
-        return self.warm_bytes + self.hot_bytes
+        return self.warm_bytes + self.hot_bytes + self.host_bytes
 
 
 def _embedded_vk_bytes(path: Path) -> bytes:
@@ -182,7 +191,7 @@ class SrsManager:
     # -- queries ---------------------------------------------------------------------------
     @property
     def used_bytes(self) -> int:
-        return sum(e.warm_bytes + e.hot_bytes for e in self._entries.values())
+        return sum(e.warm_bytes + e.hot_bytes + e.host_bytes for e in self._entries.values())
 
     def hot_bytes_on(self, lane: str) -> int:
         return sum(e.copy_bytes(lane) for e in self._entries.values())
@@ -341,16 +350,17 @@ class SrsManager:
 
     def _drop_copy(self, entry: SrsEntry, lane: str) -> int:
         """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay)."""
+        host_before = entry.host_bytes
         handle = entry.handles.pop(lane)
         entry.lane_used.pop(lane, None)
         freed = int(getattr(handle, "nbytes", 0))
         release = getattr(handle, "release", None)
         if release is not None:
             release()
-        return freed
+        return freed + host_before - entry.host_bytes  # the host copy goes with its last lane
 
     def _drop(self, entry: SrsEntry) -> int:
-        freed = entry.warm_bytes + entry.hot_bytes
+        freed = entry.warm_bytes + entry.hot_bytes + entry.host_bytes
         for handle in entry.handles.values():
             release = getattr(handle, "release", None)
             if release is not None:

@@ -90,7 +90,8 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
                            busy_workers=g.busy_workers, current_job_ids=list(g.current_job_ids),
                            resident_bytes=g.resident_bytes, resident_srs=[_srs_to_proto(s) for s in g.resident],
                            partitions_proved=g.partitions_proved, partitions_failed=g.partitions_failed,
-                           resting=g.resting)
+                           resting=g.resting, device_budget_bytes=g.device_budget_bytes,
+                           key_residency=[pb.KeyResidency(**_residency(p)) for p in g.key_residency])
               for g in st.gpus],
         loaded_srs=[_srs_to_proto(s) for s in st.srs],
         queues=[pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress) for q in st.queues],
@@ -98,6 +99,14 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
         pinned_memory_bytes=st.memory_used_bytes, pinned_memory_limit_bytes=st.memory_limit_bytes,
         backend=st.backend, total_proofs_cancelled=st.cancelled,
     )
+
+
+def _residency(plan) -> dict:
+    """A lane's residency plan for one key, as KeyResidency's fields."""
+    return {"circuit_id": plan.circuit_id, "resident": list(plan.resident), "streamed": list(plan.streamed),
+            "resident_bytes": plan.resident_bytes, "streamed_bytes_per_partition": plan.streamed_bytes,
+            "circuit_bytes": plan.circuit_bytes, "circuit_on_host": plan.circuit_on_host,
+            "working_bytes": plan.working_bytes, "stream_chunk_points": plan.stream_chunk}
 
 
 def _srs_to_proto(s) -> pb.SRSStatus:
@@ -116,7 +125,8 @@ def status_to_json(st: EngineStatus) -> dict:
     return {
         "backend": st.backend,
         "uptime_seconds": int(st.uptime_s),
-        "gpus": [{**g.__dict__, "current_job_ids": list(g.current_job_ids), "resident": [_srs_to_json(s) for s in g.resident]}
+        "gpus": [{**g.__dict__, "current_job_ids": list(g.current_job_ids), "resident": [_srs_to_json(s) for s in g.resident],
+                  "key_residency": [_residency(p) for p in g.key_residency]}
                  for g in st.gpus],
         "loaded_srs": [_srs_to_json(s) for s in st.srs],
         "queues": [q.__dict__ for q in st.queues],

@@ -27,6 +27,7 @@ from cuzk_plugin.engine.errors import (
     SrsBudgetExceeded,
     SrsInUse,
 )
+from cuzk_plugin.engine.residency import DeviceMemoryTooSmall
 from cuzk_plugin.engine.types import loggable
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.server import convert
@@ -43,6 +44,7 @@ ERROR_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (CircuitUnavailable, grpc.StatusCode.NOT_FOUND),
     (SrsInUse, grpc.StatusCode.FAILED_PRECONDITION),
     (SrsBudgetExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (DeviceMemoryTooSmall, grpc.StatusCode.RESOURCE_EXHAUSTED),  # a key no lane's memory can prove, with figures
     (ParamsError, grpc.StatusCode.FAILED_PRECONDITION),  # a key file refused (digest, pin, sizes)
     (FileNotFoundError, grpc.StatusCode.NOT_FOUND),
 )

@@ -228,7 +228,7 @@ class GetStatusResponse(_message.Message):
     def __init__(self, gpus: _Optional[_Iterable[_Union[GPUStatus, _Mapping]]] = ..., loaded_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueStatus, _Mapping]]] = ..., total_proofs_completed: _Optional[int] = ..., total_proofs_failed: _Optional[int] = ..., uptime_seconds: _Optional[int] = ..., pinned_memory_bytes: _Optional[int] = ..., pinned_memory_limit_bytes: _Optional[int] = ..., backend: _Optional[str] = ..., total_proofs_cancelled: _Optional[int] = ...) -> None: ...
 
 class GPUStatus(_message.Message):
-    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed", "resting")
+    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed", "resting", "device_budget_bytes", "key_residency")
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VRAM_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -244,6 +244,8 @@ class GPUStatus(_message.Message):
     PARTITIONS_PROVED_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FAILED_FIELD_NUMBER: _ClassVar[int]
     RESTING_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_BUDGET_BYTES_FIELD_NUMBER: _ClassVar[int]
+    KEY_RESIDENCY_FIELD_NUMBER: _ClassVar[int]
     ordinal: int
     name: str
     vram_total_bytes: int
@@ -259,7 +261,31 @@ class GPUStatus(_message.Message):
     partitions_proved: int
     partitions_failed: int
     resting: bool
-    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ..., resting: _Optional[bool] = ...) -> None: ...
+    device_budget_bytes: int
+    key_residency: _containers.RepeatedCompositeFieldContainer[KeyResidency]
+    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ..., resting: _Optional[bool] = ..., device_budget_bytes: _Optional[int] = ..., key_residency: _Optional[_Iterable[_Union[KeyResidency, _Mapping]]] = ...) -> None: ...
+
+class KeyResidency(_message.Message):
+    __slots__ = ("circuit_id", "resident", "streamed", "resident_bytes", "streamed_bytes_per_partition", "circuit_bytes", "circuit_on_host", "working_bytes", "stream_chunk_points")
+    CIRCUIT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESIDENT_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_FIELD_NUMBER: _ClassVar[int]
+    RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_BYTES_PER_PARTITION_FIELD_NUMBER: _ClassVar[int]
+    CIRCUIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CIRCUIT_ON_HOST_FIELD_NUMBER: _ClassVar[int]
+    WORKING_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STREAM_CHUNK_POINTS_FIELD_NUMBER: _ClassVar[int]
+    circuit_id: str
+    resident: _containers.RepeatedScalarFieldContainer[str]
+    streamed: _containers.RepeatedScalarFieldContainer[str]
+    resident_bytes: int
+    streamed_bytes_per_partition: int
+    circuit_bytes: int
+    circuit_on_host: bool
+    working_bytes: int
+    stream_chunk_points: int
+    def __init__(self, circuit_id: _Optional[str] = ..., resident: _Optional[_Iterable[str]] = ..., streamed: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., streamed_bytes_per_partition: _Optional[int] = ..., circuit_bytes: _Optional[int] = ..., circuit_on_host: _Optional[bool] = ..., working_bytes: _Optional[int] = ..., stream_chunk_points: _Optional[int] = ...) -> None: ...
 
 class SRSStatus(_message.Message):
     __slots__ = ("circuit_id", "tier", "size_bytes", "ref_count")

@@ -1,0 +1,265 @@
+"""Residency plans (engine/residency.py) and their use by lanes (engine/lanes.py): what stays
+on the device for a given memory, refusals with the figures, one host copy per key shared by
+the lanes of a host (counted once in the memory budget), circuits evaluated on the host when
+their matrices do not fit. The streamed kernels themselves: tests/gpu/test_cuda_residency.py."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from cuzk_plugin.backends.cpu import CpuBackend
+from cuzk_plugin.backends.protocol import DeviceInfo
+from cuzk_plugin.bls12_381.fields import limbs_to_ints
+from cuzk_plugin.circuit.examples import filecoin_like
+from cuzk_plugin.circuit.pce_record import precompile_r1cs
+from cuzk_plugin.circuit.r1cs import synthesize
+from cuzk_plugin.engine.host_keys import HostKeyCopies
+from cuzk_plugin.engine.lanes import Lane, on_lane
+from cuzk_plugin.engine.residency import (
+    CONTEXT_BYTES,
+    VECTORS,
+    DeviceMemoryTooSmall,
+    PartitionShape,
+    plan_residency,
+    vector_bytes,
+)
+from cuzk_plugin.engine.srs import SrsEntry
+from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
+from cuzk_plugin.formats.pce import MappedCircuit, save_pce
+from cuzk_plugin.groth16.prover import prove
+from cuzk_plugin.groth16.setup import setup
+from cuzk_plugin.groth16.verifier import verify
+
+GB = 10**9
+#: A 32 GiB PoRep partition's key counts (130,278,541 constraints; densities of the recorded circuit).
+POREP_32G = {"ic": 328, "h": (1 << 27) - 1, "l": 130_169_893, "a": 129_753_292 + 328, "b_g1": 33_112_281 + 1,
+             "b_g2": 33_112_281 + 1}
+
+
+def fits(plan, in_flight: int = 2) -> bool:
+    return CONTEXT_BYTES + plan.resident_bytes + plan.circuit_bytes + plan.working_bytes <= plan.available_bytes
+
+
+def test_a_large_card_keeps_the_whole_key_and_circuit():
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=139 * GB, circuit_bytes=9_170_000_000)
+    assert plan.all_resident and plan.resident == VECTORS and plan.streamed_bytes == 0
+    assert plan.resident_bytes == sum(vector_bytes(POREP_32G).values())
+    assert not plan.circuit_on_host and plan.circuit_bytes == 9_170_000_000
+
+
+@pytest.mark.parametrize("gb", [80, 64, 56, 48])
+def test_a_smaller_card_streams_the_fewest_bytes_that_fit(gb):
+    """The resident set is the largest that fits beside the circuit and the working set: adding
+    any streamed vector would overrun the device."""
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=gb * GB, in_flight=1,
+                          circuit_bytes=9_170_000_000)
+    sizes = vector_bytes(POREP_32G)
+    assert fits(plan) and plan.streamed
+    assert plan.resident_bytes + plan.streamed_bytes == sum(sizes.values())
+    room = plan.available_bytes - CONTEXT_BYTES - plan.circuit_bytes - plan.working_bytes
+    best = max(sum(sizes[v] for v in r) for k in range(6) for r in itertools.combinations(VECTORS, k)
+               if sum(sizes[v] for v in r) <= room)
+    assert plan.resident_bytes == best
+    assert "streamed" in plan.describe() and "GB a partition" in plan.describe()
+
+
+def test_the_circuit_goes_to_the_host_before_the_card_is_refused():
+    shape = PartitionShape.of_key(POREP_32G)
+    working = 2 * shape.upload_bytes + shape.compute_bytes(1 << 22, True)
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=working + CONTEXT_BYTES + 1 * GB,
+                          circuit_bytes=9_170_000_000)
+    assert plan.circuit_on_host and plan.circuit_bytes == 0 and fits(plan)
+
+
+def test_a_card_too_small_even_streamed_is_refused_with_the_figures():
+    with pytest.raises(DeviceMemoryTooSmall, match=r"cuda:3.*needs [0-9.]+ GB.*may use 16\.0 GB"):
+        plan_residency("porep-32g", "cuda:3", POREP_32G, available_bytes=16 * GB, in_flight=2)
+
+
+def test_fewer_partitions_in_flight_leave_more_of_the_key_resident():
+    two = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB, in_flight=2)
+    one = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB, in_flight=1)
+    assert one.resident_bytes > two.resident_bytes
+
+
+def test_more_memory_never_streams_more():
+    rng = random.Random()
+    for _ in range(200):
+        counts = {v: rng.randrange(1, 1 << 20) for v in VECTORS} | {"ic": rng.randrange(1, 500)}
+        counts["h"] = (1 << rng.randrange(10, 21)) - 1
+        shape = PartitionShape.of_key(counts)
+        floor = CONTEXT_BYTES + shape.upload_bytes + shape.compute_bytes(1 << 18, True)
+        budgets = sorted(rng.randrange(floor, floor + 3 * sum(vector_bytes(counts).values()) + 2) for _ in range(2))
+        small, large = (plan_residency("c", "l", counts, available_bytes=b, in_flight=1) for b in budgets)
+        assert large.streamed_bytes <= small.streamed_bytes, (counts, budgets)
+        assert fits(small) and fits(large)
+
+
+# -- lanes ------------------------------------------------------------------------------------
+@dataclass
+class FakeHostCopy:
+    key: object
+    nbytes: int
+    released: bool = False
+
+    def release(self) -> None:
+        self.released = True
+
+
+@dataclass
+class FakeSrs:
+    inner: object
+    nbytes: int
+    resident: tuple[str, ...]
+    host: FakeHostCopy | None = None
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        self.released = True
+
+
+class FakeStreamingBackend(CpuBackend):
+    """The cpu backend proving, with a device of ``free`` bytes that streams keys (as CUDA's
+    KeyStreaming): records the host copies it makes and the resident sets it is asked for."""
+
+    name = "fake"
+
+    def __init__(self, free: int):
+        super().__init__()
+        self.free = free
+        self.host_copies: list[FakeHostCopy] = []
+        self.limits: list[int] = []
+        self._lock = threading.Lock()
+
+    def devices(self) -> list[DeviceInfo]:
+        return [DeviceInfo(index=i, name=f"fake gpu {i}", memory_bytes=self.free, kind="gpu") for i in range(2)]
+
+    def device_memory(self, device: int = 0) -> tuple[int, int]:
+        return self.free, self.free
+
+    def set_memory_limit(self, limit_bytes: int, device: int = 0) -> None:
+        self.limits.append(limit_bytes)
+
+    def host_key(self, key, device: int = 0) -> FakeHostCopy:
+        with self._lock:
+            copy = FakeHostCopy(key, key.vectors_nbytes)
+            self.host_copies.append(copy)
+            return copy
+
+    def load_srs(self, key, device: int = 0, *, resident=None, stream_chunk: int = 1 << 22):
+        if isinstance(key, FakeHostCopy):
+            assert not key.released
+            names = VECTORS if resident is None else tuple(resident)
+            sizes = vector_bytes(key.key.counts())
+            return FakeSrs(super().load_srs(key.key, device), sum(sizes[v] for v in names), names, key)
+        return FakeSrs(super().load_srs(key, device), key.vectors_nbytes, VECTORS)
+
+    def prove_start(self, srs, part):
+        return super().prove_start(srs.inner, part)
+
+
+@pytest.fixture(scope="module")
+def small_key():
+    def builder(seed):
+        return filecoin_like(1 << 9, seed=seed)
+
+    shape, _, _ = builder(0).finish()
+    r1cs, inputs, aux = builder(3).finish()
+    return setup(shape), r1cs, inputs, aux
+
+
+#: Points a streamed chunk of the lanes below: small beside the small key, so streaming pays.
+TEST_CHUNK = 16
+
+
+def lanes_of(backend, budget: int) -> list[Lane]:
+    copies = HostKeyCopies()
+    return [Lane(f"fake:{d.index}", backend, d, device_budget=budget, in_flight=1, host_keys=copies,
+                 stream_chunk=TEST_CHUNK) for d in backend.devices()]
+
+
+def budget_streaming_all_but(key, keep: tuple[str, ...]) -> int:
+    """A device budget that holds exactly the vectors ``keep`` beside a partition."""
+    counts = key.counts()
+    shape = PartitionShape.of_key(counts)
+    sizes = vector_bytes(counts)
+    return CONTEXT_BYTES + shape.upload_bytes + shape.compute_bytes(TEST_CHUNK, True) + sum(sizes[v] for v in keep)
+
+
+def test_two_lanes_share_one_host_copy_counted_once(small_key):
+    key, r1cs, inputs, aux = small_key
+    backend = FakeStreamingBackend(free=1 << 40)
+    lanes = lanes_of(backend, budget_streaming_all_but(key, ("h",)))
+    entry = SrsEntry("small", path=None)  # type: ignore[arg-type]
+    handles = [lane.load_srs(key, circuit_id="small") for lane in lanes]
+    entry.handles = {lane.name: h for lane, h in zip(lanes, handles, strict=True)}
+    assert len(backend.host_copies) == 1, "one host copy for both lanes"
+    assert entry.host_bytes == key.vectors_nbytes  # counted once
+    assert all(h.srs.resident == ("h",) for h in handles) and entry.hot_bytes == 2 * key.counts()["h"] * 96
+    assert all(lane.plans["small"].streamed == ("l", "a", "b_g1", "b_g2") for lane in lanes)
+    proof = prove(key, synthesize(r1cs, inputs, aux), backend, srs=handles[0].srs)
+    assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
+    handles[0].release()
+    assert not backend.host_copies[0].released  # the other lane still streams from it
+    handles[1].release()
+    assert backend.host_copies[0].released and not lanes[0].plans
+
+
+def test_every_vector_resident_where_it_fits_makes_no_host_copy(small_key):
+    key, *_ = small_key
+    backend = FakeStreamingBackend(free=1 << 40)
+    (lane, _) = lanes_of(backend, 1 << 40)
+    handle = lane.load_srs(key, circuit_id="small")
+    assert handle.plan is not None and handle.plan.all_resident and not backend.host_copies
+    assert handle.host_copy is None
+    handle.release()
+
+
+def test_a_lane_too_small_refuses_before_loading(small_key):
+    key, *_ = small_key
+    backend = FakeStreamingBackend(free=1 << 40)
+    (lane, _) = lanes_of(backend, 1 << 20)
+    with pytest.raises(DeviceMemoryTooSmall, match="fake:0"):
+        lane.load_srs(key, circuit_id="small")
+    assert not backend.host_copies and not lane._keys
+
+
+def test_a_circuit_that_does_not_fit_is_evaluated_on_the_host(small_key, tmp_path):
+    """Key streamed, circuit on the host: the witness partition reaches the backend as a, b, c
+    evaluated on the host, and the proof verifies."""
+    key, r1cs, inputs, aux = small_key
+    path = tmp_path / "small.pce"
+    save_pce(path, precompile_r1cs(r1cs, "small"))
+    mapped = MappedCircuit.open(path)
+    backend = FakeStreamingBackend(free=1 << 40)
+    (lane, _) = lanes_of(backend, budget_streaming_all_but(key, ()))
+    handle = lane.load_srs(key, circuit_id="small", circuit_bytes=mapped.circuit.nbytes)
+    assert handle.plan is not None and handle.plan.circuit_on_host and handle.plan.resident == ()
+    part = on_lane(lane, handle, WitnessPartition(mapped, inputs, aux))
+    assert isinstance(part, SynthesizedPartition)
+    want = synthesize(r1cs, inputs, aux)
+    for got, exp in zip((part.a, part.b, part.c), (want.a, want.b, want.c), strict=True):
+        np.testing.assert_array_equal(got, exp)
+    proof = prove(key, part, backend, srs=handle.srs)
+    assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
+    handle.release()
+
+
+def test_device_memory_limit_caps_the_lane_and_reaches_the_backend(tmp_path):
+    from cuzk_plugin.config import Config
+    from cuzk_plugin.engine.lanes import build_lanes
+
+    backend = FakeStreamingBackend(free=80 * GB)
+    config = Config(gpus={"device_memory_limit": "24GiB"})
+    lanes, _ = build_lanes(config, [backend])
+    assert [lane.device_budget for lane in lanes] == [24 << 30, 24 << 30]
+    assert backend.limits == [24 << 30, 24 << 30]
+    assert lanes[0].host_keys is lanes[1].host_keys
+    free, _ = build_lanes(Config(), [FakeStreamingBackend(free=80 * GB)])
+    assert free[0].device_budget == 80 * GB
