@@ -70,11 +70,21 @@ def test_a_smaller_card_streams_the_fewest_bytes_that_fit(gb):
 
 
 def test_the_circuit_goes_to_the_host_before_the_card_is_refused():
+    """A circuit whose matrices outweigh the a, b, c its partitions would bring from the host."""
     shape = PartitionShape.of_key(POREP_32G)
-    working = 2 * shape.upload_bytes + shape.compute_bytes(1 << 22, True)
+    working = 2 * shape.upload_bytes(False) + shape.compute_bytes(1 << 22, True, False)
     plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=working + CONTEXT_BYTES + 1 * GB,
-                          circuit_bytes=9_170_000_000)
+                          circuit_bytes=40 * GB)
     assert plan.circuit_on_host and plan.circuit_bytes == 0 and fits(plan)
+
+
+def test_witness_partitions_need_no_room_for_a_b_c_in_flight():
+    """a, b, c of a witness partition are made on the device when it computes (and freed after
+    H), so only its assignment waits in flight: a 32 GiB PoRep keeps more of its key resident."""
+    with_circuit = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB, circuit_bytes=9_170_000_000)
+    synthesized = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB + 9_170_000_000)
+    assert with_circuit.working_bytes < synthesized.working_bytes
+    assert with_circuit.resident_bytes > synthesized.resident_bytes
 
 
 def test_a_card_too_small_even_streamed_is_refused_with_the_figures():
@@ -94,7 +104,7 @@ def test_more_memory_never_streams_more():
         counts = {v: rng.randrange(1, 1 << 20) for v in VECTORS} | {"ic": rng.randrange(1, 500)}
         counts["h"] = (1 << rng.randrange(10, 21)) - 1
         shape = PartitionShape.of_key(counts)
-        floor = CONTEXT_BYTES + shape.upload_bytes + shape.compute_bytes(1 << 18, True)
+        floor = CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(1 << 18, True, False)
         budgets = sorted(rng.randrange(floor, floor + 3 * sum(vector_bytes(counts).values()) + 2) for _ in range(2))
         small, large = (plan_residency("c", "l", counts, available_bytes=b, in_flight=1) for b in budgets)
         assert large.streamed_bytes <= small.streamed_bytes, (counts, budgets)
@@ -189,7 +199,7 @@ def budget_streaming_all_but(key, keep: tuple[str, ...]) -> int:
     counts = key.counts()
     shape = PartitionShape.of_key(counts)
     sizes = vector_bytes(counts)
-    return CONTEXT_BYTES + shape.upload_bytes + shape.compute_bytes(TEST_CHUNK, True) + sum(sizes[v] for v in keep)
+    return CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(TEST_CHUNK, True, False) + sum(sizes[v] for v in keep)
 
 
 def test_two_lanes_share_one_host_copy_counted_once(small_key):
@@ -231,18 +241,18 @@ def test_a_lane_too_small_refuses_before_loading(small_key):
 
 
 def test_a_circuit_that_does_not_fit_is_evaluated_on_the_host(small_key, tmp_path):
-    """Key streamed, circuit on the host: the witness partition reaches the backend as a, b, c
-    evaluated on the host, and the proof verifies."""
+    """A key planned without its circuit (a preload) with no room left: the circuit's partitions
+    reach the backend as a, b, c evaluated on the host, and the proof verifies."""
     key, r1cs, inputs, aux = small_key
     path = tmp_path / "small.pce"
     save_pce(path, precompile_r1cs(r1cs, "small"))
     mapped = MappedCircuit.open(path)
     backend = FakeStreamingBackend(free=1 << 40)
     (lane, _) = lanes_of(backend, budget_streaming_all_but(key, ()))
-    handle = lane.load_srs(key, circuit_id="small", circuit_bytes=mapped.circuit.nbytes)
-    assert handle.plan is not None and handle.plan.circuit_on_host and handle.plan.resident == ()
+    handle = lane.load_srs(key, circuit_id="small")
+    assert handle.plan is not None and handle.plan.resident == ()
     part = on_lane(lane, handle, WitnessPartition(mapped, inputs, aux))
-    assert isinstance(part, SynthesizedPartition)
+    assert isinstance(part, SynthesizedPartition) and handle.device_bytes == 0
     want = synthesize(r1cs, inputs, aux)
     for got, exp in zip((part.a, part.b, part.c), (want.a, want.b, want.c), strict=True):
         np.testing.assert_array_equal(got, exp)

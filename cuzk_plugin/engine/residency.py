@@ -76,19 +76,24 @@ class PartitionShape:
         return cls(domain=counts["h"] + 1, num_inputs=counts["ic"], num_aux=counts["l"], a_count=counts["a"],
                    b_count=counts["b_g1"])
 
-    @property
-    def upload_bytes(self) -> int:
-        """One partition in flight: a, b, c over the domain, the assignment, the density flags."""
-        return (3 * self.domain + self.num_inputs + self.num_aux) * FR_BYTES + 2 * self.num_aux + self.num_inputs
+    def upload_bytes(self, witness: bool) -> int:
+        """One partition in flight: its assignment and density flags, and a, b, c over the
+        domain where they come from the host (a witness partition's are made on the device
+        when it computes)."""
+        abc = 0 if witness else 3 * self.domain
+        return (abc + self.num_inputs + self.num_aux) * FR_BYTES + 2 * self.num_aux + self.num_inputs
 
-    def compute_bytes(self, stream_chunk: int, streaming: bool) -> int:
-        """The partition that computes, MSMs in turn: the dense A and B scalars, H, the NTT's
-        twiddles, the largest MSM (H's: every value large) and, where vectors stream, its two
-        chunks of G2 points."""
+    def compute_bytes(self, stream_chunk: int, streaming: bool, witness: bool) -> int:
+        """The partition that computes, MSMs in turn, at the larger of its two peaks: H (a, b, c
+        where made on the device, H, the NTT's twiddles, the dense A and B scalars) and the MSMs
+        (H, the twiddles, the scalars, the largest MSM's scratch, H's with every value large,
+        and, where vectors stream, its two chunks of G2 points). a, b, c are freed after H."""
         n = self.domain
-        msm = msm_scratch_bytes(n, n, 96)
+        scalars = (self.a_count + self.b_count) * FR_BYTES
+        h_phase = ((3 * n if witness else 0) + 2 * n) * FR_BYTES + scalars
         stream = 2 * stream_chunk * POINT_BYTES["b_g2"] if streaming else 0
-        return (self.a_count + self.b_count + 2 * n) * FR_BYTES + msm + stream
+        msm_phase = 2 * n * FR_BYTES + scalars + msm_scratch_bytes(n, n, 96) + stream
+        return max(h_phase, msm_phase)
 
 
 def vector_bytes(counts: Mapping[str, int]) -> dict[str, int]:
@@ -143,7 +148,9 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
                    in_flight: int = 2, circuit_bytes: int = 0, other_resident_bytes: int = 0,
                    stream_chunk: int = STREAM_CHUNK) -> ResidencyPlan:
     """The plan for a key of ``counts`` (``ProvingKey.counts()``) on a lane with
-    ``available_bytes`` usable, ``other_resident_bytes`` of it held by other keys' copies.
+    ``available_bytes`` usable, ``other_resident_bytes`` of it held by other keys' copies. A
+    key whose partitions come with a circuit (``circuit_bytes``) proves witness partitions
+    (a, b, c made on the device); else a, b, c come from the host with each partition.
 
     Every vector resident where the key, the circuit and the working set fit; else the circuit
     stays if it fits beside a fully streamed key, and the vectors that fit in what is left
@@ -154,16 +161,21 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
     stream_chunk = max(1, min(stream_chunk, max(int(counts[v]) for v in VECTORS)))  # no chunk beyond a vector
     key_bytes = sum(sizes.values())
     free = available_bytes - CONTEXT_BYTES - other_resident_bytes
-    uploads = max(1, in_flight) * shape.upload_bytes
+    witness = circuit_bytes > 0
+    flights = max(1, in_flight)
+
+    def working(chunk: int, streaming: bool, on_host: bool) -> int:
+        wit = witness and not on_host  # a, b, c evaluated on the host come with each partition
+        return flights * shape.upload_bytes(wit) + shape.compute_bytes(chunk, streaming, wit)
 
     def plan(resident: tuple[str, ...], chunk: int, on_host: bool) -> ResidencyPlan:
         streamed = tuple(v for v in VECTORS if v not in resident)
         return ResidencyPlan(circuit_id, lane, available_bytes, resident, streamed,
                              sum(sizes[v] for v in resident), sum(sizes[v] for v in streamed),
                              0 if on_host else circuit_bytes, on_host and circuit_bytes > 0,
-                             uploads + shape.compute_bytes(chunk, bool(streamed)), chunk)
+                             working(chunk, bool(streamed), on_host), chunk)
 
-    whole = uploads + shape.compute_bytes(stream_chunk, False)
+    whole = working(stream_chunk, False, False)
     if key_bytes + circuit_bytes + whole <= free:
         return plan(VECTORS, stream_chunk, False)
     # Every feasible (chunk, circuit placement, resident set); the best keeps the circuit on the
@@ -172,9 +184,8 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
     options = []
     chunk = stream_chunk
     while True:
-        working = uploads + shape.compute_bytes(chunk, True)
         for on_host in (False, True) if circuit_bytes else (False,):
-            room = free - working - (0 if on_host else circuit_bytes)
+            room = free - working(chunk, True, on_host) - (0 if on_host else circuit_bytes)
             if room < 0:
                 continue
             best = max((r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)
@@ -186,11 +197,13 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
     if options:
         on_host, _, neg_chunk, best = min(options)
         return plan(tuple(best), -neg_chunk, on_host)
-    need = CONTEXT_BYTES + other_resident_bytes + uploads + shape.compute_bytes(MIN_STREAM_CHUNK, True)
+    # Refused: the least it would take is every vector streamed, the circuit's a, b, c on the
+    # host (synthesized partitions, then), the smallest chunks.
+    need = CONTEXT_BYTES + other_resident_bytes + min(working(MIN_STREAM_CHUNK, True, True),
+                                                      working(MIN_STREAM_CHUNK, True, False) + circuit_bytes)
     gb = 1e9
     raise DeviceMemoryTooSmall(
-        f"key of '{circuit_id}' cannot be proved on {lane}: even with its {key_bytes / gb:.1f} GB of points streamed "
-        f"and the circuit's a, b, c on the host, a partition needs {need / gb:.1f} GB of device memory "
-        f"({max(1, in_flight)} in flight x {shape.upload_bytes / gb:.1f} GB, working set "
-        f"{shape.compute_bytes(MIN_STREAM_CHUNK, True) / gb:.1f} GB, other keys {other_resident_bytes / gb:.1f} GB); "
+        f"key of '{circuit_id}' cannot be proved on {lane}: even with its {key_bytes / gb:.1f} GB of points streamed, "
+        f"a partition needs {need / gb:.1f} GB of device memory ({flights} in flight, a 2^{shape.domain.bit_length() - 1} "
+        f"domain, circuit {circuit_bytes / gb:.1f} GB, other keys {other_resident_bytes / gb:.1f} GB); "
         f"the lane may use {available_bytes / gb:.1f} GB ([gpus] device_memory_limit or the free memory at start)")

@@ -112,6 +112,10 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         {
             dev_buf<fr_t> hbuf(n, s);
             quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);  // canonical in and out
+            if (part.release_abc) {  // the MSMs below have their room
+                part.release_abc();
+                part.a = part.b = part.c = nullptr;
+            }
             wait_stream(s, cancel);
             if (timings) timings->h_ms = ms_since(th);
             if (side_by_side) b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_ptr, nb, opt);

@@ -1,6 +1,7 @@
 // A Groth16 partition on the device: the proving key resident in GPU memory, H computed and
 // consumed on the device, the five MSMs, the G2 one on its own stream and host thread.
 #pragma once
+#include <functional>
 #include <future>
 #include <memory>
 #include <vector>
@@ -49,6 +50,9 @@ struct partition_device {
     fr_t* aux = nullptr;
     size_t n_aux = 0;
     const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
+    // Frees a, b, c in the main stream's order once H is computed (set where the partition owns
+    // them: they are the largest buffers of a proof, and the MSMs never read them).
+    std::function<void()> release_abc;
 };
 
 // A partition's device buffers and the view of them prove_device reads (uploaded from the host,
@@ -56,6 +60,7 @@ struct partition_device {
 struct partition_buffers {
     std::vector<dev_buf<fr_t>> fr_bufs;
     std::vector<dev_buf<uint8_t>> flag_bufs;
+    std::vector<dev_buf<fr_t>> abc;  // a, b, c where freed after H (upload.cu); else in fr_bufs
     partition_device part;
 };
 

@@ -137,12 +137,13 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
     cudaStream_t s = ctx.upload_stream;
     const int log_n = log2_ceil(host.m);
     const size_t n = 1ull << log_n;
-    for (const uint64_t* v : {host.a, host.b, host.c}) {
-        out.fr_bufs.emplace_back(n, s);
-        if (host.circuit) continue;  // evaluated on the device
-        fr_t* d = out.fr_bufs.back().get();
-        if (n > host.m) CZ_CHECK(cudaMemsetAsync(d + host.m, 0, (n - host.m) * sizeof(fr_t), s));
-        upload_async(ctx, d, v, host.m * sizeof(fr_t), cancel);
+    if (!host.circuit) {  // a witness partition's a, b, c are made at compute time (prove_host)
+        for (const uint64_t* v : {host.a, host.b, host.c}) {
+            out.abc.emplace_back(n, s);
+            fr_t* d = out.abc.back().get();
+            if (n > host.m) CZ_CHECK(cudaMemsetAsync(d + host.m, 0, (n - host.m) * sizeof(fr_t), s));
+            upload_async(ctx, d, v, host.m * sizeof(fr_t), cancel);
+        }
     }
     // z = inputs then aux, as the circuit's columns number them (one element at least:
     // prove_device reads the pointers).
@@ -156,7 +157,7 @@ void upload_partition(cz_context& ctx, const partition_host& host, partition_buf
     }
     partition_device& part = out.part;
     part.log_n = log_n;
-    part.a = out.fr_bufs[0].get(), part.b = out.fr_bufs[1].get(), part.c = out.fr_bufs[2].get();
+    if (!host.circuit) part.a = out.abc[0].get(), part.b = out.abc[1].get(), part.c = out.abc[2].get();
     part.inputs = z, part.n_inputs = host.n_inputs;
     part.aux = z + host.n_inputs, part.n_aux = host.n_aux;
     if (host.circuit) {
@@ -191,6 +192,20 @@ void free_after_compute(cz_context& ctx, partition_buffers& up) {
     }
     for (auto& b : up.fr_bufs) b.stream = ctx.stream;
     for (auto& b : up.flag_bufs) b.stream = ctx.stream;
+    for (auto& b : up.abc) b.stream = ctx.stream;
+}
+
+// a, b, c of `up` allocated on the main stream (a witness partition: the circuit fills them),
+// and freed there once H no longer needs them.
+void own_abc(cz_context& ctx, partition_buffers& up) {
+    const size_t n = 1ull << up.part.log_n;
+    if (up.abc.empty())
+        for (int i = 0; i < 3; i++) up.abc.emplace_back(n, ctx.stream);
+    up.part.a = up.abc[0].get(), up.part.b = up.abc[1].get(), up.part.c = up.abc[2].get();
+    up.part.release_abc = [&ctx, &up] {
+        for (auto& b : up.abc) b.stream = ctx.stream;
+        up.abc.clear();  // frees in the main stream's order, after H's kernels
+    };
 }
 
 // Uploads a partition from host memory and proves it: the upload under upload_lock, the
@@ -219,6 +234,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
     try {
+        own_abc(ctx, up);
         if (host.circuit) {  // a, b, c straight into H's buffers
             auto tr = std::chrono::steady_clock::now();
             r1cs_evaluate(ctx.stream, *host.circuit, up.part.inputs, up.part.a, up.part.b, up.part.c,
