@@ -51,7 +51,7 @@ from cuzk_plugin.engine.host_blocks import HostBlockPool
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
-from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
+from cuzk_plugin.engine.sched import JobGate, JobTicket, PrioritySemaphore, SlotPool, WorkerSlot, order_key
 from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
 from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
 from cuzk_plugin.engine.types import (
@@ -172,6 +172,9 @@ class Engine:
         #: they never wait for a long partition to leave it; bounded, so memory stays bounded too.
         self._critical_reserve = PrioritySemaphore(n_slots)
         self._synth_slots = PrioritySemaphore(config.parallel_synthesis())
+        #: [pipeline] synthesis_concurrency: jobs with partitions in synthesis at once (cuzk counts proofs).
+        self._synth_jobs = JobGate(config.pipeline.synthesis_concurrency)
+        self._synth_tickets: dict[Job, JobTicket] = {}
         self._own_pool = synthesis_pool is None
         # No more partitions synthesize at once than the slots and the window (with the CRITICAL
         # reserve) allow: the cores go to those, a witness split across its share of them.
@@ -476,6 +479,7 @@ class Engine:
         if not await self._plan(job):
             return
         assert job.plan is not None
+        self._synth_tickets[job] = self._synth_jobs.ticket(len(job.plan.tasks), exempt=job.priority >= Priority.CRITICAL)
         key_task = asyncio.create_task(self._warm_key(job))
         parts = [asyncio.create_task(self._run_partition(job, p, task, key_task)) for p, task in enumerate(job.plan.tasks)]
         try:
@@ -494,6 +498,8 @@ class Engine:
             if not isinstance(exc, (BackendError, SelfVerificationFailed)) and not _is_expected(exc):
                 log.exception("job %s: unexpected error", loggable(job.id))
             self._finish(job, JobStatus.FAILED, error=_describe(exc))
+        finally:
+            self._synth_tickets.pop(job).leave()
 
     @staticmethod
     def _cancel_all(parts: list[asyncio.Task], key_task: asyncio.Task) -> None:
@@ -532,6 +538,8 @@ class Engine:
             window.release()
 
     async def _synthesize(self, job: Job, p: int, task, okey: tuple) -> SharedPartition:
+        ticket = self._synth_tickets[job]
+        await ticket.enter(okey)
         await self._synth_slots.acquire(okey)
         try:
             t0 = time.perf_counter()
@@ -540,6 +548,7 @@ class Engine:
             t1 = time.perf_counter()
         finally:
             self._synth_slots.release()
+            ticket.partition_done()
         job.timings.synthesis_sum += shared.ref.seconds
         job.event("synthesis", p, f"synth/{shared.ref.pid}", t0, t1)
         self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
