@@ -200,7 +200,6 @@ class Engine:
         self._seq = itertools.count()
         self._counts = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 0, JobStatus.CANCELLED: 0}
         self._started = time.monotonic()
-        self._janitor: asyncio.Task | None = None
         self._planning_bytes = 0
         self._planning_changed = asyncio.Condition()
         #: CUZK_TIMING=1: per-partition and per-job timing lines on stderr, as cuzk prints them.
@@ -222,7 +221,6 @@ class Engine:
             # runs meanwhile, and a partition submitted before they are ready waits for one.
             warming = asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
             warming.add_done_callback(partial(_workers_ready, time.monotonic()))
-        self._janitor = asyncio.create_task(self._evict_idle_loop(), name="cuzk-srs-janitor")
 
     async def stop(self) -> None:
         """Cancel every unfinished job (killing key generations), then stop the workers; each
@@ -231,8 +229,6 @@ class Engine:
         tasks = [j.task for j in self._jobs.values() if j.task is not None and not j.task.done()]
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_WAIT_S)
-        if self._janitor:
-            self._janitor.cancel()
         loop = asyncio.get_running_loop()
         if self._own_pool:
             await loop.run_in_executor(self._io_threads, partial(self.pool.shutdown, STOP_WAIT_S))
@@ -247,12 +243,6 @@ class Engine:
             self.srs.close()
         else:
             log.warning("a backend call is still running after %.0fs; keys are left to the process exit", STOP_WAIT_S)
-
-    async def _evict_idle_loop(self) -> None:
-        period = max(0.5, min(self.config.memory.eviction_min_idle / 4, 30.0))
-        while True:
-            await asyncio.sleep(period)
-            self.srs.evict_idle()
 
     async def _blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._io_threads, partial(fn, *args))
@@ -780,8 +770,6 @@ class Engine:
             self.status()
         except Exception as exc:
             return f"status fails: {type(exc).__name__}: {exc}"
-        if self._janitor is not None and self._janitor.done():
-            return "the key janitor stopped"
         return None
 
     def metrics_text(self) -> str:
