@@ -532,11 +532,12 @@ class Engine:
         await ticket.enter(okey)
         await self._synth_slots.acquire(okey)
         try:
-            t0 = time.perf_counter()
+            t0 = job.synthesizing[p] = time.perf_counter()
             job.mark_started(t0)
             shared = await self.pool.run(task, self.host_blocks, job.circuit_id)
             t1 = time.perf_counter()
         finally:
+            job.synthesizing.pop(p, None)
             self._synth_slots.release()
             ticket.partition_done()
         job.timings.synthesis_sum += shared.ref.seconds
@@ -622,6 +623,7 @@ class Engine:
         lane = self._lane_by_name[slot.lane]
         for held in (slot, *beside):
             held.busy_job, held.busy_kind = job.id, job.kind.label
+            held.busy_partition, held.busy_since = p, time.perf_counter()
         self.srs.add_ref(job.circuit_id, slot.lane)
         fut: asyncio.Future | None = None
         try:
@@ -764,6 +766,10 @@ class Engine:
             memory_used_bytes=self.srs.used_bytes, memory_limit_bytes=self.srs.budget_bytes, backend=self.backend_summary,
         )
 
+    def active_jobs(self) -> list[Job]:
+        """Jobs queued or running, oldest first."""
+        return [j for j in self._jobs.values() if j.status in (JobStatus.QUEUED, JobStatus.RUNNING)]
+
     def health(self) -> str | None:
         """None when the engine can serve, else why not (for /healthz and the gRPC health service)."""
         try:
@@ -789,6 +795,7 @@ class Engine:
         m.memory_budget.set(st.memory_limit_bytes)
         m.uptime.set(st.uptime_s)
         m.gpu_workers.set(len(self.slots.slots))
+        m.busy_workers = sum(1 for s in self.slots.slots if s.busy_job)
         mapped, free, nbytes = self.host_blocks.stats()
         m.host_blocks.labels("mapped").set(mapped)
         m.host_blocks.labels("free").set(free)

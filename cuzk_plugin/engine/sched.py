@@ -124,6 +124,9 @@ class WorkerSlot:
     streak: int = 0
     busy_job: str = ""
     busy_kind: str = ""
+    #: The partition being proved and since when (perf_counter), for the status page.
+    busy_partition: int = -1
+    busy_since: float = 0.0
 
     @property
     def name(self) -> str:
@@ -197,6 +200,7 @@ class SlotPool:
 
     def release(self, slot: WorkerSlot) -> None:
         slot.busy_job = slot.busy_kind = ""
+        slot.busy_partition = -1
         self._free.append(slot)
         self._dispatch()
 

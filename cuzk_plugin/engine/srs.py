@@ -197,6 +197,13 @@ class SrsManager:
     def snapshot(self) -> list[SrsSnapshot]:
         return [SrsSnapshot(e.circuit_id, e.tier, e.size_bytes, e.ref_count) for e in self._entries.values()]
 
+    def allocations(self) -> list[tuple[str, int, float, bool]]:
+        """Loaded keys: (circuit id, bytes, seconds since last use, evictable now under pressure)."""
+        now = time.monotonic()
+        return [(e.circuit_id, e.warm_bytes + e.hot_bytes, now - e.last_used,
+                 e.ref_count == 0 and not e.loading and now - e.last_used >= self.min_idle_s)
+                for e in self._entries.values() if e.tier != COLD]
+
     def lanes_of(self, circuit_id: str) -> set[str]:
         """Lanes where the key is HOT."""
         entry = self._entries.get(circuit_id)
