@@ -66,7 +66,7 @@ from cuzk_plugin.engine.types import (
 )
 from cuzk_plugin.engine.workers import reclaim_stale_blocks, run_killable
 from cuzk_plugin.errors import BackendError, DeviceOutOfMemory, TransientBackendError
-from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
+from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs, filecoin_circuit, is_test_key_id
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.proof import Proof, encode_proofs
 from cuzk_plugin.groth16.prover import check_shapes
@@ -155,6 +155,15 @@ class Engine:
         #: Lanes of the first backend: a fallback backend's lanes take a partition only after
         #: it failed on every one of these.
         self._primary_lanes = frozenset(lane.name for lane in self.lanes if lane.backend is self.lanes[0].backend)
+        #: backend = "auto" found no GPU: every primary lane is a CPU device (PoCL or the cpu backend).
+        self.cpu_fallback = config.gpus.backend == "auto" and all(
+            lane.device.kind == "cpu" for lane in self.lanes if lane.name in self._primary_lanes)
+        if self.cpu_fallback:
+            self.backend_summary = f"CPU FALLBACK (no usable GPU; proving on the CPU): {self.backend_summary}"
+            log.warning("=" * 20 + " NO GPU: backend auto fell back to the CPU " + "=" * 20)
+            log.warning("%s. Filecoin jobs of sectors above %s bytes are refused ([gpus] "
+                        "cpu_fallback_max_sector_size); fix the CUDA library or driver, or set backend explicitly",
+                        self.backend_summary, f"{config.gpus.cpu_fallback_max_sector_size:,}")
         self._lane_strikes: dict[str, int] = {}
         #: Held while a partition that ran out of device memory gathers every worker of its lane.
         self._alone_on_lane = asyncio.Lock()
@@ -346,6 +355,7 @@ class Engine:
             problem = circuit_id_problem(plan.circuit_id)
             if problem:
                 raise CircuitUnavailable(f"the provider of {job.kind.name} named an invalid circuit: {problem}")
+            self._refuse_on_cpu_fallback(plan.circuit_id)
             job.planned_as(plan)
         except InvalidRequest as exc:
             job.plan_error = exc  # the caller gets INVALID_ARGUMENT; the request never becomes a job
@@ -369,6 +379,19 @@ class Engine:
         log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s; planned in %.3fs)",
                  loggable(job.id), job.kind.name, job.circuit_id, job.partitions, job.priority.name, plan_s)
         return True
+
+    def _refuse_on_cpu_fallback(self, circuit_id: str) -> None:
+        """On a CPU fallback, a Filecoin circuit of a sector above [gpus] cpu_fallback_max_sector_size
+        is refused at once: it would take minutes to hours and miss its deadline anyway."""
+        if not self.cpu_fallback:
+            return
+        circuit = filecoin_circuit(is_test_key_id(circuit_id) or circuit_id)
+        limit = self.config.gpus.cpu_fallback_max_sector_size
+        if circuit is not None and circuit.sector_size > limit:
+            raise CircuitUnavailable(
+                f"circuit {circuit_id}: refused on the CPU fallback (no usable GPU; {self.backend_summary}): a "
+                f"{circuit.size_name} sector is above [gpus] cpu_fallback_max_sector_size = {limit:,} bytes; "
+                "fix the GPU, or raise that key to prove it on the CPU anyway")
 
     def _remember(self, job: Job) -> None:
         self._jobs[job.id] = job
