@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None, *, default_config: Path = DEFAULT_CONFIG
         return 2
     configure_logging(args.log_level or config.logging.level, config.logging.format)
     log.info("%s", which)
+    from cuzk_plugin.filecoin.param_files import remember_checks_in
+
+    log.info("parameter file checks are remembered in %s", remember_checks_in(config.srs.state_path()))
     try:
         asyncio.run(run_daemon(config))
     except (CuzkError, OSError) as exc:

@@ -47,6 +47,7 @@ async def test_daemon_process_serves_and_stops(param_cache):
     sock = tmp / "cuzk.sock"
     config = tmp / "cuzk.toml"
     config.write_text(f'[daemon]\nlisten = "unix://{sock}"\nstatus_listen = ""\n[srs]\nparam_cache = "{param_cache}"\n'
+                      f'state_dir = "{tmp / "state"}"\n'
                       '[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n[memory]\npinned_budget = "1GiB"\n')
     proc = _daemon(config, "--log-level", "info")
     try:
@@ -59,6 +60,8 @@ async def test_daemon_process_serves_and_stops(param_cache):
         assert proc.wait(30) == 0
         log = proc.stdout.read()
         assert "pinned_budget is deprecated" in log and "serving on unix://" in log and "stopped" in log
+        assert f"config: {config} (-c)" in log  # which file it read
+        assert f"parameter file checks are remembered in {tmp / 'state' / 'param-checks.json'}" in log
         assert not sock.exists()  # the socket is removed on a clean stop
     finally:
         if proc.poll() is None:
