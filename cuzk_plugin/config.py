@@ -425,8 +425,8 @@ def check_environment(environ: dict[str, str] | os._Environ) -> None:
                 hint = f"; did you mean {ENV_PREFIX}{section.upper()}__{near.upper()}?" if near else ""
                 problems.append(f"{var}: [{section}] has no key {key!r}{hint}")
         elif any(rest.startswith(f"{sec}_") for sec in keys):
-            near = difflib.get_close_matches(var.upper(), env_names, n=1, cutoff=0.6)
-            hint = f"did you mean {near[0]}?" if near else "section and key are separated by two underscores"
+            close = difflib.get_close_matches(var.upper(), env_names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else "section and key are separated by two underscores"
             problems.append(f"{var}: not a setting ({hint})")
     if problems:
         raise ConfigError("environment: " + "; ".join(problems))

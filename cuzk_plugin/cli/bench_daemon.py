@@ -470,7 +470,7 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
             parser.error(problem)
         if proof_type(args) in ("wpost", "winning") and not args.randomness:
             args.randomness = ZERO_RANDOMNESS
-            print(f"cuzk-bench: warning: no --randomness; using 32 zero bytes (the vanilla proofs must have been made "
+            print("cuzk-bench: warning: no --randomness; using 32 zero bytes (the vanilla proofs must have been made "
                   "with the same randomness, or the proof fails)", file=sys.stderr)
         if args.verify_vk:
             from cuzk_plugin.formats.params import VerifyingKey

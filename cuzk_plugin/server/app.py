@@ -22,10 +22,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from cuzk_plugin.engine.engine import Engine
-from cuzk_plugin.server import convert
+from cuzk_plugin.server.cuzk_status import status_page
 from cuzk_plugin.server.proto import cuzk_pb2
 from cuzk_plugin.server.service import ProvingEngineService, method_handlers
-from cuzk_plugin.server.cuzk_status import status_page
 from cuzk_plugin.server.status_http import StatusHttpServer
 
 log = logging.getLogger(__name__)

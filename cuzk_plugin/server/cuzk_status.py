@@ -31,6 +31,7 @@ def _pipeline(engine: Engine, job: Job, now: float) -> dict[str, Any]:
     proved = {e.partition: e for e in job.events if e.stage == "gpu_finish"}
     on_gpu = {s.busy_partition: s.busy_since for s in engine.slots.slots if s.busy_job == job.id}
     parts = []
+    gpu_ms: int | None
     for p in range(job.partitions):
         if p in proved:
             state, gpu_ms = "done", int(proved[p].end_ms - min(e.start_ms for e in job.events
