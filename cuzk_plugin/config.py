@@ -9,6 +9,7 @@ accepted with a warning and ignored. ``cuzk-daemon --print-example-config`` (``c
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -20,7 +21,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from cuzk_plugin.errors import CuzkError
 
-__all__ = ["ConfigError", "Config", "load_config", "parse_size", "parse_duration", "DEPRECATED_KEYS"]
+__all__ = ["ConfigError", "Config", "load_config", "parse_size", "parse_duration", "DEPRECATED_KEYS", "IGNORED_KEYS",
+           "default_state_dir", "check_environment"]
 
 log = logging.getLogger("cuzk.config")
 ENV_PREFIX = "CUZK_"
@@ -40,10 +42,6 @@ IGNORED_KEYS: dict[tuple[str, str], str] = {
     ("pipeline", "max_gpu_queue_depth"): "[pipeline] synthesis_lookahead bounds the synthesized partitions waiting for a GPU",
 }
 
-#: cuzk's names for our keys: (section, cuzk key) -> our key in the same section.
-ALIASES: dict[tuple[str, str], str] = {
-    ("pipeline", "synthesis_concurrency"): "max_parallel_synthesis",
-}
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
                "t": 10**12, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -100,7 +98,7 @@ class _Section(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _cuzk_keys(cls, data: Any) -> Any:
-        """Accept cuzk's keys: deprecated and ineffective ones with a warning, aliases under our name."""
+        """Accept cuzk's keys: deprecated and ineffective ones with a warning."""
         if not isinstance(data, dict):
             return data
         section = cls.__name__.removesuffix("Config").lower()
@@ -113,12 +111,6 @@ class _Section(BaseModel):
             if sec == section and key in data:
                 data.pop(key)
                 log.warning("config [%s] %s (cuzk) has no effect here: %s", sec, key, hint)
-        for (sec, key), ours in ALIASES.items():
-            if sec == section and key in data:
-                value = data.pop(key)
-                if ours in data and data[ours] != value:
-                    raise ValueError(f"{key} = {value!r} (cuzk's name) contradicts {ours} = {data[ours]!r}; set one")
-                data[ours] = value
         return data
 
 
@@ -182,6 +174,19 @@ class SrsConfig(_Section):
     #: parameter files are missing; Filecoin's verifier rejects its proofs. false: such a job
     #: fails at once, naming the paths looked at (``param_cache``, then $FIL_PROOFS_PARAMETER_CACHE).
     allow_test_keys: bool = False
+    #: Where the daemon keeps what it learnt about files it does not own: the digest verdicts of
+    #: Filecoin's parameter files (so a read-only param cache is not hashed again on every start).
+    #: "": $XDG_STATE_HOME/cuzk-plugin, else ~/.local/state/cuzk-plugin.
+    state_dir: str = ""
+
+    def state_path(self) -> Path:
+        """state_dir, or its default when empty (expanded)."""
+        return Path(os.path.expanduser(self.state_dir)) if self.state_dir else default_state_dir()
+
+    @field_validator("state_dir")
+    @classmethod
+    def _check_state(cls, v: str) -> str:
+        return str(cls._check_cache(Path(v))) if v else v
 
     @field_validator("param_cache")
     @classmethod
@@ -189,10 +194,17 @@ class SrsConfig(_Section):
         resolved = Path(os.path.expanduser(v)).resolve()
         if resolved in _SYSTEM_DIRS:
             raise ValueError(f"{str(v)!r} is a system directory; give a directory of its own, "
-                             "e.g. /var/tmp/filecoin-proof-parameters")
+                             "e.g. /var/tmp/filecoin-proof-parameters or ~/.local/state/cuzk-plugin")
         if resolved.exists() and not resolved.is_dir():
             raise ValueError(f"{str(v)!r} exists and is not a directory")
         return v
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/cuzk-plugin``, else ``~/.local/state/cuzk-plugin`` (writable by the
+    daemon's user wherever the param cache is read-only)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "cuzk-plugin"
 
 
 class MemoryConfig(_Section):
@@ -257,6 +269,15 @@ class GpusConfig(_Section):
     fallback_backends: list[str] = Field(default_factory=list)
     #: Attempts per device for a transient backend fault (tenacity, exponential backoff).
     retry_attempts: int = Field(default=3, ge=1, le=20)
+    #: When backend = "auto" found no GPU and proves on the CPU (PoCL or the cpu backend),
+    #: Filecoin jobs of sectors larger than this are refused at once instead of taking minutes
+    #: to hours. Set it to "64GiB" to prove every size on the CPU anyway.
+    cpu_fallback_max_sector_size: int = 512 << 20
+
+    @field_validator("cpu_fallback_max_sector_size", mode="before")
+    @classmethod
+    def _fallback_size(cls, v: Any) -> int:
+        return parse_size(v)
 
     @field_validator("device_memory_limit", mode="before")
     @classmethod
@@ -297,8 +318,11 @@ class PipelineConfig(_Section):
     enabled: bool = True
     #: Synthesized partitions allowed to wait for the GPU (beyond one per GPU slot).
     synthesis_lookahead: int = Field(default=2, ge=0, le=1024)
-    #: Partitions synthesized at once (0: [synthesis] threads). cuzk's name: synthesis_concurrency.
+    #: Partitions synthesized at once, of all jobs together (0: [synthesis] threads).
     max_parallel_synthesis: int = Field(default=0, ge=0, le=1024)
+    #: Proofs (jobs) whose partitions are being synthesized at once, as cuzk counts it (0: no
+    #: limit). A WinningPoSt (CRITICAL) is never held back by it.
+    synthesis_concurrency: int = Field(default=0, ge=0, le=100_000)
 
 
 class LoggingConfig(_Section):
@@ -351,13 +375,15 @@ def _deep_merge(base: dict, extra: dict) -> dict:
     return out
 
 
-def load_config(path: str | os.PathLike | None = None, overrides: dict[str, dict[str, Any]] | None = None) -> Config:
+def load_config(path: str | os.PathLike | None = None, overrides: dict[str, dict[str, Any]] | None = None,
+                environ: dict[str, str] | None = None) -> Config:
     """Read ``path`` (TOML, optional), the environment and ``overrides`` ({section: {key: value}}).
 
-    Raises :class:`ConfigError` naming the section and key of any unknown key or bad value.
-    """
+    Raises :class:`ConfigError` naming the section and key of any unknown key or bad value, and
+    any ``CUZK_*`` variable that looks like a setting but names no section and key."""
     if path is not None and not Path(path).is_file():
         raise ConfigError(f"config file {path} does not exist")
+    check_environment(os.environ if environ is None else environ)
     class FileConfig(Config):
         model_config = SettingsConfigDict(**{**Config.model_config, "toml_file": None if path is None else Path(path)})
 
@@ -369,13 +395,63 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict[str, dict
         raise ConfigError(f"config {path}: {exc}") from None
 
 
+def section_keys() -> dict[str, list[str]]:
+    """Every key a section accepts: ours, then cuzk's deprecated and ineffective ones."""
+    out: dict[str, list[str]] = {}
+    for name, info in Config.model_fields.items():
+        section = info.annotation
+        keys = list(section.model_fields) if isinstance(section, type) and issubclass(section, BaseModel) else []
+        out[name] = keys + [k for (sec, k) in (*DEPRECATED_KEYS, *IGNORED_KEYS) if sec == name]
+    return out
+
+
+def _nearest(word: str, choices: list[str]) -> str | None:
+    close = difflib.get_close_matches(word.lower(), choices, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_environment(environ: dict[str, str] | os._Environ) -> None:
+    """Refuse ``CUZK_<SECTION>__<KEY>`` variables that name no section or key, and
+    ``CUZK_<SECTION>_<KEY>`` (one underscore) that was meant as one: ignoring them would run the
+    daemon on settings the operator did not choose. Other ``CUZK_*`` variables (CUZK_TIMING,
+    CUZK_OPENCL_DEVICE, ...) are process switches, not settings, and pass."""
+    keys = section_keys()
+    env_names = [f"{ENV_PREFIX}{sec.upper()}__{k.upper()}" for sec, ks in keys.items() for k in ks]
+    problems = []
+    for var in sorted(environ):
+        if not var.upper().startswith(ENV_PREFIX):
+            continue
+        rest = var[len(ENV_PREFIX):].lower()
+        if "__" in rest:
+            section, _, key = rest.partition("__")
+            if section not in keys:
+                near = _nearest(section, list(keys))
+                hint = f"; did you mean {ENV_PREFIX}{near.upper()}__{key.upper()}?" if near else ""
+                problems.append(f"{var}: no section [{section}] (sections: {', '.join(keys)}){hint}")
+            elif key.split("__")[0] not in keys[section]:
+                near = _nearest(key, keys[section])
+                hint = f"; did you mean {ENV_PREFIX}{section.upper()}__{near.upper()}?" if near else ""
+                problems.append(f"{var}: [{section}] has no key {key!r}{hint}")
+        elif any(rest.startswith(f"{sec}_") for sec in keys):
+            close = difflib.get_close_matches(var.upper(), env_names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else "section and key are separated by two underscores"
+            problems.append(f"{var}: not a setting ({hint})")
+    if problems:
+        raise ConfigError("environment: " + "; ".join(problems))
+
+
 def _explain(exc: ValidationError, path: Any) -> str:
     lines = []
+    keys = section_keys()
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         where = f"[{loc[0]}] {'.'.join(loc[1:])}" if len(loc) > 1 else f"[{loc[0]}]" if loc else "(top level)"
         if err["type"] == "extra_forbidden":
-            lines.append(f"{where}: unknown key (cuzk-daemon --print-example-config lists the valid ones)")
+            choices = keys.get(loc[0], []) if len(loc) > 1 else list(keys)
+            near = _nearest(loc[-1], choices) if loc else None
+            what = "unknown key" if len(loc) > 1 else "unknown section"
+            hint = f"did you mean {near!r}? " if near else ""
+            lines.append(f"{where}: {what} ({hint}cuzk-daemon --print-example-config lists the valid ones)")
         else:
             msg = err["msg"].removeprefix("Value error, ")
             got = err.get("input")

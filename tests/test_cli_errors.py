@@ -138,7 +138,7 @@ def test_http_addresses_and_preload_c():
 
 @pytest.mark.parametrize("argv, needle", [
     (["single", "-t", "wpost", "--randomness", "00" * 32], "-t wpost needs --vanilla FILE"),
-    (["single", "-t", "winning", "--vanilla", "f"], "-t winning needs --randomness"),
+    (["single", "-t", "windowpost"], "-t wpost needs --vanilla FILE"),  # cuzk-bench's alias; --randomness defaults to zeros
     (["single", "-t", "snap", "--vanilla", "f", "--comm-r-old", "11" * 32], "--comm-r-new and --comm-d-new"),
     (["batch", "-t", "porep"], "-t porep needs --c1"),
     (["single", "-t", "wpost", "--randomness", "abcd"], "expected 32 bytes"),

@@ -4,6 +4,7 @@ checked once, the pinned verifying key, test keys only when asked for."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 from pathlib import Path
 
@@ -197,3 +198,36 @@ def test_trust_params_skips_hashing_the_params_as_curio_does(fil_cache, monkeypa
     # never trusted for empty-sector-update files: the .params is hashed (and here refused)
     with pytest.raises(ParamsError, match=r"update-.*\.params: digest [0-9a-f]{32} is not Filecoin's 0{32}"):
         find_filecoin_params([fil_cache], "snap-2k").pinned_vk_bytes()
+
+
+def test_digest_reads_ahead_in_blocks_and_says_how_long_it_will_take(tmp_path, monkeypatch, caplog):
+    data = bytes(range(256)) * 4099  # ~1 MB, not a multiple of the block
+    path = tmp_path / "big.params"
+    path.write_bytes(data)
+    monkeypatch.setattr(pf, "ANNOUNCE_BYTES", 1 << 10)
+    with caplog.at_level(logging.INFO, logger=pf.__name__):
+        got = params_digest(path, block=4096, progress_every_s=0.0)
+    assert got == hashlib.blake2b(data).hexdigest()[:32]
+    lines = [r.getMessage() for r in caplog.records]
+    assert "about" in lines[0] and "s at" in lines[0] and "GB/s on one core" in lines[0]  # the estimate, first
+    assert any("% hashed" in m and "s left" in m for m in lines)  # progress
+    assert "hashed in" in lines[-1]
+    with pytest.raises(FileNotFoundError):  # named, never a hang
+        params_digest(tmp_path / "gone")
+
+
+def test_verdicts_live_in_the_state_directory_not_the_param_cache(fil_cache, monkeypatch, tmp_path):
+    calls = []
+    real = pf.params_digest
+    monkeypatch.setattr(pf, "params_digest", lambda p: calls.append(Path(p).suffix) or real(p))
+    state = tmp_path / "state"
+    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache())
+    store = pf.remember_checks_in(state)
+    before = sorted(p.name for p in fil_cache.iterdir())
+    find_filecoin_params([fil_cache], "porep-2k").pinned_vk_bytes()
+    assert sorted(calls) == [".params", ".vk"] and store.is_file() and store.parent == state
+    assert sorted(p.name for p in fil_cache.iterdir()) == before  # nothing written beside Filecoin's files
+    # the next start (a fresh process) reads the verdicts back: no hashing, whatever the cache's permissions
+    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache(store))
+    find_filecoin_params([fil_cache], "porep-2k").pinned_vk_bytes()
+    assert len(calls) == 2

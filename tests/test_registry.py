@@ -24,7 +24,9 @@ def test_auto_logs_choice_and_reasons(monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="cuzk_plugin.backends.registry"):
         backend = registry.get_backend("auto")
     assert backend.name == "cpu"
-    assert "chose 'cpu'" in caplog.text and "cuda unavailable: cuda is switched off" in caplog.text
+    (rec,) = [r for r in caplog.records if "auto" in r.getMessage()]
+    assert rec.levelno == logging.WARNING  # not CUDA: said loudly
+    assert "NOT CUDA, proving on 'cpu'" in rec.getMessage() and "cuda unavailable: cuda is switched off" in rec.getMessage()
 
 
 def test_unavailable_backend_says_why(monkeypatch):

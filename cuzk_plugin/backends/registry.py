@@ -52,17 +52,28 @@ def probe(name: str) -> str | None:
     return check() if check else None
 
 
+def auto_choice() -> tuple[str, list[str]]:
+    """What ``auto`` picks (the first of cuda, opencl, cpu that can run here) and why each one
+    before it cannot."""
+    reasons: list[str] = []
+    for candidate in AUTO_ORDER:
+        why = probe(candidate)
+        if why is None:
+            return candidate, reasons
+        reasons.append(f"{candidate} unavailable: {why}")
+    raise BackendUnavailable("no backend can run here: " + "; ".join(reasons))
+
+
 def get_backend(name: str = "auto", **options) -> Backend:
-    """Instantiate backend ``name`` ("auto" picks the first available of cuda, opencl, cpu)."""
+    """Instantiate backend ``name`` ("auto" picks the first available of cuda, opencl, cpu).
+    An ``auto`` that could not take CUDA says so in a WARNING with the reasons."""
     if name == "auto":
-        reasons: list[str] = []
-        for candidate in AUTO_ORDER:
-            why = probe(candidate)
-            if why is None:
-                log.info("backend auto: chose '%s'%s", candidate, f" ({'; '.join(reasons)})" if reasons else "")
-                return _load_class(candidate)(**options)
-            reasons.append(f"{candidate} unavailable: {why}")
-        raise BackendUnavailable("no backend can run here: " + "; ".join(reasons))
+        chosen, reasons = auto_choice()
+        if reasons:
+            log.warning("backend auto: NOT CUDA, proving on '%s' (%s)", chosen, "; ".join(reasons))
+        else:
+            log.info("backend auto: chose '%s'", chosen)
+        return _load_class(chosen)(**options)
     why = probe(name)
     if why is not None:
         raise BackendUnavailable(f"backend '{name}' cannot run here: {why}")

@@ -1,6 +1,7 @@
 """``cuzk-bench``: benchmark entry point. Each subcommand lives in its own module and
 registers itself through an ``add_*_command(subparsers)`` function: ``kernels`` (backend
-kernels), and the daemon commands (single, batch, status, metrics, preload, evict, demo).
+kernels), the daemon commands (single, batch, status, metrics, preload, evict, demo), and
+``gen-vanilla`` (PoSt and SnapDeals test inputs from the test sealers).
 
 Every failure ends in one line on stderr: exit 2 for a bad flag or input file, 1 when the
 daemon cannot be reached or answers with an error (or a proof fails)."""
@@ -11,8 +12,9 @@ import argparse
 import sys
 
 from cuzk_plugin.cli.bench_daemon import DEFAULT_ADDR, BenchInputError, add_daemon_commands, check_args
+from cuzk_plugin.cli.bench_gen_vanilla import add_gen_vanilla_command
 from cuzk_plugin.cli.bench_kernels import add_kernels_command
-from cuzk_plugin.cli.logs import configure_logging
+from cuzk_plugin.cli.logs import LOG_LEVELS, add_log_level_option, configure_logging
 
 EXIT_UNREACHABLE = 1
 EXIT_USAGE = 2
@@ -23,13 +25,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="cuzk-bench", description="cuzk-plugin benchmarks")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging (same as --log-level debug)")
+    add_log_level_option(parser, default=None, help=f"how much to log: {', '.join(LOG_LEVELS)} (default: warning)")
     parser.add_argument("-a", "--addr", default=DEFAULT_ADDR,
                         help=f"daemon address for the daemon commands, host:port, http://host:port or unix:///path "
                              f"(default {DEFAULT_ADDR}, from $CUZK_ADDR); also accepted after the subcommand")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_kernels_command(subparsers)
     add_daemon_commands(subparsers)
+    add_gen_vanilla_command(subparsers)
     return parser
 
 
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
-    configure_logging("debug" if args.verbose else "warning")
+    configure_logging("debug" if args.verbose else args.log_level or "warning")
     try:
         return int(args.handler(args) or 0)
     except grpc.RpcError as exc:

@@ -35,6 +35,11 @@ DEFAULT_ADDR = os.environ.get("CUZK_ADDR", "unix:///run/curio/cuzk.sock")
 TIER_NAMES = {0: "HOT", 1: "WARM", 2: "COLD"}
 #: -t values: cuzk-bench's (porep, snap, wpost, winning) and ours (synthetic, registered)
 PROOF_TYPES = ("porep", "snap", "wpost", "winning", "synthetic", "registered")
+#: cuzk-bench's other spellings of -t
+PROOF_TYPE_ALIASES = {"porep-c2": "porep", "seal-commit": "porep", "snap-deals": "snap", "update": "snap",
+                      "window-post": "wpost", "windowpost": "wpost", "winning-post": "winning", "winningpost": "winning"}
+#: --randomness when wpost/winning gives none (cuzk-bench's default): 32 zero bytes
+ZERO_RANDOMNESS = bytes(32)
 #: registered_proof when -t snap|wpost|winning is given without --registered-proof: the 32 GiB ones
 #: (update 3 StackedDrg32GiBV1; Window 13 StackedDrgWindow32GiBV1_1; Winning 3 StackedDrgWinning32GiBV1)
 DEFAULT_REGISTERED = {"snap": 3, "wpost": 13, "winning": 3}
@@ -68,6 +73,12 @@ def hex32(text: str) -> bytes:
     if len(value) != 32:
         raise argparse.ArgumentTypeError(f"expected 32 bytes (64 hex digits), got {len(value)}")
     return value
+
+
+def proof_type_name(text: str) -> str:
+    """-t as cuzk-bench takes it (case-insensitive, its aliases too) -> our canonical name."""
+    name = text.strip().lower()
+    return PROOF_TYPE_ALIASES.get(name, name)
 
 
 def read_vanilla(paths: list[str]) -> list[bytes]:
@@ -120,8 +131,6 @@ def check_request_args(args: argparse.Namespace) -> str | None:
         return f"-t {kind} needs --vanilla FILE (the vanilla proofs Curio sends)"
     if kind == "snap" and not (args.comm_r_old and args.comm_r_new and args.comm_d_new):
         return "-t snap needs --comm-r-old, --comm-r-new and --comm-d-new (32 bytes hex each)"
-    if kind in ("wpost", "winning") and not args.randomness:
-        return f"-t {kind} needs --randomness (32 bytes hex)"
     return None
 
 
@@ -374,8 +383,9 @@ def _common(p: argparse.ArgumentParser, *, addr: bool = True) -> None:
 
 
 def _proof_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--type", choices=PROOF_TYPES,
-                   help="proof type: porep, snap, wpost, winning (as cuzk-bench), synthetic (default) or registered; "
+    p.add_argument("-t", "--type", type=proof_type_name, choices=PROOF_TYPES, metavar="TYPE",
+                   help="proof type: porep, snap, wpost, winning (as cuzk-bench, with its aliases "
+                        f"{', '.join(PROOF_TYPE_ALIASES)}), synthetic (default) or registered; "
                         "implied by --c1 (porep) or --circuit (registered)")
     p.add_argument("--c1", help="porep: a C1 output JSON or Curio's envelope {SectorNum, Phase1Out, SectorSize}")
     p.add_argument("--vanilla", action="append", metavar="FILE",
@@ -386,7 +396,8 @@ def _proof_args(p: argparse.ArgumentParser) -> None:
                         "default: the 32 GiB one of the kind (snap 3, wpost 13, winning 3)")
     p.add_argument("--sector-num", "--sector", dest="sector", type=int, default=0, help="sector number (default 0)")
     p.add_argument("--miner-id", "--miner", dest="miner", type=int, default=1000, help="miner actor id (default 1000)")
-    p.add_argument("--randomness", type=hex32, metavar="HEX", help="wpost/winning: the 32-byte challenge randomness, hex")
+    p.add_argument("--randomness", type=hex32, metavar="HEX",
+                   help="wpost/winning: the 32-byte challenge randomness, hex (default: zeros, with a warning, as cuzk-bench)")
     p.add_argument("--partition-index", "--partition", dest="partition_index", type=int, default=0,
                    help="wpost: the partition index (default 0)")
     p.add_argument("--comm-r-old", type=hex32, metavar="HEX", help="snap: sector key commitment (32 bytes, hex)")
@@ -466,6 +477,17 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         problem = check_request_args(args)
         if problem:
             parser.error(problem)
+        if proof_type(args) in ("wpost", "winning") and not args.randomness:
+            args.randomness = ZERO_RANDOMNESS
+            print("cuzk-bench: warning: no --randomness; using 32 zero bytes (the vanilla proofs must have been made "
+                  "with the same randomness, or the proof fails)", file=sys.stderr)
+        if args.verify_vk:
+            from cuzk_plugin.formats.params import VerifyingKey
+
+            try:
+                VerifyingKey.load(args.verify_vk)
+            except (OSError, ValueError) as exc:
+                parser.error(f"--verify-vk {args.verify_vk}: {exc}")
         out_flag, out = ("--out", args.out) if args.command == "single" else ("--plot", args.plot)
         if out and not Path(out).parent.is_dir():
             parser.error(f"{out_flag} {out}: folder {Path(out).parent} does not exist")

@@ -1,6 +1,10 @@
 """`cuzk-daemon`: the proving daemon Curio talks to (cuzk.v1 over gRPC).
 
     cuzk-daemon [-c cuzk.toml] [-l unix:///run/curio/cuzk.sock | -l 0.0.0.0:9820] [--log-level info]
+    cuzk --config cuzk.toml       (the same daemon, as Curio's docs start cuzk)
+
+Without -c it reads /data/zk/cuzk.toml when that file exists (cuzk's default), else runs on
+the built-in defaults; the log says which.
 
 Start-up in order: read the config (file, CUZK_* variables, these flags), set up logging,
 start the engine (backend lanes, synthesis workers, key manager), then the gRPC server and
@@ -16,12 +20,15 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from cuzk_plugin.cli.logs import LOG_LEVELS, add_log_level_option, configure_logging
 from cuzk_plugin.config import Config, ConfigError, load_config
 from cuzk_plugin.errors import CuzkError
 
 log = logging.getLogger("cuzk.daemon")
+#: cuzk's default config path, read when -c is not given and the file exists.
+DEFAULT_CONFIG = Path("/data/zk/cuzk.toml")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     from cuzk_plugin import __version__
 
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("-c", "--config", help="TOML config file (--print-example-config shows every key); default: built-in defaults")
+    p.add_argument("-c", "--config", help=f"TOML config file (--print-example-config shows every key); default: "
+                                          f"{DEFAULT_CONFIG} when it exists, else built-in defaults")
     p.add_argument("--print-example-config", action="store_true",
                    help="print the example configuration (every key, explained) and exit")
     p.add_argument("--print-systemd-unit", action="store_true", help="print an example systemd unit and exit")
@@ -80,7 +88,16 @@ def deploy_file(name: str) -> str:
     return files("cuzk_plugin").joinpath("deploy", name).read_text()
 
 
-def main(argv: list[str] | None = None) -> int:
+def config_path(explicit: str | None, default: Path = DEFAULT_CONFIG) -> tuple[Path | None, str]:
+    """The config file to read (``-c``, else ``default`` when it exists, else none) and a line saying which."""
+    if explicit:
+        return Path(explicit), f"config: {explicit} (-c)"
+    if default.is_file():
+        return default, f"config: {default} (the default path; -c FILE reads another)"
+    return None, f"config: built-in defaults ({default} does not exist; -c FILE reads one)"
+
+
+def main(argv: list[str] | None = None, *, default_config: Path = DEFAULT_CONFIG) -> int:
     args = build_parser().parse_args(argv)
     if args.print_example_config or args.print_systemd_unit:
         name = "cuzk.example.toml" if args.print_example_config else "cuzk-daemon.service"
@@ -88,12 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     configure_logging(args.log_level or "info")  # config warnings show while the config loads
     overrides = {"daemon": {"listen": args.listen}} if args.listen else None
+    path, which = config_path(args.config, default_config)
     try:
-        config = load_config(args.config, overrides)
+        config = load_config(path, overrides)
     except ConfigError as exc:
         print(f"cuzk-daemon: {exc}", file=sys.stderr)
         return 2
     configure_logging(args.log_level or config.logging.level, config.logging.format)
+    log.info("%s", which)
+    from cuzk_plugin.filecoin.param_files import remember_checks_in
+
+    log.info("parameter file checks are remembered in %s", remember_checks_in(config.srs.state_path()))
     try:
         asyncio.run(run_daemon(config))
     except (CuzkError, OSError) as exc:

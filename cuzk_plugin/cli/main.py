@@ -8,6 +8,7 @@
     cuzk pce extract --circuit porep-32g|snap-32g|wpost-32g|winning-32g [--param-cache DIR] [--force]
     cuzk pce check --c1 c1.json [--param-cache DIR] [--backend cuda] [--partitions 0,3]
     cuzk demo [--log2 K] [--backend NAME]
+    cuzk --config cuzk.toml [-l ADDR] [--log-level L]   the proving daemon (as cuzk-daemon -c), as Curio runs cuzk
 """
 
 from __future__ import annotations
@@ -286,7 +287,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Flags that, with no subcommand, make ``cuzk`` the daemon (Curio's docs run ``cuzk --config FILE``).
+_DAEMON_FLAGS = ("-c", "--config")
+_SUBCOMMANDS = frozenset({"setup", "prove", "verify", "export-snarkjs", "params", "pce", "demo"})
+
+
+def wants_daemon(argv: list[str]) -> bool:
+    """True for ``cuzk --config FILE`` / ``cuzk -c FILE`` with no subcommand: cuzk's own binary is the daemon."""
+    return (any(a in _DAEMON_FLAGS or a.startswith("--config=") for a in argv)
+            and not any(a in _SUBCOMMANDS for a in argv))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if wants_daemon(argv):
+        from cuzk_plugin.cli.daemon import main as daemon_main
+
+        return daemon_main(argv)
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
     try:

@@ -54,7 +54,7 @@ from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
 from cuzk_plugin.engine.metrics import EngineMetrics
 from cuzk_plugin.engine.residency import ResidencyPlan, circuit_device_bytes
-from cuzk_plugin.engine.sched import PrioritySemaphore, SlotPool, WorkerSlot, order_key
+from cuzk_plugin.engine.sched import JobGate, JobTicket, PrioritySemaphore, SlotPool, WorkerSlot, order_key
 from cuzk_plugin.engine.srs import TIER_NAMES, SrsManager, SrsSnapshot
 from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisPool
 from cuzk_plugin.engine.types import (
@@ -69,7 +69,7 @@ from cuzk_plugin.engine.types import (
 )
 from cuzk_plugin.engine.workers import reclaim_stale_blocks, run_killable
 from cuzk_plugin.errors import BackendError, DeviceOutOfMemory, TransientBackendError
-from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
+from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs, filecoin_circuit, is_test_key_id
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import pce_path
@@ -164,6 +164,15 @@ class Engine:
         #: Lanes of the first backend: a fallback backend's lanes take a partition only after
         #: it failed on every one of these.
         self._primary_lanes = frozenset(lane.name for lane in self.lanes if lane.backend is self.lanes[0].backend)
+        #: backend = "auto" found no GPU: every primary lane is a CPU device (PoCL or the cpu backend).
+        self.cpu_fallback = config.gpus.backend == "auto" and all(
+            lane.device.kind == "cpu" for lane in self.lanes if lane.name in self._primary_lanes)
+        if self.cpu_fallback:
+            self.backend_summary = f"CPU FALLBACK (no usable GPU; proving on the CPU): {self.backend_summary}"
+            log.warning("=" * 20 + " NO GPU: backend auto fell back to the CPU " + "=" * 20)
+            log.warning("%s. Filecoin jobs of sectors above %s bytes are refused ([gpus] "
+                        "cpu_fallback_max_sector_size); fix the CUDA library or driver, or set backend explicitly",
+                        self.backend_summary, f"{config.gpus.cpu_fallback_max_sector_size:,}")
         self._lane_strikes: dict[str, int] = {}
         #: Held while a partition that ran out of device memory gathers every worker of its lane.
         self._alone_on_lane = asyncio.Lock()
@@ -181,6 +190,9 @@ class Engine:
         #: they never wait for a long partition to leave it; bounded, so memory stays bounded too.
         self._critical_reserve = PrioritySemaphore(n_slots)
         self._synth_slots = PrioritySemaphore(config.parallel_synthesis())
+        #: [pipeline] synthesis_concurrency: jobs with partitions in synthesis at once (cuzk counts proofs).
+        self._synth_jobs = JobGate(config.pipeline.synthesis_concurrency)
+        self._synth_tickets: dict[Job, JobTicket] = {}
         self._own_pool = synthesis_pool is None
         # No more partitions synthesize at once than the slots and the window (with the CRITICAL
         # reserve) allow: the cores go to those, a witness split across its share of them.
@@ -206,7 +218,6 @@ class Engine:
         self._seq = itertools.count()
         self._counts = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 0, JobStatus.CANCELLED: 0}
         self._started = time.monotonic()
-        self._janitor: asyncio.Task | None = None
         self._planning_bytes = 0
         self._planning_changed = asyncio.Condition()
         #: CUZK_TIMING=1: per-partition and per-job timing lines on stderr, as cuzk prints them.
@@ -228,7 +239,6 @@ class Engine:
             # runs meanwhile, and a partition submitted before they are ready waits for one.
             warming = asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
             warming.add_done_callback(partial(_workers_ready, time.monotonic()))
-        self._janitor = asyncio.create_task(self._evict_idle_loop(), name="cuzk-srs-janitor")
 
     async def stop(self) -> None:
         """Cancel every unfinished job (killing key generations), then stop the workers; each
@@ -237,8 +247,6 @@ class Engine:
         tasks = [j.task for j in self._jobs.values() if j.task is not None and not j.task.done()]
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_WAIT_S)
-        if self._janitor:
-            self._janitor.cancel()
         loop = asyncio.get_running_loop()
         if self._own_pool:
             await loop.run_in_executor(self._io_threads, partial(self.pool.shutdown, STOP_WAIT_S))
@@ -253,12 +261,6 @@ class Engine:
             self.srs.close()
         else:
             log.warning("a backend call is still running after %.0fs; keys are left to the process exit", STOP_WAIT_S)
-
-    async def _evict_idle_loop(self) -> None:
-        period = max(0.5, min(self.config.memory.eviction_min_idle / 4, 30.0))
-        while True:
-            await asyncio.sleep(period)
-            self.srs.evict_idle()
 
     async def _blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._io_threads, partial(fn, *args))
@@ -362,6 +364,7 @@ class Engine:
             problem = circuit_id_problem(plan.circuit_id)
             if problem:
                 raise CircuitUnavailable(f"the provider of {job.kind.name} named an invalid circuit: {problem}")
+            self._refuse_on_cpu_fallback(plan.circuit_id)
             job.planned_as(plan)
         except InvalidRequest as exc:
             job.plan_error = exc  # the caller gets INVALID_ARGUMENT; the request never becomes a job
@@ -385,6 +388,19 @@ class Engine:
         log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s; planned in %.3fs)",
                  loggable(job.id), job.kind.name, job.circuit_id, job.partitions, job.priority.name, plan_s)
         return True
+
+    def _refuse_on_cpu_fallback(self, circuit_id: str) -> None:
+        """On a CPU fallback, a Filecoin circuit of a sector above [gpus] cpu_fallback_max_sector_size
+        is refused at once: it would take minutes to hours and miss its deadline anyway."""
+        if not self.cpu_fallback:
+            return
+        circuit = filecoin_circuit(is_test_key_id(circuit_id) or circuit_id)
+        limit = self.config.gpus.cpu_fallback_max_sector_size
+        if circuit is not None and circuit.sector_size > limit:
+            raise CircuitUnavailable(
+                f"circuit {circuit_id}: refused on the CPU fallback (no usable GPU; {self.backend_summary}): a "
+                f"{circuit.size_name} sector is above [gpus] cpu_fallback_max_sector_size = {limit:,} bytes; "
+                "fix the GPU, or raise that key to prove it on the CPU anyway")
 
     def _remember(self, job: Job) -> None:
         self._jobs[job.id] = job
@@ -485,6 +501,7 @@ class Engine:
         if not await self._plan(job):
             return
         assert job.plan is not None
+        self._synth_tickets[job] = self._synth_jobs.ticket(len(job.plan.tasks), exempt=job.priority >= Priority.CRITICAL)
         key_task = asyncio.create_task(self._warm_key(job))
         parts = [asyncio.create_task(self._run_partition(job, p, task, key_task)) for p, task in enumerate(job.plan.tasks)]
         try:
@@ -503,6 +520,8 @@ class Engine:
             if not isinstance(exc, (BackendError, SelfVerificationFailed)) and not _is_expected(exc):
                 log.exception("job %s: unexpected error", loggable(job.id))
             self._finish(job, JobStatus.FAILED, error=_describe(exc))
+        finally:
+            self._synth_tickets.pop(job).leave()
 
     @staticmethod
     def _cancel_all(parts: list[asyncio.Task], key_task: asyncio.Task) -> None:
@@ -541,14 +560,18 @@ class Engine:
             window.release()
 
     async def _synthesize(self, job: Job, p: int, task, okey: tuple) -> SharedPartition:
+        ticket = self._synth_tickets[job]
+        await ticket.enter(okey)
         await self._synth_slots.acquire(okey)
         try:
-            t0 = time.perf_counter()
+            t0 = job.synthesizing[p] = time.perf_counter()
             job.mark_started(t0)
             shared = await self.pool.run(task, self.host_blocks, job.circuit_id)
             t1 = time.perf_counter()
         finally:
+            job.synthesizing.pop(p, None)
             self._synth_slots.release()
+            ticket.partition_done()
         job.timings.synthesis_sum += shared.ref.seconds
         job.event("synthesis", p, f"synth/{shared.ref.pid}", t0, t1)
         self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
@@ -632,6 +655,7 @@ class Engine:
         lane = self._lane_by_name[slot.lane]
         for held in (slot, *beside):
             held.busy_job, held.busy_kind = job.id, job.kind.label
+            held.busy_partition, held.busy_since = p, time.perf_counter()
         self.srs.add_ref(job.circuit_id, slot.lane)
         fut: asyncio.Future | None = None
         try:
@@ -786,14 +810,16 @@ class Engine:
             memory_used_bytes=self.srs.used_bytes, memory_limit_bytes=self.srs.budget_bytes, backend=self.backend_summary,
         )
 
+    def active_jobs(self) -> list[Job]:
+        """Jobs queued or running, oldest first."""
+        return [j for j in self._jobs.values() if j.status in (JobStatus.QUEUED, JobStatus.RUNNING)]
+
     def health(self) -> str | None:
         """None when the engine can serve, else why not (for /healthz and the gRPC health service)."""
         try:
             self.status()
         except Exception as exc:
             return f"status fails: {type(exc).__name__}: {exc}"
-        if self._janitor is not None and self._janitor.done():
-            return "the key janitor stopped"
         return None
 
     def metrics_text(self) -> str:
@@ -813,6 +839,7 @@ class Engine:
         m.memory_budget.set(st.memory_limit_bytes)
         m.uptime.set(st.uptime_s)
         m.gpu_workers.set(len(self.slots.slots))
+        m.busy_workers = sum(1 for s in self.slots.slots if s.busy_job)
         mapped, free, nbytes = self.host_blocks.stats()
         m.host_blocks.labels("mapped").set(mapped)
         m.host_blocks.labels("free").set(free)

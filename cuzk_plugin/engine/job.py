@@ -46,6 +46,8 @@ class Job:
     digest: bytes = b""
     partitions: int = 0
     circuit_id: str = ""
+    #: Partitions in synthesis now: partition -> when it started (perf_counter), for the status page.
+    synthesizing: dict[int, float] = field(default_factory=dict)
 
     @property
     def kind(self) -> ProofKind:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cuzk_plugin.backends.protocol import Backend, DeviceInfo, KeyStreaming
-from cuzk_plugin.backends.registry import get_backend
+from cuzk_plugin.backends.registry import auto_choice, get_backend
 from cuzk_plugin.config import Config, ConfigError
 from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import CircuitUnavailable
@@ -341,11 +341,12 @@ def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[
     visible CUDA device, every OpenCL GPU."""
     chosen = []
     if backends is None:
+        reasons = auto_choice()[1] if config.gpus.backend == "auto" else []
         backends = [get_backend(config.gpus.backend)]
         every_device = getattr(backends[0], "every_device", None)
         if callable(every_device):  # a backend instance that drives one device (OpenCL): all of them
             backends[0] = every_device()
-        chosen.append(f"backend '{config.gpus.backend}' -> {backends[0].name}")
+        chosen.append(f"backend '{config.gpus.backend}' -> {backends[0].name}" + (f" ({'; '.join(reasons)})" if reasons else ""))
         for name in config.gpus.fallback_backends:
             backends.append(get_backend(name))
             chosen.append(f"fallback {name}")

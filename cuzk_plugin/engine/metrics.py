@@ -4,9 +4,10 @@ Besides our own names, the text carries the reference daemon's names so that das
 for cuzk keep working: ``cuzk_proofs_completed_total``, ``cuzk_proofs_failed_total``,
 ``cuzk_uptime_seconds``, ``cuzk_queue_depth``, ``cuzk_proofs_completed{proof_kind}``,
 ``cuzk_proofs_failed{proof_kind}``, ``cuzk_proof_duration_seconds`` (a summary: ``_count`` and
-``_sum`` by proof_kind, over finished jobs), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``.
-They are derived at scrape time from our counters, so the two sets never disagree. The
-proof_kind values are ours (``porep``, ``snap``, ``window_post``, ``winning_post``, ...).
+``_sum`` by proof_kind, over finished jobs), ``cuzk_running_jobs`` (GPU workers proving now, as
+cuzk counts it) and ``cuzk_gpu_workers``. They are derived at scrape time from our counters, so
+the two sets never disagree. The proof_kind values are cuzk's (``porep_c2``, ``snap_update``,
+``window_post``, ``winning_post``), then ours (``synthetic``, ``registered``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class EngineMetrics:
         self.refused = Counter("cuzk_requests_refused", "Requests refused, by RPC and gRPC status code", ["rpc", "code"],
                                registry=r)
         self.gpu_workers = Gauge("cuzk_gpu_workers", "Number of GPU workers (worker slots)", registry=r)  # the reference's name
+        #: GPU workers proving at the last scrape (cuzk_running_jobs, as cuzk counts it).
+        self.busy_workers = 0
         self.lane_failures = Counter("cuzk_lane_partition_failures", "Partitions a lane gave up on (faults past the retries)",
                                      ["lane"], registry=r)
         # Per lane (device), refreshed at scrape time.
@@ -82,8 +85,8 @@ class EngineMetrics:
     def text(self) -> str:
         return generate_latest(self.registry).decode() + self.reference_names_text()
 
-    def reference_names_text(self) -> str:
-        """The reference daemon's metric names, from our counters (Prometheus text format 0.0.4)."""
+    def finished_by_kind(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(completed, failed) job counts by proof kind label."""
         done: dict[str, float] = defaultdict(float)
         failed: dict[str, float] = defaultdict(float)
         for family in self.jobs.collect():
@@ -92,6 +95,11 @@ class EngineMetrics:
                     target = done if s.labels["status"] == "completed" else failed if s.labels["status"] == "failed" else None
                     if target is not None:
                         target[s.labels["kind"]] += s.value
+        return done, failed
+
+    def reference_names_text(self) -> str:
+        """The reference daemon's metric names, from our counters (Prometheus text format 0.0.4)."""
+        done, failed = self.finished_by_kind()
         durations: dict[str, dict[str, float]] = defaultdict(dict)
         for family in self.job_seconds.collect():
             for s in family.samples:
@@ -127,6 +135,6 @@ class EngineMetrics:
         for kind, d in sorted(durations.items()):
             out += [f'cuzk_proof_duration_seconds_count{{proof_kind="{kind}"}} {num(d.get("count", 0))}',
                     f'cuzk_proof_duration_seconds_sum{{proof_kind="{kind}"}} {d.get("sum", 0.0):.3f}']
-        out += ["# HELP cuzk_running_jobs Jobs in progress", "# TYPE cuzk_running_jobs gauge",
-                f"cuzk_running_jobs {num(states['in_progress'])}"]
+        out += ["# HELP cuzk_running_jobs GPU workers proving a partition now (cuzk's meaning)",
+                "# TYPE cuzk_running_jobs gauge", f"cuzk_running_jobs {self.busy_workers}"]
         return "\n".join(out) + "\n"

@@ -66,6 +66,53 @@ class PrioritySemaphore:
                 waiter.future.set_result(None)
 
 
+class JobGate:
+    """At most ``limit`` jobs in a stage at once, whatever their partition count (cuzk's
+    ``synthesis_concurrency`` counts proofs, not partitions); 0: no limit. A job enters with
+    its first partition and leaves with its last, or when it ends."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._sem = PrioritySemaphore(limit) if limit else None
+
+    def ticket(self, partitions: int, *, exempt: bool = False) -> JobTicket:
+        """A job's pass; ``exempt`` (a CRITICAL job) enters without waiting, and still counts."""
+        return JobTicket(self._sem, partitions, exempt)
+
+
+class JobTicket:
+    """One job's pass through a :class:`JobGate`."""
+
+    def __init__(self, sem: PrioritySemaphore | None, partitions: int, exempt: bool):
+        self._sem = sem
+        self._left = partitions
+        self._exempt = exempt
+        self._held = False
+        self._entering = asyncio.Lock()
+
+    async def enter(self, key: tuple) -> None:
+        """Wait (in ``key`` order) until the job may start a partition; at once after its first."""
+        if self._sem is None or self._held:
+            return
+        async with self._entering:
+            if not self._held and self._left > 0:
+                await self._sem.acquire(key, bypass=self._exempt)
+                self._held = True
+
+    def partition_done(self) -> None:
+        """One partition left the stage; the last one takes the job out of the gate."""
+        self._left -= 1
+        if self._left <= 0:
+            self.leave()
+
+    def leave(self) -> None:
+        if self._held:
+            self._held = False
+            self._left = 0
+            assert self._sem is not None
+            self._sem.release()
+
+
 @dataclass
 class WorkerSlot:
     """One GPU worker: a (backend, device) lane and the worker's index on it."""
@@ -77,6 +124,9 @@ class WorkerSlot:
     streak: int = 0
     busy_job: str = ""
     busy_kind: str = ""
+    #: The partition being proved and since when (perf_counter), for the status page.
+    busy_partition: int = -1
+    busy_since: float = 0.0
 
     @property
     def name(self) -> str:
@@ -150,6 +200,7 @@ class SlotPool:
 
     def release(self, slot: WorkerSlot) -> None:
         slot.busy_job = slot.busy_kind = ""
+        slot.busy_partition = -1
         self._free.append(slot)
         self._dispatch()
 

@@ -7,9 +7,10 @@
 Keys load on demand (the first partition that needs one waits for it, concurrent callers
 share one load) or on PreloadSRS. Every loaded byte counts against one budget
 ([memory] total_budget - safety_margin): WARM keys by their file size, HOT handles by their
-``nbytes``. A load that would exceed it first evicts idle keys (ref count 0), least recently
-used first; idle keys are also evicted after [memory] eviction_min_idle. EvictSRS releases the
-handles and drops the mapping, so the memory really goes.
+``nbytes``. Keys stay loaded (a PoSt key is there when its deadline comes): only a load that
+would exceed the budget evicts, and only keys idle (ref count 0) for at least [memory]
+eviction_min_idle, least recently used first, as cuzk does; until one is, the load waits.
+EvictSRS releases the handles and drops the mapping, so the memory really goes.
 
 Each lane holds its own copy of a key's resident part, so a key HOT on two lanes counts twice;
 the page-locked host copy that lanes stream the rest from is one per key and counts once.
@@ -27,6 +28,7 @@ checks a proof only against the file that made it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hashlib
 import json
@@ -204,6 +206,13 @@ class SrsManager:
     def snapshot(self) -> list[SrsSnapshot]:
         return [SrsSnapshot(e.circuit_id, e.tier, e.size_bytes, e.ref_count) for e in self._entries.values()]
 
+    def allocations(self) -> list[tuple[str, int, float, bool]]:
+        """Loaded keys: (circuit id, bytes, seconds since last use, evictable now under pressure)."""
+        now = time.monotonic()
+        return [(e.circuit_id, e.warm_bytes + e.hot_bytes, now - e.last_used,
+                 e.ref_count == 0 and not e.loading and now - e.last_used >= self.min_idle_s)
+                for e in self._entries.values() if e.tier != COLD]
+
     def lanes_of(self, circuit_id: str) -> set[str]:
         """Lanes where the key is HOT."""
         entry = self._entries.get(circuit_id)
@@ -317,10 +326,11 @@ class SrsManager:
 
     # -- eviction --------------------------------------------------------------------------
     async def _make_room(self, need: int, keep: str, lane: str = "") -> None:
-        """Evict until ``need`` more bytes fit, else wait for a key or a copy to go idle.
+        """Evict until ``need`` more bytes fit, else wait for a key or a copy to go idle long enough.
 
-        Candidates, least recently used first: an idle key as a whole (not ``keep``), an idle
-        copy of a key still in use elsewhere; ``keep``'s own idle copies on other lanes last."""
+        Candidates, least recently used first, each idle for at least ``min_idle_s``: an idle key
+        as a whole (not ``keep``), an idle copy of a key still in use elsewhere; ``keep``'s own
+        idle copies on other lanes last."""
         if need > self.budget_bytes:
             raise SrsBudgetExceeded(
                 f"key of '{keep}' needs {need:,} bytes, more than the whole budget of {self.budget_bytes:,} "
@@ -336,17 +346,24 @@ class SrsManager:
                     continue
                 candidates += [(e.circuit_id == keep, e.lane_used.get(ln, e.last_used), e, ln)
                                for ln in e.idle_copies() if ln != lane]
-            if candidates:
-                _, _, victim, on = min(candidates, key=lambda c: (c[0], c[1]))
+            now = time.monotonic()
+            ripe = [c for c in candidates if now - c[1] >= self.min_idle_s]
+            if ripe:
+                _, last, victim, on = min(ripe, key=lambda c: (c[0], c[1]))
                 freed = self._drop_copy(victim, on) if on else self._drop(victim)
-                log.info("srs %s: evicted%s to make room for '%s'%s (%.1f MB freed, %.1f MB needed)", victim.circuit_id,
-                         f" from {on}" if on else "", keep, f" on {lane}" if lane else "", freed / 1e6, need / 1e6)
+                log.info("srs %s: evicted%s (idle %.0fs) to make room for '%s'%s (%.1f MB freed, %.1f MB needed)",
+                         victim.circuit_id, f" from {on}" if on else "", now - last, keep, f" on {lane}" if lane else "",
+                         freed / 1e6, need / 1e6)
                 continue
-            log.info("srs: '%s'%s waits for a key to go idle (need %.1f MB, %.1f of %.1f MB in use, %.1f MB loading)",
-                     keep, f" on {lane}" if lane else "", need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6,
-                     self._reserved / 1e6)
+            # Wake when a key is released, or when the first idle one reaches min_idle_s.
+            until = min((self.min_idle_s - (now - c[1]) for c in candidates), default=None)
+            log.info("srs: '%s'%s waits for a key to go idle%s (need %.1f MB, %.1f of %.1f MB in use, %.1f MB loading)",
+                     keep, f" on {lane}" if lane else "",
+                     f" ([memory] eviction_min_idle: {until:.0f}s more)" if until is not None else "",
+                     need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6, self._reserved / 1e6)
             async with self._changed:
-                await self._changed.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), until)
 
     def _drop_copy(self, entry: SrsEntry, lane: str) -> int:
         """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay)."""
@@ -383,18 +400,6 @@ class SrsManager:
         log.info("srs %s: evicted (%.1f MB freed)", circuit_id, freed / 1e6)
         await self._notify()
         return True, freed
-
-    def evict_idle(self) -> list[str]:
-        """Drop keys unused for at least ``min_idle_s`` (run periodically)."""
-        now = time.monotonic()
-        gone = []
-        for entry in self._entries.values():
-            if (entry.ref_count == 0 and not entry.loading and entry.tier != COLD and now - entry.last_used >= self.min_idle_s
-                    and not entry.load_lock.locked()):
-                freed = self._drop(entry)
-                gone.append(entry.circuit_id)
-                log.info("srs %s: idle %.0fs, evicted (%.1f MB freed)", entry.circuit_id, now - entry.last_used, freed / 1e6)
-        return gone
 
     def close(self) -> None:
         for entry in self._entries.values():

@@ -55,14 +55,15 @@ class ProofKind(enum.IntEnum):
 
     @property
     def label(self) -> str:
-        """Short name used in queues, metrics and logs."""
+        """Short name used in queues, metrics and logs: cuzk's ``proof_kind`` label values for
+        its four kinds, so dashboards made for cuzk read ours."""
         return _KIND_LABELS[self]
 
 
 _KIND_LABELS = {
     ProofKind.UNSPECIFIED: "unspecified",
-    ProofKind.POREP_SEAL_COMMIT: "porep",
-    ProofKind.SNAP_DEALS_UPDATE: "snap",
+    ProofKind.POREP_SEAL_COMMIT: "porep_c2",
+    ProofKind.SNAP_DEALS_UPDATE: "snap_update",
     ProofKind.WINDOW_POST_PARTITION: "window_post",
     ProofKind.WINNING_POST: "winning_post",
     ProofKind.REGISTERED_CIRCUIT: "registered",

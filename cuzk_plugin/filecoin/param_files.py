@@ -6,9 +6,12 @@ Facts (shared/specs/params-files-facts.md): a circuit's files are
 ``FIL_PROOFS_PARAMETER_CACHE`` (default ``/var/tmp/filecoin-proof-parameters``); every PoRep API
 version of one sector size (V1, V1_1, SyntheticPoRep, NI-PoRep) shares one file; Filecoin's
 manifest gives each file a digest, the first 32 hex characters of BLAKE2b-512 over the file.
-Each file is hashed once (the verdict is cached by file identity, in memory and in our param
-cache); ``TRUST_PARAMS=1`` skips hashing a .params that has its .vk beside it, as Curio's fetcher
-does (never the empty-sector-update ones).
+Each file is hashed once (the verdict is cached by file identity, in memory and in the daemon's
+state directory, ``[srs] state_dir``, so a read-only param cache is not hashed again on every
+start); the file is read ahead on a thread while BLAKE2b runs (the digest is one sequential
+stream, so the disk and the core work side by side), and the log says up front about how long it
+will take, then its progress. ``TRUST_PARAMS=1`` skips hashing a .params that has its .vk beside
+it, as Curio's fetcher does (never the empty-sector-update ones).
 
 Engine circuit ids: ``porep-<size>``, ``wpost-<size>``, ``winning-<size>``, ``snap-<size>``
 (and ``snap-poseidon-<size>``, a variant Filecoin publishes but does not use), size one of
@@ -26,8 +29,10 @@ import hashlib
 import json
 import logging
 import os
+import queue
 import struct
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +44,7 @@ __all__ = [
     "FILECOIN_CIRCUITS", "filecoin_circuit", "circuit_for_seal_proof", "circuit_for_post_proof",
     "circuit_for_update_proof", "circuit_for_proof_name", "filecoin_cache_dirs", "find_filecoin_params", "expected_paths",
     "test_key_id", "test_key_path", "is_test_key_id", "params_digest", "vk_file_size", "VerdictCache",
+    "PARAM_CHECKS_FILE", "remember_checks_in",
 ]
 
 log = logging.getLogger(__name__)
@@ -55,6 +61,13 @@ _TREE = {2 << 10: "8-0-0", 8 << 20: "8-0-0", 512 << 20: "8-0-0", 32 << 30: "8-8-
 #: Window PoSt sectors per partition (filecoin-proofs WINDOW_POST_SECTOR_COUNT)
 _WINDOW_SECTORS = {2 << 10: 2, 8 << 20: 2, 512 << 20: 2, 32 << 30: 2349, 64 << 30: 2300}
 _TEST_SUFFIX = "-test-key"
+#: The verdict store's name inside [srs] state_dir.
+PARAM_CHECKS_FILE = "param-checks.json"
+#: Blocks the digest reads at a time, and how many wait read ahead of the hashing.
+DIGEST_BLOCK = 16 << 20
+_READ_AHEAD = 4
+#: Files from this size on are hashed with an up-front estimate and progress lines.
+ANNOUNCE_BYTES = 256 << 20
 _VK_HEAD = 864 + 4  # alpha..delta_g2 uncompressed, then the u32 ic count
 
 #: Filecoin's manifest (parameters.json): file stem -> (.params digest, .vk digest)
@@ -266,12 +279,55 @@ def find_filecoin_params(cache_dirs: list[Path], circuit_id: str, *, verdict_sto
 
 
 # -- checks -------------------------------------------------------------------------------------------
-def params_digest(path: Path) -> str:
-    """Filecoin's digest of a file: the first 32 hex characters of BLAKE2b-512 over all of it."""
+def _hash_rate() -> float:
+    """Bytes a second BLAKE2b takes on this core (32 MiB of zeros, ~30 ms): the up-front estimate."""
+    buf = bytes(32 << 20)
+    t0 = time.perf_counter()
+    hashlib.blake2b(buf).digest()
+    return len(buf) / max(time.perf_counter() - t0, 1e-6)
+
+
+def _read_ahead(path: Path, block: int, blocks: queue.Queue) -> None:
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(block):
+                blocks.put(chunk)
+        blocks.put(None)
+    except BaseException as exc:  # handed to the hashing thread, which raises it
+        blocks.put(exc)
+
+
+def params_digest(path: Path, *, block: int = DIGEST_BLOCK, progress_every_s: float = 10.0) -> str:
+    """Filecoin's digest of a file: the first 32 hex characters of BLAKE2b-512 over all of it.
+
+    A thread reads ahead while this one hashes (BLAKE2b releases the GIL on large blocks), so a
+    44 GiB file costs max(read, hash), not their sum. Files of ANNOUNCE_BYTES and more are
+    announced with an estimate and then logged every ``progress_every_s``."""
+    path = Path(path)
+    size = path.stat().st_size
+    loud = size >= ANNOUNCE_BYTES
+    t0 = time.perf_counter()
+    if loud:
+        rate = _hash_rate()
+        log.info("param files: hashing %s (%.1f GB) against Filecoin's digest: about %.0f s at %.1f GB/s on one core "
+                 "(longer if the disk is slower); once, the verdict is kept", path.name, size / 1e9, size / rate, rate / 1e9)
+    blocks: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
+    threading.Thread(target=_read_ahead, args=(path, block, blocks), name="cuzk-digest-read", daemon=True).start()
     h = hashlib.blake2b()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 24):
-            h.update(block)
+    done, next_report = 0, t0 + progress_every_s
+    while (chunk := blocks.get()) is not None:
+        if isinstance(chunk, BaseException):
+            raise chunk
+        h.update(chunk)
+        done += len(chunk)
+        now = time.perf_counter()
+        if loud and now >= next_report and done < size:
+            speed = done / (now - t0)
+            log.info("param files: %s: %.0f%% hashed (%.1f of %.1f GB, %.2f GB/s, about %.0f s left)", path.name,
+                     100 * done / size, done / 1e9, size / 1e9, speed / 1e9, (size - done) / speed)
+            next_report = now + progress_every_s
+    if loud:
+        log.info("param files: %s hashed in %.1f s", path.name, time.perf_counter() - t0)
     return h.hexdigest()[:32]
 
 
@@ -300,12 +356,15 @@ def params_layout_size(path: Path) -> tuple[int, int]:
 
 class VerdictCache:
     """Verdicts of file checks keyed by the file's identity (device, inode, size, mtime), kept in
-    memory and, when ``store`` is given, in a JSON file there (so a restart does not hash 44 GiB
-    again). A changed file has a new identity and is checked again."""
+    memory and in a JSON file: the ``store`` a caller names, else this cache's own ``store`` (the
+    daemon's ``[srs] state_dir``), so a restart does not hash 44 GiB again. A changed file has a
+    new identity and is checked again."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Path | None = None) -> None:
         self._memory: dict[str, str] = {}
         self._lock = threading.Lock()
+        #: Where verdicts persist when a caller names no store (None: this process only).
+        self.store = store
 
     @staticmethod
     def _key(path: Path, what: str) -> str:
@@ -313,6 +372,7 @@ class VerdictCache:
         return f"{what}:{os.path.realpath(path)}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
     def get(self, path: Path, what: str, store: Path | None) -> str | None:
+        store = store or self.store
         key = self._key(path, what)
         with self._lock:
             if key in self._memory:
@@ -326,6 +386,7 @@ class VerdictCache:
         return None
 
     def put(self, path: Path, what: str, value: str, store: Path | None) -> None:
+        store = store or self.store
         key = self._key(path, what)
         with self._lock:
             self._memory[key] = value
@@ -337,8 +398,9 @@ class VerdictCache:
                     tmp = store.with_name(f".{store.name}.{os.getpid()}.tmp")
                     tmp.write_text(json.dumps(data, indent=0, sort_keys=True))
                     os.replace(tmp, store)
-                except OSError as exc:  # a read-only cache: the verdict stays in memory
-                    log.warning("param files: cannot record a check in %s (%s)", store, exc)
+                except OSError as exc:  # an unwritable state directory: the verdict stays in memory
+                    log.warning("param files: cannot record a check in %s (%s); [srs] state_dir names a writable "
+                                "directory", store, exc)
 
 
 def _read_store(store: Path) -> dict:
@@ -351,6 +413,12 @@ def _read_store(store: Path) -> dict:
 
 #: One per process: each file is checked once while it stays the same file.
 VERDICTS = VerdictCache()
+
+
+def remember_checks_in(state_dir: Path) -> Path:
+    """Keep this process's verdicts in ``state_dir`` (the daemon's [srs] state_dir); the file's path."""
+    VERDICTS.store = Path(state_dir) / PARAM_CHECKS_FILE
+    return VERDICTS.store
 
 
 @dataclass(frozen=True)
@@ -397,7 +465,6 @@ class ParamFiles:
         if got is None:
             if not compute:
                 return
-            log.info("param files: checking the digest of %s (once; %.1f GB)", path.name, path.stat().st_size / 1e9)
             got = params_digest(path)
             VERDICTS.put(path, "blake2b", got, self.verdict_store)
         if got != want:

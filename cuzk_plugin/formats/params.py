@@ -135,6 +135,10 @@ class VerifyingKey:
                 raise ParamsError(f"{path}: {len(head)} bytes, too short for a verifying key")
             (n_ic,) = struct.unpack_from(">I", head, VK_BYTES)
             total = VK_BYTES + 4 + n_ic * G1_UNCOMPRESSED
+            size = os.fstat(fh.fileno()).st_size
+            if total > size:  # checked before reading: a text file's "ic count" may ask for gigabytes
+                raise ParamsError(f"{path}: not a verifying key (its ic count {n_ic:,} needs {total:,} bytes, "
+                                  f"the file has {size:,})")
             data = head + fh.read(total - len(head))
         exact = path.suffix == ".vk"
         if exact and path.stat().st_size != total:

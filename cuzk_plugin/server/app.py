@@ -22,7 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from cuzk_plugin.engine.engine import Engine
-from cuzk_plugin.server import convert
+from cuzk_plugin.server.cuzk_status import status_page
 from cuzk_plugin.server.proto import cuzk_pb2
 from cuzk_plugin.server.service import ProvingEngineService, method_handlers
 from cuzk_plugin.server.status_http import StatusHttpServer
@@ -209,7 +209,7 @@ async def start_server(engine: Engine, listen: str | list[str], status_listen: s
     status_http = None
     if status_listen:
         host, _, sport = status_listen.rpartition(":")
-        status_http = StatusHttpServer(lambda: convert.status_to_json(engine.status()), engine.metrics_text, engine.health)
+        status_http = StatusHttpServer(lambda: status_page(engine), engine.metrics_text, engine.health)
         await status_http.start(host.strip("[]") or "0.0.0.0", int(sport))
     log.info("cuzk.v1 ProvingEngine serving on %s (pid %d, messages up to %d MiB)",
              ", ".join(addresses), os.getpid(), MAX_MESSAGE_BYTES >> 20)

@@ -1,6 +1,8 @@
 """A minimal HTTP endpoint beside gRPC: ``GET /status`` (JSON), ``GET /metrics`` (Prometheus
 text) and ``GET /healthz`` (200 "ok", or 503 with the reason when the engine cannot serve).
-Plain asyncio streams: one request per connection, GET only."""
+Plain asyncio streams: one request per connection, GET only. Every answer carries
+``Access-Control-Allow-Origin: *``, as cuzk's does, so a browser dashboard on another origin
+can poll it (the pages only report; nothing here changes state)."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ class StatusHttpServer:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error",
                   503: "Service Unavailable"}[code]
         writer.write(f"HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                     "Connection: close\r\n\r\n".encode() + body)
+                     "Access-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n".encode() + body)
         try:
             await writer.drain()
         finally:

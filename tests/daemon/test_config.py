@@ -49,7 +49,7 @@ def test_file_env_and_override_precedence(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("text, expect", [
     ("[daemon]\nlisten_addr = 'x'\n", "[daemon] listen_addr: unknown key"),
-    ("[gpu]\ndevices = []\n", "[gpu]: unknown key"),
+    ("[gpu]\ndevices = []\n", "[gpu]: unknown section"),
     ("[memory]\ntotal_budget = 'lots'\n", "[memory] total_budget"),
     ("[memory]\neviction_min_idle = 'soon'\n", "[memory] eviction_min_idle"),
     ("[gpus]\ngpu_workers_per_device = 0\n", "[gpus] gpu_workers_per_device"),

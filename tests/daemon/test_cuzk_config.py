@@ -81,7 +81,7 @@ def test_cuzk_example_values_map_onto_ours(tmp_path):
     assert c.gpus.devices == [] and c.gpus.gpu_threads == 32 and c.gpus.gpu_workers_per_device == 2
     assert (c.scheduler.max_batch_size, c.scheduler.max_batch_wait_ms, c.scheduler.sort_by_type) == (1, 10000, True)
     assert c.synthesis.threads == 0 and c.pipeline.enabled and c.pipeline.synthesis_lookahead == 1
-    assert c.pipeline.max_parallel_synthesis == 1  # synthesis_concurrency is cuzk's name for it
+    assert c.pipeline.synthesis_concurrency == 1 and c.pipeline.max_parallel_synthesis == 0  # proofs, not partitions
     assert c.logging.level == "info"
 
 
@@ -137,7 +137,6 @@ async def test_cuzk_example_starts_the_daemon(tmp_path, param_cache):
     ('[gpus]\ngpu_threads = 99999\n', "[gpus] gpu_threads"),
     ('[gpus]\ndevices = [-1]\n', "[gpus] devices"),
     ('[scheduler]\nmax_pending = 0\n', "[scheduler] max_pending"),
-    ('[pipeline]\nsynthesis_concurrency = 2\nmax_parallel_synthesis = 3\n', "synthesis_concurrency = 2"),
     ('[logging]\nlevel = "loud"\n', "[logging] level"),
     ('[logging]\ncolour = true\n', "[logging] colour: unknown key"),
     ('[daemon]\ntls_cert = "/nonexistent.pem"\n', "[daemon]: tls_cert and tls_key go together"),
@@ -158,3 +157,37 @@ def test_huge_budget_exits_2_naming_the_key(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "cuzk_plugin.cli.daemon", "-c", str(path)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "[memory] total_budget" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("text, expect", [
+    ('[pipeline]\nsynthesis_concurency = 1\n', "[pipeline] synthesis_concurency: unknown key (did you mean 'synthesis_concurrency'?"),
+    ('[gpus]\nbackends = "cpu"\n', "did you mean 'backend'?"),
+    ('[gpu]\nbackend = "cpu"\n', "[gpu]: unknown section (did you mean 'gpus'?"),
+])
+def test_an_unknown_key_names_the_nearest_valid_one(tmp_path, text, expect):
+    path = tmp_path / "typo.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert expect in str(err.value)
+
+
+@pytest.mark.parametrize("var, expect", [
+    ("CUZK_GPUZ__BACKEND", "no section [gpuz]"),
+    ("CUZK_DAEMON_LISTEN", "did you mean CUZK_DAEMON__LISTEN?"),
+    ("CUZK_GPUS__BAKEND", "did you mean CUZK_GPUS__BACKEND?"),
+])
+def test_a_misspelt_environment_variable_stops_startup(monkeypatch, var, expect):
+    monkeypatch.setenv(var, "cpu")
+    with pytest.raises(ConfigError) as err:
+        load_config(None)
+    assert var in str(err.value) and expect in str(err.value)
+
+
+def test_cuzk_keys_and_process_switches_in_the_environment_pass(monkeypatch, caplog):
+    monkeypatch.setenv("CUZK_PIPELINE__SLOT_SIZE", "3")  # a cuzk key without an effect here: a warning
+    monkeypatch.setenv("CUZK_PIPELINE__SYNTHESIS_CONCURRENCY", "2")
+    monkeypatch.setenv("CUZK_TIMING", "1")  # a process switch, not a setting
+    with caplog.at_level(logging.WARNING, logger="cuzk.config"):
+        c = load_config(None)
+    assert c.pipeline.synthesis_concurrency == 2 and "slot_size (cuzk) has no effect here" in caplog.text

@@ -47,6 +47,7 @@ async def test_daemon_process_serves_and_stops(param_cache):
     sock = tmp / "cuzk.sock"
     config = tmp / "cuzk.toml"
     config.write_text(f'[daemon]\nlisten = "unix://{sock}"\nstatus_listen = ""\n[srs]\nparam_cache = "{param_cache}"\n'
+                      f'state_dir = "{tmp / "state"}"\n'
                       '[gpus]\nbackend = "cpu"\n[synthesis]\nthreads = 1\n[memory]\npinned_budget = "1GiB"\n')
     proc = _daemon(config, "--log-level", "info")
     try:
@@ -59,6 +60,8 @@ async def test_daemon_process_serves_and_stops(param_cache):
         assert proc.wait(30) == 0
         log = proc.stdout.read()
         assert "pinned_budget is deprecated" in log and "serving on unix://" in log and "stopped" in log
+        assert f"config: {config} (-c)" in log  # which file it read
+        assert f"parameter file checks are remembered in {tmp / 'state' / 'param-checks.json'}" in log
         assert not sock.exists()  # the socket is removed on a clean stop
     finally:
         if proc.poll() is None:
@@ -108,3 +111,30 @@ def test_the_installed_package_prints_its_example_config_and_unit(capsys, tmp_pa
     load_config(str(tmp_path / "cuzk.toml"))
     assert main(["--print-systemd-unit"]) == 0
     assert "ExecStart=" in capsys.readouterr().out
+
+
+def test_cuzk_with_config_and_no_subcommand_is_the_daemon(tmp_path, capsys):
+    """Curio's docs run ``cuzk --config /data/zk/cuzk.toml``: the config is read by the daemon."""
+    from cuzk_plugin.cli.main import main as cuzk_main
+
+    bad = tmp_path / "cuzk.toml"
+    bad.write_text('[memory]\ntotal_budget = "1e999"\n')
+    for flags in (["--config", str(bad)], ["-c", str(bad), "--log-level", "warn"]):
+        assert cuzk_main(flags) == 2
+        assert "cuzk-daemon: config" in capsys.readouterr().err  # the daemon's config check answered
+
+
+def test_without_c_the_default_path_is_read_when_it_exists(tmp_path, capsys):
+    from cuzk_plugin.cli.daemon import config_path
+
+    default = tmp_path / "cuzk.toml"
+    path, which = config_path(None, default)
+    assert path is None and f"{default} does not exist" in which
+    default.write_text('[memory]\ntotal_budget = "1e999"\n')
+    path, which = config_path(None, default)
+    assert path == default and f"config: {default}" in which
+    from cuzk_plugin.cli.daemon import main
+
+    assert main([], default_config=default) == 2  # read: its bad value stops start-up, naming the file
+    err = capsys.readouterr().err
+    assert str(default) in err and "[memory] total_budget" in err

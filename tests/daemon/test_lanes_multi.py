@@ -252,7 +252,7 @@ async def test_a_lane_without_room_waits_or_evicts_never_fails(make_daemon):
     # Room for the mapping and one lane's copy, not two.
     budget = file_bytes + copy_bytes + copy_bytes // 2
     backend = MultiDeviceBackend(2)
-    d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1}, memory={"total_budget": budget})
+    d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1}, memory={"total_budget": budget, "eviction_min_idle": 0})
     prove = d.stub().Prove(pb.ProveRequest(submit=synthetic_request("tight", log2=4, partitions=4, seed=80)))
     res = (await asyncio.wait_for(prove, 30)).result  # a lane waiting on room that never comes hangs: fail instead
     assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message

@@ -45,7 +45,7 @@ from cuzk_plugin.filecoin.param_files import (
     test_key_path,
 )
 
-__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "TestKeyCircuit", "CircuitFile", "BlankCircuitKey", "verdict_store"]
+__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "TestKeyCircuit", "CircuitFile", "BlankCircuitKey"]
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +104,6 @@ class CircuitFile:
         return self.ensure(self.circuit_id, self.param_cache)
 
 
-def verdict_store(param_cache: Path | None) -> Path | None:
-    """Where check verdicts of parameter files are remembered (our param cache, not Filecoin's)."""
-    return Path(param_cache) / ".cuzk-param-checks.json" if param_cache is not None else None
-
-
 def _missing(circuit: FilecoinCircuit, circuit_id: str, param_cache: Path | None, allow_test_keys: bool) -> str:
     paths = ", ".join(str(p) for p in expected_paths(filecoin_cache_dirs(param_cache), circuit_id))
     hint = ("no test key can be made for this size" if allow_test_keys else
@@ -127,7 +122,7 @@ def plan_filecoin_key(circuit_id: str, param_cache: Path | None, *, allow_test_k
     circuit = filecoin_circuit(circuit_id)
     if circuit is None:
         raise CircuitUnavailable(f"circuit {circuit_id}: not a Filecoin circuit id")
-    files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
+    files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id)
     if files is not None:
         try:
             files.check_layout()
@@ -170,7 +165,7 @@ def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tup
             if device_key is not None:
                 return KeySource(circuit_id, path, test_key=True, device_key=device_key)
         return KeySource(circuit_id, path, generate, test_key=True)
-    files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id, verdict_store=verdict_store(param_cache))
+    files = find_filecoin_params(filecoin_cache_dirs(param_cache), circuit_id)
     if files is None:
         raise CircuitUnavailable(_missing(circuit, circuit_id, param_cache, allow_test_keys))
     return KeySource(circuit_id, files.params, filecoin=files)
