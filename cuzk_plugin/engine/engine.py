@@ -16,7 +16,7 @@ frees as soon as the call returns, within a second.
 
 Everything from a client is checked before it touches a path, a key or a job: request and
 circuit ids (bounded, one ASCII form), a repeated request id (attaches only to the same
-request), key paths (confined to the param cache), key sizes ([srs] max_generated_log2).
+request; a finished job's id, kept with the job, is refused to any other), key paths (confined to the param cache), key sizes ([srs] max_generated_log2).
 """
 
 from __future__ import annotations
@@ -301,10 +301,13 @@ class Engine:
         threads = self._critical_threads if request.effective_priority >= Priority.CRITICAL else self._io_threads
         digest = await asyncio.get_running_loop().run_in_executor(threads, request.digest)
         existing = self._jobs.get(job_id)
+        if existing is not None and existing.digest != digest:
+            # A finished job's id too: its first client may still AwaitProof it and must never get
+            # a stranger's proof (ids are kept as long as the job, [scheduler] keep_finished_jobs).
+            state = "has finished" if existing.status.finished else "is running"
+            raise JobIdInUse(f"request_id '{loggable(job_id)}': a job with this id {state} and this request "
+                             "differs from it (kind, registered proof or inputs); use another id")
         if existing is not None and not existing.status.finished:
-            if existing.digest != digest:
-                raise JobIdInUse(f"request_id '{loggable(job_id)}': a job with this id is running and this request "
-                                 "differs from it (kind, registered proof or inputs); use another id")
             if not via_prove:
                 existing.prove_only = False
             log.info("job %s: repeated request id, attached to the running job (%s)", loggable(job_id),
@@ -318,7 +321,7 @@ class Engine:
             raise QueueFull(f"{pending} jobs queued or running, the limit ([scheduler] max_pending = "
                             f"{self.config.scheduler.max_pending}); retry when one ends")
         if existing is not None:
-            del self._jobs[job_id]  # a finished job's id used again: a new attempt
+            del self._jobs[job_id]  # the same request again after its job finished: a new attempt
         job = Job(id=job_id, seq=next(self._seq), request=request, priority=request.effective_priority,
                   plan=None, prove_only=via_prove, digest=digest)
         self._remember(job)

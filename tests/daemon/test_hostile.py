@@ -51,6 +51,25 @@ async def test_repeated_id_attaches_only_to_the_same_request(make_daemon):
     assert res.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(d.param_cache, 4, 21, res.proof)
 
 
+async def test_a_finished_jobs_id_is_not_given_to_another_request(make_daemon):
+    """Issue 28 item 12: once a job finished, a different request under its id is refused (the
+    first client's AwaitProof must never return a stranger's proof); the same request again
+    is a new attempt, as before."""
+    d = await make_daemon()
+    stub = d.stub()
+    rid = "porep-1000-finished"
+    first = (await stub.Prove(pb.ProveRequest(submit=synthetic_request(rid, log2=4, seed=31)))).result
+    assert first.status == pb.AwaitProofResponse.COMPLETED
+    details = await _refused(stub.SubmitProof(synthetic_request(rid, log2=4, seed=32)), grpc.StatusCode.ALREADY_EXISTS)
+    assert rid in details and "has finished" in details
+    await _refused(stub.Prove(pb.ProveRequest(submit=synthetic_request(rid, log2=4, seed=32))),
+                   grpc.StatusCode.ALREADY_EXISTS)
+    res = await stub.AwaitProof(pb.AwaitProofRequest(job_id=rid, timeout_ms=10_000))
+    assert res.proof == first.proof and verify_synthetic(d.param_cache, 4, 31, res.proof)
+    again = (await stub.Prove(pb.ProveRequest(submit=synthetic_request(rid, log2=4, seed=31)))).result
+    assert again.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(d.param_cache, 4, 31, again.proof)
+
+
 # -- key generation: bounded, cancellable, one name a circuit ------------------------------------
 async def test_key_generation_is_bounded_by_config(make_daemon, tmp_path):
     d = await make_daemon(srs={"param_cache": str(tmp_path), "max_generated_log2": 5})
