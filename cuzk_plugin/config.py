@@ -269,6 +269,11 @@ class SchedulerConfig(_Section):
     keep_finished_jobs: int = Field(default=10_000, ge=1, le=1_000_000)
     #: Jobs queued or running at once; one more is refused (RESOURCE_EXHAUSTED) until one ends.
     max_pending: int = Field(default=64, ge=1, le=100_000)
+    #: Room beyond max_pending that only HIGH (WindowPoSt) and CRITICAL jobs may take, so a queue
+    #: full of PoRep and SnapDeals never refuses a proof with a deadline.
+    high_priority_reserve: int = Field(default=32, ge=0, le=100_000)
+    #: Room beyond that again that only CRITICAL (WinningPoSt) jobs may take.
+    critical_reserve: int = Field(default=16, ge=0, le=100_000)
 
 
 class SynthesisConfig(_Section):

@@ -7,9 +7,10 @@
         -> transient fault? retry (tenacity) on the lane, then another lane, then FAILED
     -> batch verification of all partitions -> COMPLETED (never on a failed check)
 
-Every wait is ordered by (priority, job age, partition), so a CRITICAL job takes the next
-free slot of each stage, inside the same bounds as every other job (the lookahead window,
-[scheduler] max_pending). Cancelling a job (CancelProof, or its last Prove caller leaving)
+Every wait (planning, the lookahead window, synthesis, GPU worker) is ordered by (priority, job
+age, partition), so a CRITICAL job takes the next free slot of each stage, inside bounds of its
+own: HIGH and CRITICAL jobs are admitted beyond [scheduler] max_pending (high_priority_reserve,
+critical_reserve), and CRITICAL partitions have a window reserve. Cancelling a job (CancelProof, or its last Prove caller leaving)
 cancels its waits at once and kills a key generation it started; a backend call already
 running is interrupted (the backend's prove_cancel, through the job's CancelFlag) and its slot
 frees as soon as the call returns, within a second.
@@ -28,7 +29,7 @@ import os
 import sys
 import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
@@ -75,6 +76,9 @@ from cuzk_plugin.groth16.verifier import batch_verify, verify
 log = logging.getLogger(__name__)
 #: Request bytes planned (parsed, expanded) at once: a burst of large requests is planned in turn.
 PLANNING_BYTES_AT_ONCE = 256 << 20
+#: A CRITICAL request up to this size (a WinningPoSt's is ~100 KB) is planned at once, whatever
+#: large plans run meanwhile.
+SMALL_PLAN_BYTES = 4 << 20
 #: How long stop() waits for jobs, workers and backend calls (each) before it stops waiting.
 STOP_WAIT_S = 3.0
 #: Partitions in a row a lane gives up on before it is set aside (a dead device would otherwise,
@@ -199,6 +203,8 @@ class Engine:
         self._started = time.monotonic()
         self._janitor: asyncio.Task | None = None
         self._planning_bytes = 0
+        #: Jobs waiting to plan, by priority (a higher priority plans first).
+        self._planning_waits: Counter[Priority] = Counter()
         self._planning_changed = asyncio.Condition()
         #: CUZK_TIMING=1: per-partition and per-job timing lines on stderr, as cuzk prints them.
         self.timing_lines = os.environ.get("CUZK_TIMING", "") not in ("", "0")
@@ -317,9 +323,10 @@ class Engine:
                 raise existing.plan_error
             return existing, True
         pending = sum(1 for j in self._jobs.values() if not j.status.finished)
-        if pending >= self.config.scheduler.max_pending:
-            raise QueueFull(f"{pending} jobs queued or running, the limit ([scheduler] max_pending = "
-                            f"{self.config.scheduler.max_pending}); retry when one ends")
+        limit, limit_name = self._pending_limit(request.effective_priority)
+        if pending >= limit:
+            raise QueueFull(f"{pending} jobs queued or running, the limit for priority "
+                            f"{request.effective_priority.name} ([scheduler] {limit_name}); retry when one ends")
         if existing is not None:
             del self._jobs[job_id]  # the same request again after its job finished: a new attempt
         job = Job(id=job_id, seq=next(self._seq), request=request, priority=request.effective_priority,
@@ -331,6 +338,19 @@ class Engine:
             raise job.plan_error
         return job, False
 
+    def _pending_limit(self, priority: Priority) -> tuple[int, str]:
+        """Jobs that may be queued or running when one of ``priority`` is admitted, and the keys
+        that make it: HIGH and CRITICAL have room of their own beyond max_pending."""
+        sched = self.config.scheduler
+        if priority >= Priority.CRITICAL:
+            limit = sched.max_pending + sched.high_priority_reserve + sched.critical_reserve
+            return limit, (f"max_pending + high_priority_reserve + critical_reserve = {sched.max_pending} + "
+                           f"{sched.high_priority_reserve} + {sched.critical_reserve}")
+        if priority >= Priority.HIGH:
+            return (sched.max_pending + sched.high_priority_reserve,
+                    f"max_pending + high_priority_reserve = {sched.max_pending} + {sched.high_priority_reserve}")
+        return sched.max_pending, f"max_pending = {sched.max_pending}"
+
     def _host_threads(self, job: Job) -> ThreadPoolExecutor:
         """The threads for a job's host work (digest, plan, self-verification)."""
         return self._critical_threads if job.priority >= Priority.CRITICAL else self._io_threads
@@ -341,8 +361,12 @@ class Engine:
         size = job.request.payload_bytes
         try:
             async with self._planning_changed:  # a burst of large requests expands one share at a time
-                await self._planning_changed.wait_for(
-                    lambda: self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE)
+                self._planning_waits[job.priority] += 1
+                try:
+                    await self._planning_changed.wait_for(partial(self._may_plan, job.priority, size))
+                finally:
+                    self._planning_waits[job.priority] -= 1
+                    self._planning_changed.notify_all()  # lower priorities waited for this one
                 self._planning_bytes += size
             t0 = time.perf_counter()
             try:
@@ -379,6 +403,15 @@ class Engine:
         log.info("job %s: queued (%s, circuit %s, %d partition(s), priority %s; planned in %.3fs)",
                  loggable(job.id), job.kind.name, job.circuit_id, job.partitions, job.priority.name, plan_s)
         return True
+
+    def _may_plan(self, priority: Priority, size: int) -> bool:
+        """A job may start planning: no higher priority waits to plan, and its bytes fit the
+        planning budget (a small CRITICAL request always fits: it never waits for a large plan)."""
+        if any(n for p, n in self._planning_waits.items() if p > priority):
+            return False
+        if priority >= Priority.CRITICAL and size <= SMALL_PLAN_BYTES:
+            return True
+        return self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE
 
     def _remember(self, job: Job) -> None:
         self._jobs[job.id] = job
