@@ -23,6 +23,7 @@ request; a finished job's id, kept with the job, is refused to any other), key p
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import logging
 import os
@@ -48,6 +49,7 @@ from cuzk_plugin.engine.errors import (
     QueueFull,
     SelfVerificationFailed,
 )
+from cuzk_plugin.engine.heap import return_free_memory
 from cuzk_plugin.engine.host_blocks import HostBlockPool
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
@@ -76,6 +78,11 @@ from cuzk_plugin.groth16.verifier import batch_verify, verify
 log = logging.getLogger(__name__)
 #: Request bytes planned (parsed, expanded) at once: a burst of large requests is planned in turn.
 PLANNING_BYTES_AT_ONCE = 256 << 20
+#: Requests at least this large are hashed and planned at most LARGE_REQUESTS_AT_ONCE at a time.
+LARGE_REQUEST_BYTES = 16 << 20
+LARGE_REQUESTS_AT_ONCE = 2
+#: Seconds after a large request that the heap's free memory is handed back (engine.heap).
+TRIM_AFTER_S = 1.0
 #: A CRITICAL request up to this size (a WinningPoSt's is ~100 KB) is planned at once, whatever
 #: large plans run meanwhile.
 SMALL_PLAN_BYTES = 4 << 20
@@ -203,6 +210,9 @@ class Engine:
         self._started = time.monotonic()
         self._janitor: asyncio.Task | None = None
         self._planning_bytes = 0
+        self._large_requests = PrioritySemaphore(LARGE_REQUESTS_AT_ONCE)
+        self._large_arrivals = itertools.count()
+        self._trim_pending = False
         #: Jobs waiting to plan, by priority (a higher priority plans first).
         self._planning_waits: Counter[Priority] = Counter()
         self._planning_changed = asyncio.Condition()
@@ -303,6 +313,32 @@ class Engine:
         problem = request_id_problem(request.request_id)
         if problem:
             raise InvalidRequest(problem)
+        if request.payload_bytes < LARGE_REQUEST_BYTES:
+            return await self._submit(request, via_prove)
+        # Large requests are hashed and planned a few at a time (highest priority first): eight
+        # 100 MB bodies at once would otherwise take every core from the event loop.
+        await self._large_requests.acquire(order_key(request.effective_priority, next(self._large_arrivals), 0))
+        try:
+            return await self._submit(request, via_prove)
+        finally:
+            self._large_requests.release()
+            self._trim_soon()
+
+    def _trim_soon(self) -> None:
+        """Hand the heap's free pages back once the large request just handled is released (its
+        body lives until the RPC returns): one trim at a time, on a host thread."""
+        if self._trim_pending:
+            return
+        self._trim_pending = True
+        loop = asyncio.get_running_loop()
+
+        def trim() -> None:
+            self._trim_pending = False
+            loop.run_in_executor(self._io_threads, return_free_memory)
+
+        loop.call_later(TRIM_AFTER_S, trim)
+
+    async def _submit(self, request: ProofRequest, via_prove: bool) -> tuple[Job, bool]:
         job_id = request.request_id or str(uuid.uuid4())
         threads = self._critical_threads if request.effective_priority >= Priority.CRITICAL else self._io_threads
         digest = await asyncio.get_running_loop().run_in_executor(threads, request.digest)
@@ -320,7 +356,7 @@ class Engine:
                      existing.status.name.lower())
             await existing.planned.wait()
             if existing.plan_error is not None:
-                raise existing.plan_error
+                raise copy.copy(existing.plan_error)  # see below
             return existing, True
         pending = sum(1 for j in self._jobs.values() if not j.status.finished)
         limit, limit_name = self._pending_limit(request.effective_priority)
@@ -335,7 +371,9 @@ class Engine:
         job.task = asyncio.get_running_loop().create_task(self._run_job(job), name=f"job-{job.id}")
         await job.planned.wait()
         if job.plan_error is not None:
-            raise job.plan_error
+            # A copy: raising the stored one would hang this frame (and the request body it
+            # holds) on the job, a cycle that only a full garbage collection frees.
+            raise copy.copy(job.plan_error)
         return job, False
 
     def _pending_limit(self, priority: Priority) -> tuple[int, str]:
@@ -382,7 +420,10 @@ class Engine:
                 raise CircuitUnavailable(f"the provider of {job.kind.name} named an invalid circuit: {problem}")
             job.planned_as(plan)
         except InvalidRequest as exc:
-            job.plan_error = exc  # the caller gets INVALID_ARGUMENT; the request never becomes a job
+            # The caller gets INVALID_ARGUMENT; the request never becomes a job. Kept without the
+            # traceback and the parser's error behind it: their frames hold the request body.
+            exc.__context__ = exc.__cause__ = None
+            job.plan_error = exc.with_traceback(None)
             if self._jobs.get(job.id) is job:
                 del self._jobs[job.id]
             job.finish(JobStatus.FAILED, error=str(exc))
