@@ -298,6 +298,20 @@ async def test_stale_socket_is_replaced_with_mode_0660(make_daemon):
         await server.stop(0)
 
 
+async def test_socket_directories_the_daemon_creates_let_the_group_connect(make_daemon, tmp_path):
+    """Issue 28 item 13a: the directories made for a socket were born under the binding umask
+    (0117) as 0660, with no search bit: nobody but root could reach the socket. Now 0750."""
+    d = await make_daemon()
+    top = tmp_path / "run"
+    path = top / "curio" / "cuzk.sock"
+    server = await start_server(d.engine, f"unix://{path}")
+    try:
+        assert {p.name: oct(p.stat().st_mode & 0o777) for p in (top, path.parent)} == {"run": "0o750", "curio": "0o750"}
+        assert path.stat().st_mode & 0o777 == 0o660 and socket_answers(path)
+    finally:
+        await server.stop(0)
+
+
 async def test_plain_tcp_off_loopback_warns_and_token_is_checked(make_daemon, caplog):
     d = await make_daemon()
     with caplog.at_level(logging.WARNING):
