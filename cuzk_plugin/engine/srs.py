@@ -26,6 +26,7 @@ checks a proof only against the file that made it.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import gc
 import hashlib
 import json
@@ -33,7 +34,8 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,8 @@ log = logging.getLogger(__name__)
 
 HOT, WARM, COLD = 0, 1, 2
 TIER_NAMES = {HOT: "hot", WARM: "warm", COLD: "cold"}
+#: How often a daemon waiting for another process's key generation checks the lock.
+KEY_LOCK_POLL_S = 0.2
 
 
 @dataclass
@@ -155,6 +159,31 @@ def pin_verifying_key(source: KeySource, key: ProvingKey) -> None:
             f"(delete {pin} only if the new key is meant)")
 
 
+@asynccontextmanager
+async def key_file_lock(path: Path, circuit_id: str) -> AsyncIterator[None]:
+    """Held while a key is made at ``path`` (an flock on ``<path>.lock``): two daemons sharing a
+    param cache make it once, the second waiting and then using the first's (each making its own
+    would replace the file and pin under the other). Polled, so a cancelled job stops waiting."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        t0 = None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if t0 is None:
+                    t0 = time.perf_counter()
+                    log.info("srs %s: another process is making this key (%s.lock held); waiting for it",
+                             circuit_id, path.name)
+                await asyncio.sleep(KEY_LOCK_POLL_S)
+        if t0 is not None:
+            log.info("srs %s: waited %.1fs for the other process's key", circuit_id, time.perf_counter() - t0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 @dataclass(frozen=True)
 class SrsSnapshot:
     circuit_id: str
@@ -227,11 +256,14 @@ class SrsManager:
                 if not source.path.exists():
                     if source.generate is None:
                         raise FileNotFoundError(f"{source.path} ({what} of circuit '{circuit_id}') does not exist")
-                    t0 = time.perf_counter()
-                    log.warning("srs %s: no key in the param cache, generating a %s at %s (once)", circuit_id, what, source.path)
-                    await self._generate(source.generate)
-                    await self._run_blocking(record_vk_pin, source.path, circuit_id)
-                    log.info("srs %s: generated in %.2fs", circuit_id, time.perf_counter() - t0)
+                    async with key_file_lock(source.path, circuit_id):
+                        if not source.path.exists():  # else another daemon made it while this one waited
+                            t0 = time.perf_counter()
+                            log.warning("srs %s: no key in the param cache, generating a %s at %s (once)", circuit_id,
+                                        what, source.path)
+                            await self._generate(source.generate)
+                            await self._run_blocking(record_vk_pin, source.path, circuit_id)
+                            log.info("srs %s: generated in %.2fs", circuit_id, time.perf_counter() - t0)
                 size = source.path.stat().st_size
                 await self._make_room(size, keep=circuit_id)
                 t0 = time.perf_counter()
