@@ -722,7 +722,7 @@ class Engine:
             if fut is not None and not fut.done():
                 # Cancelled while the backend call runs (the cancel flag interrupts it): its slot,
                 # key and partition memory stay taken until the call returns.
-                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id, shared, beside))
+                fut.add_done_callback(partial(self._release_after_cancel, slot, job.circuit_id, shared, beside))
             else:
                 self._release_gpu(slot, job.circuit_id, shared if fut is not None else None, beside)
         job.lanes_used.add(lane.name)
@@ -755,6 +755,15 @@ class Engine:
             self._lane_rest_until[lane] = time.monotonic() + LANE_REST_S
             log.warning("lane %s: gave up on %d partitions in a row; set aside for %.0fs (used only if no other "
                         "lane is left)", lane, strikes, LANE_REST_S)
+
+    def _release_after_cancel(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition,
+                              beside: list[WorkerSlot], call: asyncio.Future) -> None:
+        """A cancelled partition's backend call returned: its slot, key and memory are free. Its
+        outcome (the interrupted call's error, as a rule) is of no use: taken, so asyncio does
+        not log "Future exception was never retrieved"."""
+        if not call.cancelled() and call.exception() is not None:
+            log.debug("a cancelled partition's backend call ended with %s", type(call.exception()).__name__)
+        self._release_gpu(slot, circuit_id, shared, beside)
 
     def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None,
                      beside: list[WorkerSlot]) -> None:
