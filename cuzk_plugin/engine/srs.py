@@ -245,6 +245,20 @@ class SrsManager:
         """The key mapped and checked (generated first when it is ours and missing); for a key
         made on the lanes, its circuit mapped and its secrets drawn."""
         entry = self._entry(circuit_id)
+        try:
+            return await self._warm(entry)
+        finally:
+            self._forget_if_unused(entry)
+
+    def _forget_if_unused(self, entry: SrsEntry) -> None:
+        """Drop an entry that never got a key and that nobody uses (a refused preload or job):
+        it would show in status as a COLD 0-byte key."""
+        if (entry.key is None and not entry.handles and not entry.loading and not entry.ref_count
+                and not entry.load_lock.locked() and self._entries.get(entry.circuit_id) is entry):
+            del self._entries[entry.circuit_id]
+
+    async def _warm(self, entry: SrsEntry) -> ProvingKey | DeviceKey:
+        circuit_id = entry.circuit_id
         async with entry.load_lock:
             if entry.key is None:
                 source = self._resolve(circuit_id)
@@ -314,6 +328,7 @@ class SrsManager:
                              time.perf_counter() - t0)
         finally:
             entry.loading -= 1
+            self._forget_if_unused(entry)
         entry.last_used = entry.lane_used[lane] = time.monotonic()
         return key, handle
 

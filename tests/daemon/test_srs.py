@@ -84,3 +84,19 @@ async def test_a_key_another_daemon_is_making_is_waited_for_and_used(make_daemon
         made = key.read_bytes()
     res = await asyncio.wait_for(preload, 30)
     assert not res.already_loaded and key.read_bytes() == made
+
+
+async def test_a_refused_preload_leaves_no_key_in_status(make_daemon, tmp_path):
+    """Issue 28 item 13f: a PreloadSRS refused (no key file, no budget) left a COLD 0-byte key
+    in GetStatus; nothing of it is left now, and a key that did load stays listed."""
+    d = await make_daemon(srs={"param_cache": str(tmp_path)}, memory={"total_budget": 1000})
+    stub = d.stub()
+    refused = {}
+    for circuit_id in ("porep-32g", "wpost-32g", "synthetic-k4"):  # no Filecoin file; over the budget
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=circuit_id))
+        refused[circuit_id] = err.value.code()
+    assert refused == {"porep-32g": grpc.StatusCode.NOT_FOUND, "wpost-32g": grpc.StatusCode.NOT_FOUND,
+                       "synthetic-k4": grpc.StatusCode.RESOURCE_EXHAUSTED}
+    status = await stub.GetStatus(pb.GetStatusRequest())
+    assert [e.circuit_id for e in status.loaded_srs] == [] and d.engine.srs.snapshot() == []
