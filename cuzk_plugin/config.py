@@ -49,6 +49,8 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: Sizes and durations beyond these are typos, not settings.
 MAX_SIZE = 1 << 62
 MAX_DURATION = 365 * 86400.0
+#: The longest Unix socket path, in bytes (sockaddr_un's sun_path holds 108 with the final NUL).
+MAX_SOCKET_PATH_BYTES = 107
 #: Directories that can never be the param cache (keys are written there).
 _SYSTEM_DIRS = frozenset(Path(p) for p in ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
                                            "/proc", "/root", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var"))
@@ -142,8 +144,12 @@ class DaemonConfig(_Section):
     @classmethod
     def _check_listen(cls, v: str) -> str:
         if v.startswith("unix://"):
-            if not v.removeprefix("unix://"):
+            path = v.removeprefix("unix://")
+            if not path:
                 raise ValueError("unix:// address needs a path, e.g. unix:///run/curio/cuzk.sock")
+            if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+                raise ValueError(f"unix socket path {path!r} is {len(os.fsencode(path))} bytes, more than the "
+                                 f"{MAX_SOCKET_PATH_BYTES} a Unix socket address holds; choose a shorter path")
             return v
         _split_host_port(v)
         return v
@@ -157,6 +163,10 @@ class DaemonConfig(_Section):
 
 
 def _split_host_port(v: str) -> tuple[str, int]:
+    if "://" in v or "/" in v:
+        scheme = v.partition("://")[0] if "://" in v else ""
+        raise ValueError(f"address {v!r} is not host:port or unix:///path"
+                         + (f" (gRPC is served as is: no {scheme}:// scheme)" if scheme else ""))
     host, sep, port = v.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise ValueError(f"address {v!r} is not host:port or unix:///path")
@@ -298,6 +308,11 @@ class SchedulerConfig(_Section):
     keep_finished_jobs: int = Field(default=10_000, ge=1, le=1_000_000)
     #: Jobs queued or running at once; one more is refused (RESOURCE_EXHAUSTED) until one ends.
     max_pending: int = Field(default=64, ge=1, le=100_000)
+    #: Room beyond max_pending that only HIGH (WindowPoSt) and CRITICAL jobs may take, so a queue
+    #: full of PoRep and SnapDeals never refuses a proof with a deadline.
+    high_priority_reserve: int = Field(default=32, ge=0, le=100_000)
+    #: Room beyond that again that only CRITICAL (WinningPoSt) jobs may take.
+    critical_reserve: int = Field(default=16, ge=0, le=100_000)
 
 
 class SynthesisConfig(_Section):

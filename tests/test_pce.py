@@ -204,3 +204,31 @@ def test_recorded_circuit_with_an_empty_matrix(tmp_path):
     got = load_pce(path)
     assert got.c.nnz == 0 and got.num_constraints == 4
     assert_same_rows(got, reference_rows(synth))
+
+
+def test_a_recording_removes_spill_dirs_of_dead_recordings_only(tmp_path):
+    """Issue 28 item 13b: a kill -9 during `cuzk pce extract` left its spill directory (131 MB
+    at 32 GiB) for good. A recording first removes those of this host's dead processes, and
+    never one of a live process or of another host (a param cache on shared storage)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(done.stdout)
+    host = socket.gethostname()
+    path = tmp_path / "pce-gadgets.pce"
+    dirs = {
+        "dead": tmp_path / f".{path.name}.{host}.{dead}.spill-x1",
+        "live": tmp_path / f".{path.name}.{host}.{os.getpid()}.spill-x2",
+        "other host": tmp_path / f".{path.name}.elsewhere.{dead}.spill-x3",
+        "other circuit": tmp_path / f".pce-other.pce.{host}.{dead}.spill-x4",
+    }
+    for d in dirs.values():
+        d.mkdir()
+        (d / "a.rows").write_bytes(b"\0" * 4096)
+    record_circuit(gadget_circuit, path, "gadgets")
+    assert {k for k, d in dirs.items() if d.exists()} == {"live", "other host", "other circuit"}
+    assert sorted(p.name for p in tmp_path.iterdir() if ".spill-" in p.name) == sorted(
+        d.name for k, d in dirs.items() if k != "dead")  # and the recording's own is gone

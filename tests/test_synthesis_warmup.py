@@ -140,3 +140,38 @@ async def test_a_stop_while_the_workers_warm_is_bounded(tmp_path, caplog):
     assert time.monotonic() - t0 < STOP_WAIT_S + 3.0
     assert set(multiprocessing.active_children()) <= before
     assert not [r for r in caplog.records if r.levelno >= 30 and r.name.startswith("cuzk_plugin.engine")]
+
+
+def _record_small_circuit(name: str, path) -> str:
+    """A record function for ensure_pce (module level: it runs in a synthesis worker)."""
+    from cuzk_plugin.circuit.examples import filecoin_like
+    from cuzk_plugin.circuit.pce_record import precompile_r1cs
+    from cuzk_plugin.formats.pce import save_pce
+
+    r1cs, _, _ = filecoin_like(16).finish()
+    return save_pce(path, precompile_r1cs(r1cs, name))
+
+
+def test_a_synthesis_workers_log_records_reach_the_daemons_loggers(tmp_path, caplog):
+    """Issue 28 item 13g: a worker found a truncated pre-compiled circuit and said so on bare
+    stderr (a spawned worker has no logging set up; its INFO lines were lost). Its records now
+    reach the daemon's loggers, with their level."""
+    import logging
+
+    from cuzk_plugin.engine.synthesis import SynthesisPool
+    from cuzk_plugin.formats.pce import ensure_pce, pce_path
+
+    path = pce_path(tmp_path, "tiny")
+    _record_small_circuit("tiny", path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # truncated
+    with caplog.at_level(logging.INFO):
+        pool = SynthesisPool(1)
+        try:
+            assert pool._executor.submit(ensure_pce, "tiny", str(tmp_path), _record_small_circuit).result(60) == str(path)
+        finally:
+            pool.shutdown()
+    worker = [r for r in caplog.records if r.name == "cuzk_plugin.formats.pce" and r.process != os.getpid()]
+    assert any(r.levelname == "WARNING" and "truncated" in r.getMessage() and "recording it again" in r.getMessage()
+               for r in worker), [r.getMessage() for r in worker]
+    assert any(r.levelname == "INFO" and "recorded in" in r.getMessage() for r in worker)

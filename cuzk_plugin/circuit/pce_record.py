@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import glob
 import logging
 import os
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -395,13 +397,48 @@ def _rebuild(proto, var, negated: bool):
     return obj
 
 
+def _spill_prefix(name: str, pid: int) -> str:
+    """The name a recording's spill directory starts with: the host and process that own it."""
+    return f".{name}.{socket.gethostname()}.{pid}.spill-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def remove_stale_spill_dirs(directory: Path, name: str) -> list[Path]:
+    """Remove the spill directories of recordings of ``name`` whose process died (a kill -9
+    during ``cuzk pce extract`` left 131 MB for good): only ours (this host's, by their name),
+    only those whose owner pid is gone. The removed paths."""
+    host_part = f".{name}.{socket.gethostname()}."
+    removed = []
+    for entry in directory.glob(f"{glob.escape(host_part)}*.spill-*"):
+        pid_text = entry.name[len(host_part):].partition(".spill-")[0]
+        if not entry.is_dir() or not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+        shutil.rmtree(entry, ignore_errors=True)
+        log.warning("pce %s: removed %s, left by recording process %s that died (%.1f MB)", name, entry, pid_text,
+                    size / 1e6)
+        removed.append(entry)
+    return removed
+
+
 def record_circuit(synthesize: Callable[[RecordingConstraintSystem], None], path: str | os.PathLike, name: str,
                    *, progress: Callable[[int], None] | None = None, workdir: str | os.PathLike | None = None) -> str:
     """Record the circuit ``synthesize(cs)`` builds into the pre-compiled circuit file ``path``
     (spill files in a temporary directory beside it, removed afterwards); returns the digest."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmpdir = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=workdir or path.parent))
+    spill_root = Path(workdir or path.parent)
+    remove_stale_spill_dirs(spill_root, path.name)
+    tmpdir = Path(tempfile.mkdtemp(prefix=_spill_prefix(path.name, os.getpid()), dir=spill_root))
     cs = RecordingConstraintSystem(tmpdir, progress=progress)
     try:
         t0 = time.perf_counter()

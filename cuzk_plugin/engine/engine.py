@@ -7,28 +7,30 @@
         -> transient fault? retry (tenacity) on the lane, then another lane, then FAILED
     -> batch verification of all partitions -> COMPLETED (never on a failed check)
 
-Every wait is ordered by (priority, job age, partition), so a CRITICAL job takes the next
-free slot of each stage, inside the same bounds as every other job (the lookahead window,
-[scheduler] max_pending). Cancelling a job (CancelProof, or its last Prove caller leaving)
+Every wait (planning, the lookahead window, synthesis, GPU worker) is ordered by (priority, job
+age, partition), so a CRITICAL job takes the next free slot of each stage, inside bounds of its
+own: HIGH and CRITICAL jobs are admitted beyond [scheduler] max_pending (high_priority_reserve,
+critical_reserve), and CRITICAL partitions have a window reserve. Cancelling a job (CancelProof, or its last Prove caller leaving)
 cancels its waits at once and kills a key generation it started; a backend call already
 running is interrupted (the backend's prove_cancel, through the job's CancelFlag) and its slot
 frees as soon as the call returns, within a second.
 
 Everything from a client is checked before it touches a path, a key or a job: request and
 circuit ids (bounded, one ASCII form), a repeated request id (attaches only to the same
-request), key paths (confined to the param cache), key sizes ([srs] max_generated_log2).
+request; a finished job's id, kept with the job, is refused to any other), key paths (confined to the param cache), key sizes ([srs] max_generated_log2).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import logging
 import os
 import sys
 import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -49,6 +51,7 @@ from cuzk_plugin.engine.errors import (
     QueueFull,
     SelfVerificationFailed,
 )
+from cuzk_plugin.engine.heap import return_free_memory
 from cuzk_plugin.engine.host_blocks import HostBlockPool
 from cuzk_plugin.engine.job import Job
 from cuzk_plugin.engine.lanes import Lane, PartitionCancelled, build_lanes, device_stages, prove_step
@@ -80,6 +83,14 @@ from cuzk_plugin.groth16.verifier import batch_verify, verify
 log = logging.getLogger(__name__)
 #: Request bytes planned (parsed, expanded) at once: a burst of large requests is planned in turn.
 PLANNING_BYTES_AT_ONCE = 256 << 20
+#: Requests at least this large are hashed and planned at most LARGE_REQUESTS_AT_ONCE at a time.
+LARGE_REQUEST_BYTES = 16 << 20
+LARGE_REQUESTS_AT_ONCE = 2
+#: Seconds after a large request that the heap's free memory is handed back (engine.heap).
+TRIM_AFTER_S = 1.0
+#: A CRITICAL request up to this size (a WinningPoSt's is ~100 KB) is planned at once, whatever
+#: large plans run meanwhile.
+SMALL_PLAN_BYTES = 4 << 20
 #: How long stop() waits for jobs, workers and backend calls (each) before it stops waiting.
 STOP_WAIT_S = 3.0
 #: Partitions in a row a lane gives up on before it is set aside (a dead device would otherwise,
@@ -219,6 +230,11 @@ class Engine:
         self._counts = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 0, JobStatus.CANCELLED: 0}
         self._started = time.monotonic()
         self._planning_bytes = 0
+        self._large_requests = PrioritySemaphore(LARGE_REQUESTS_AT_ONCE)
+        self._large_arrivals = itertools.count()
+        self._trim_pending = False
+        #: Jobs waiting to plan, by priority (a higher priority plans first).
+        self._planning_waits: Counter[Priority] = Counter()
         self._planning_changed = asyncio.Condition()
         #: CUZK_TIMING=1: per-partition and per-job timing lines on stderr, as cuzk prints them.
         self.timing_lines = os.environ.get("CUZK_TIMING", "") not in ("", "0")
@@ -308,36 +324,81 @@ class Engine:
         problem = request_id_problem(request.request_id)
         if problem:
             raise InvalidRequest(problem)
+        if request.payload_bytes < LARGE_REQUEST_BYTES:
+            return await self._submit(request, via_prove)
+        # Large requests are hashed and planned a few at a time (highest priority first): eight
+        # 100 MB bodies at once would otherwise take every core from the event loop.
+        await self._large_requests.acquire(order_key(request.effective_priority, next(self._large_arrivals), 0))
+        try:
+            return await self._submit(request, via_prove)
+        finally:
+            self._large_requests.release()
+            self._trim_soon()
+
+    def _trim_soon(self) -> None:
+        """Hand the heap's free pages back once the large request just handled is released (its
+        body lives until the RPC returns): one trim at a time, on a host thread."""
+        if self._trim_pending:
+            return
+        self._trim_pending = True
+        loop = asyncio.get_running_loop()
+
+        def trim() -> None:
+            self._trim_pending = False
+            loop.run_in_executor(self._io_threads, return_free_memory)
+
+        loop.call_later(TRIM_AFTER_S, trim)
+
+    async def _submit(self, request: ProofRequest, via_prove: bool) -> tuple[Job, bool]:
         job_id = request.request_id or str(uuid.uuid4())
         threads = self._critical_threads if request.effective_priority >= Priority.CRITICAL else self._io_threads
         digest = await asyncio.get_running_loop().run_in_executor(threads, request.digest)
         existing = self._jobs.get(job_id)
+        if existing is not None and existing.digest != digest:
+            # A finished job's id too: its first client may still AwaitProof it and must never get
+            # a stranger's proof (ids are kept as long as the job, [scheduler] keep_finished_jobs).
+            state = "has finished" if existing.status.finished else "is running"
+            raise JobIdInUse(f"request_id '{loggable(job_id)}': a job with this id {state} and this request "
+                             "differs from it (kind, registered proof or inputs); use another id")
         if existing is not None and not existing.status.finished:
-            if existing.digest != digest:
-                raise JobIdInUse(f"request_id '{loggable(job_id)}': a job with this id is running and this request "
-                                 "differs from it (kind, registered proof or inputs); use another id")
             if not via_prove:
                 existing.prove_only = False
             log.info("job %s: repeated request id, attached to the running job (%s)", loggable(job_id),
                      existing.status.name.lower())
             await existing.planned.wait()
             if existing.plan_error is not None:
-                raise existing.plan_error
+                raise copy.copy(existing.plan_error)  # see below
             return existing, True
         pending = sum(1 for j in self._jobs.values() if not j.status.finished)
-        if pending >= self.config.scheduler.max_pending:
-            raise QueueFull(f"{pending} jobs queued or running, the limit ([scheduler] max_pending = "
-                            f"{self.config.scheduler.max_pending}); retry when one ends")
+        limit, limit_name = self._pending_limit(request.effective_priority)
+        if pending >= limit:
+            raise QueueFull(f"{pending} jobs queued or running, the limit for priority "
+                            f"{request.effective_priority.name} ([scheduler] {limit_name}); retry when one ends")
         if existing is not None:
-            del self._jobs[job_id]  # a finished job's id used again: a new attempt
+            del self._jobs[job_id]  # the same request again after its job finished: a new attempt
         job = Job(id=job_id, seq=next(self._seq), request=request, priority=request.effective_priority,
                   plan=None, prove_only=via_prove, digest=digest)
         self._remember(job)
         job.task = asyncio.get_running_loop().create_task(self._run_job(job), name=f"job-{job.id}")
         await job.planned.wait()
         if job.plan_error is not None:
-            raise job.plan_error
+            # A copy: raising the stored one would hang this frame (and the request body it
+            # holds) on the job, a cycle that only a full garbage collection frees.
+            raise copy.copy(job.plan_error)
         return job, False
+
+    def _pending_limit(self, priority: Priority) -> tuple[int, str]:
+        """Jobs that may be queued or running when one of ``priority`` is admitted, and the keys
+        that make it: HIGH and CRITICAL have room of their own beyond max_pending."""
+        sched = self.config.scheduler
+        if priority >= Priority.CRITICAL:
+            limit = sched.max_pending + sched.high_priority_reserve + sched.critical_reserve
+            return limit, (f"max_pending + high_priority_reserve + critical_reserve = {sched.max_pending} + "
+                           f"{sched.high_priority_reserve} + {sched.critical_reserve}")
+        if priority >= Priority.HIGH:
+            return (sched.max_pending + sched.high_priority_reserve,
+                    f"max_pending + high_priority_reserve = {sched.max_pending} + {sched.high_priority_reserve}")
+        return sched.max_pending, f"max_pending = {sched.max_pending}"
 
     def _host_threads(self, job: Job) -> ThreadPoolExecutor:
         """The threads for a job's host work (digest, plan, self-verification)."""
@@ -349,8 +410,12 @@ class Engine:
         size = job.request.payload_bytes
         try:
             async with self._planning_changed:  # a burst of large requests expands one share at a time
-                await self._planning_changed.wait_for(
-                    lambda: self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE)
+                self._planning_waits[job.priority] += 1
+                try:
+                    await self._planning_changed.wait_for(partial(self._may_plan, job.priority, size))
+                finally:
+                    self._planning_waits[job.priority] -= 1
+                    self._planning_changed.notify_all()  # lower priorities waited for this one
                 self._planning_bytes += size
             t0 = time.perf_counter()
             try:
@@ -367,7 +432,10 @@ class Engine:
             self._refuse_on_cpu_fallback(plan.circuit_id)
             job.planned_as(plan)
         except InvalidRequest as exc:
-            job.plan_error = exc  # the caller gets INVALID_ARGUMENT; the request never becomes a job
+            # The caller gets INVALID_ARGUMENT; the request never becomes a job. Kept without the
+            # traceback and the parser's error behind it: their frames hold the request body.
+            exc.__context__ = exc.__cause__ = None
+            job.plan_error = exc.with_traceback(None)
             if self._jobs.get(job.id) is job:
                 del self._jobs[job.id]
             job.finish(JobStatus.FAILED, error=str(exc))
@@ -401,6 +469,15 @@ class Engine:
                 f"circuit {circuit_id}: refused on the CPU fallback (no usable GPU; {self.backend_summary}): a "
                 f"{circuit.size_name} sector is above [gpus] cpu_fallback_max_sector_size = {limit:,} bytes; "
                 "fix the GPU, or raise that key to prove it on the CPU anyway")
+
+    def _may_plan(self, priority: Priority, size: int) -> bool:
+        """A job may start planning: no higher priority waits to plan, and its bytes fit the
+        planning budget (a small CRITICAL request always fits: it never waits for a large plan)."""
+        if any(n for p, n in self._planning_waits.items() if p > priority):
+            return False
+        if priority >= Priority.CRITICAL and size <= SMALL_PLAN_BYTES:
+            return True
+        return self._planning_bytes == 0 or self._planning_bytes + size <= PLANNING_BYTES_AT_ONCE
 
     def _remember(self, job: Job) -> None:
         self._jobs[job.id] = job
@@ -678,7 +755,7 @@ class Engine:
             if fut is not None and not fut.done():
                 # Cancelled while the backend call runs (the cancel flag interrupts it): its slot,
                 # key and partition memory stay taken until the call returns.
-                fut.add_done_callback(lambda _f: self._release_gpu(slot, job.circuit_id, shared, beside))
+                fut.add_done_callback(partial(self._release_after_cancel, slot, job.circuit_id, shared, beside))
             else:
                 self._release_gpu(slot, job.circuit_id, shared if fut is not None else None, beside)
         job.lanes_used.add(lane.name)
@@ -711,6 +788,15 @@ class Engine:
             self._lane_rest_until[lane] = time.monotonic() + LANE_REST_S
             log.warning("lane %s: gave up on %d partitions in a row; set aside for %.0fs (used only if no other "
                         "lane is left)", lane, strikes, LANE_REST_S)
+
+    def _release_after_cancel(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition,
+                              beside: list[WorkerSlot], call: asyncio.Future) -> None:
+        """A cancelled partition's backend call returned: its slot, key and memory are free. Its
+        outcome (the interrupted call's error, as a rule) is of no use: taken, so asyncio does
+        not log "Future exception was never retrieved"."""
+        if not call.cancelled() and call.exception() is not None:
+            log.debug("a cancelled partition's backend call ended with %s", type(call.exception()).__name__)
+        self._release_gpu(slot, circuit_id, shared, beside)
 
     def _release_gpu(self, slot: WorkerSlot, circuit_id: str, shared: SharedPartition | None,
                      beside: list[WorkerSlot]) -> None:

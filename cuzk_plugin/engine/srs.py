@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import gc
 import hashlib
 import json
@@ -36,7 +37,8 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,8 @@ log = logging.getLogger(__name__)
 
 HOT, WARM, COLD = 0, 1, 2
 TIER_NAMES = {HOT: "hot", WARM: "warm", COLD: "cold"}
+#: How often a daemon waiting for another process's key generation checks the lock.
+KEY_LOCK_POLL_S = 0.2
 
 
 @dataclass
@@ -166,6 +170,31 @@ def pin_verifying_key(source: KeySource, key: ProvingKey) -> None:
             f"(delete {pin} only if the new key is meant)")
 
 
+@asynccontextmanager
+async def key_file_lock(path: Path, circuit_id: str) -> AsyncIterator[None]:
+    """Held while a key is made at ``path`` (an flock on ``<path>.lock``): two daemons sharing a
+    param cache make it once, the second waiting and then using the first's (each making its own
+    would replace the file and pin under the other). Polled, so a cancelled job stops waiting."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        t0 = None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if t0 is None:
+                    t0 = time.perf_counter()
+                    log.info("srs %s: another process is making this key (%s.lock held); waiting for it",
+                             circuit_id, path.name)
+                await asyncio.sleep(KEY_LOCK_POLL_S)
+        if t0 is not None:
+            log.info("srs %s: waited %.1fs for the other process's key", circuit_id, time.perf_counter() - t0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 @dataclass(frozen=True)
 class SrsSnapshot:
     circuit_id: str
@@ -234,6 +263,20 @@ class SrsManager:
         """The key mapped and checked (generated first when it is ours and missing); for a key
         made on the lanes, its circuit mapped and its secrets drawn."""
         entry = self._entry(circuit_id)
+        try:
+            return await self._warm(entry)
+        finally:
+            self._forget_if_unused(entry)
+
+    def _forget_if_unused(self, entry: SrsEntry) -> None:
+        """Drop an entry that never got a key and that nobody uses (a refused preload or job):
+        it would show in status as a COLD 0-byte key."""
+        if (entry.key is None and not entry.handles and not entry.loading and not entry.ref_count
+                and not entry.load_lock.locked() and self._entries.get(entry.circuit_id) is entry):
+            del self._entries[entry.circuit_id]
+
+    async def _warm(self, entry: SrsEntry) -> ProvingKey | DeviceKey:
+        circuit_id = entry.circuit_id
         async with entry.load_lock:
             if entry.key is None:
                 source = self._resolve(circuit_id)
@@ -245,11 +288,14 @@ class SrsManager:
                 if not source.path.exists():
                     if source.generate is None:
                         raise FileNotFoundError(f"{source.path} ({what} of circuit '{circuit_id}') does not exist")
-                    t0 = time.perf_counter()
-                    log.warning("srs %s: no key in the param cache, generating a %s at %s (once)", circuit_id, what, source.path)
-                    await self._generate(source.generate)
-                    await self._run_blocking(record_vk_pin, source.path, circuit_id)
-                    log.info("srs %s: generated in %.2fs", circuit_id, time.perf_counter() - t0)
+                    async with key_file_lock(source.path, circuit_id):
+                        if not source.path.exists():  # else another daemon made it while this one waited
+                            t0 = time.perf_counter()
+                            log.warning("srs %s: no key in the param cache, generating a %s at %s (once)", circuit_id,
+                                        what, source.path)
+                            await self._generate(source.generate)
+                            await self._run_blocking(record_vk_pin, source.path, circuit_id)
+                            log.info("srs %s: generated in %.2fs", circuit_id, time.perf_counter() - t0)
                 size = source.path.stat().st_size
                 await self._make_room(size, keep=circuit_id)
                 t0 = time.perf_counter()
@@ -300,6 +346,7 @@ class SrsManager:
                              time.perf_counter() - t0)
         finally:
             entry.loading -= 1
+            self._forget_if_unused(entry)
         entry.last_used = entry.lane_used[lane] = time.monotonic()
         return key, handle
 

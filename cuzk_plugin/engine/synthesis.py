@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import logging.handlers
 import multiprocessing
 import os
 import time
@@ -286,12 +287,19 @@ class SynthesisPool:
         self.task_processes = max(1, task_processes)
         self.warmers = tuple(warmers)
         self.param_cache = str(param_cache) if param_cache is not None else None
+        self._ctx = multiprocessing.get_context("spawn")  # never fork a process that runs gRPC threads
+        # The workers' log records (a truncated pre-compiled circuit being recorded again, a
+        # warm-up failure) come back to this process's loggers: a spawned worker has no logging
+        # set up, and would print bare lines on stderr, dropping everything below WARNING.
+        self._log_records = self._ctx.Queue()
+        self._log_listener = logging.handlers.QueueListener(self._log_records, _ToOwnLoggers())
+        self._log_listener.start()
         self._executor = self._new_executor()
 
     def _new_executor(self) -> ProcessPoolExecutor:
-        ctx = multiprocessing.get_context("spawn")  # never fork a process that runs gRPC threads
-        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=worker_init,
-                                   initargs=(os.getpid(), self.task_processes, self.warmers, self.param_cache))
+        return ProcessPoolExecutor(self.workers, mp_context=self._ctx, initializer=worker_init,
+                                   initargs=(os.getpid(), self.task_processes, self.warmers, self.param_cache,
+                                             self._log_records, logging.getLogger().getEffectiveLevel()))
 
     def warm_up(self) -> None:
         """Start every worker now (imports take a second), not on the first job."""
@@ -343,6 +351,18 @@ class SynthesisPool:
             self._executor.shutdown(wait=True, cancel_futures=True)
         else:
             stop_pool(self._executor, timeout)
+        self._log_listener.stop()  # the records the workers sent are handled first
+        self._log_records.close()
+
+
+class _ToOwnLoggers(logging.Handler):
+    """Hands a worker's log record to the logger of the same name here (its level, handlers
+    and format apply as to the daemon's own records)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
 
 
 def _discard_result(cfut: Future, blocks: HostBlockPool | None = None, offer: tuple = ()) -> None:

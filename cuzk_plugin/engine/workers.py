@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
+import logging.handlers
 import multiprocessing
 import os
 import re
@@ -67,13 +68,19 @@ def task_processes() -> int:
     return _task_processes
 
 
-def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = (), param_cache: str | None = None) -> None:
+def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = (), param_cache: str | None = None,
+                log_records=None, log_level: int = logging.INFO) -> None:
     """Initializer of every synthesis worker: dies with the daemon; SIGINT is the daemon's to
     handle; yields the CPU to the daemon's threads (:data:`SYNTHESIS_NICENESS`); ``processes``:
     what :func:`task_processes` says; ``param_cache``: what :func:`worker_param_cache` says;
     ``warmers``: zero-argument callables run now (a failing one is logged: its work is then
-    done on first use)."""
+    done on first use); ``log_records``: a queue the worker's log records (from ``log_level``
+    up) go to, for the daemon's loggers."""
     global _task_processes, _param_cache
+    if log_records is not None:
+        root = logging.getLogger()
+        root.handlers[:] = [logging.handlers.QueueHandler(log_records)]
+        root.setLevel(log_level)
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(SYNTHESIS_NICENESS)

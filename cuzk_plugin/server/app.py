@@ -1,7 +1,9 @@
 """Start and stop the gRPC server (TCP or unix://), its health service and the status page.
 
 A Unix socket is created with mode 0660 whatever the umask, and never taken from a daemon
-that still answers on it (a second start with the same config is refused). A TCP address
+that still answers on it (a second start with the same config is refused). Directories the
+daemon creates for it get 0750: the group (Curio's user) may traverse them to connect, and
+only the daemon's user may add or remove files there. A TCP address
 other than loopback without TLS is served with a loud warning: Curio speaks plain gRPC, so
 TLS and the shared token are for other clients, as the operator chooses ([daemon] tls_cert,
 tls_key, auth_token).
@@ -37,6 +39,8 @@ GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 ]
 SOCKET_MODE = 0o660
+#: Directories created for a Unix socket: group members need the search bit to reach it.
+SOCKET_DIR_MODE = 0o750
 #: How often the health service re-checks the engine.
 HEALTH_PERIOD_S = 2.0
 
@@ -100,7 +104,7 @@ def _bind_address(listen: str) -> tuple[str, Path | None]:
     socket left by a crashed daemon is removed, a live one refused)."""
     if listen.startswith("unix://"):
         path = Path(listen.removeprefix("unix://"))
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_socket_dir(path.parent)
         if path.is_socket():
             if socket_answers(path):
                 raise OSError(f"{listen}: another daemon answers on this socket; stop it first or listen elsewhere")
@@ -109,6 +113,23 @@ def _bind_address(listen: str) -> tuple[str, Path | None]:
             raise OSError(f"{listen}: {path} exists and is not a socket")
         return f"unix://{path}", path
     return listen, None
+
+
+def _make_socket_dir(directory: Path) -> None:
+    """Create ``directory`` and its missing parents with SOCKET_DIR_MODE, whatever the umask
+    (the one in force while binding would leave them without any search bit); existing ones are
+    left as the operator made them."""
+    missing = []
+    for d in (directory, *directory.parents):
+        if d.exists():
+            break
+        missing.append(d)
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs
+        os.chmod(d, SOCKET_DIR_MODE)
 
 
 def is_loopback(listen: str) -> bool:

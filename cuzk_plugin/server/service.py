@@ -62,6 +62,17 @@ SERVICE = pb.DESCRIPTOR.services_by_name["ProvingEngine"]
 MAX_DETAILS = 1000
 
 
+class _Refusal(Exception):
+    """An RPC answered with a non-OK status. Set on the context by :func:`method_handlers`, not
+    raised through gRPC's ``abort``: gRPC keeps that exception on the call's state, which ties
+    the handler's frames (and a request body of up to 256 MB with them) into a reference cycle
+    that only a full garbage collection frees."""
+
+    def __init__(self, code: grpc.StatusCode, details: str):
+        super().__init__(code, details)
+        self.code, self.details = code, details
+
+
 async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception, engine: Engine | None = None) -> None:
     code = next((c for t, c in ERROR_CODES if isinstance(exc, t)), grpc.StatusCode.INTERNAL)
     if engine is not None:
@@ -71,7 +82,7 @@ async def _abort(context: grpc.aio.ServicerContext, rpc: str, exc: Exception, en
         log.error("%s: internal error: %s", rpc, details, exc_info=exc)
     else:
         log.info("%s: %s: %s", rpc, code.name, details)
-    await context.abort(code, details)
+    raise _Refusal(code, details)
 
 
 class ProvingEngineService:
@@ -160,11 +171,27 @@ class ProvingEngineService:
         self._parsers.shutdown(wait=False, cancel_futures=True)
 
 
+def _answering(method: Callable[[bytes, Any], Awaitable[Message]], response_cls: type[Message]):
+    """``method``, a refusal answered as a status set on the context (gRPC then sends the status
+    and discards the empty response)."""
+
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Message:
+        try:
+            return await method(raw, context)
+        except _Refusal as refusal:
+            context.set_code(refusal.code)
+            context.set_details(refusal.details)
+            return response_cls()
+
+    return handle
+
+
 def method_handlers(service: ProvingEngineService) -> dict[str, grpc.RpcMethodHandler]:
     """Every RPC of cuzk.v1.ProvingEngine, taking the request's raw bytes (no deserializer)."""
     handlers = {}
     for method in SERVICE.methods:
         response_cls = getattr(pb, method.output_type.name)
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            getattr(service, method.name), request_deserializer=None, response_serializer=response_cls.SerializeToString)
+            _answering(getattr(service, method.name), response_cls), request_deserializer=None,
+            response_serializer=response_cls.SerializeToString)
     return handlers

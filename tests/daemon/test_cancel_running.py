@@ -60,3 +60,31 @@ async def test_cancel_proof_interrupts_the_running_backend_call(make_daemon):
     assert res.status == pb.AwaitProofResponse.CANCELLED
     await asyncio.sleep(0.3)
     assert backend.calls == 1  # no further partition entered the backend
+
+
+async def test_a_cancelled_backend_call_leaves_no_unretrieved_exception(make_daemon):
+    """Issue 28 item 13d: the backend call of a cancelled proof ended with an exception nobody
+    retrieved, and asyncio logged "Future exception was never retrieved" with a traceback."""
+    import gc
+
+    from daemon_helpers import SlowBackend
+
+    backend = SlowBackend(0.8)
+    d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1})
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context.get("message", "")))
+    try:
+        stub = d.stub()
+        await stub.SubmitProof(synthetic_request("cancel-quiet", log2=4, seed=3))
+        await loop.run_in_executor(None, backend.running.wait, 30)
+        assert (await stub.CancelProof(pb.CancelProofRequest(job_id="cancel-quiet"))).was_running
+        while len(d.engine.slots.idle) < 1:  # the call returned and its slot was released
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
+        gc.collect()  # an unretrieved future reports when it is freed
+        await asyncio.sleep(0.1)
+    finally:
+        loop.set_exception_handler(previous)
+    assert not [m for m in reported if "never retrieved" in m], reported

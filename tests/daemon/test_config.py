@@ -54,6 +54,10 @@ def test_file_env_and_override_precedence(tmp_path, monkeypatch):
     ("[memory]\neviction_min_idle = 'soon'\n", "[memory] eviction_min_idle"),
     ("[gpus]\ngpu_workers_per_device = 0\n", "[gpus] gpu_workers_per_device"),
     ("[daemon]\nlisten = 'nowhere'\n", "[daemon] listen"),
+    # issue 28 item 13e: these passed the check and failed after start-up with a wrong reason
+    ("[daemon]\nlisten = 'http://0.0.0.0:9820'\n", "no http:// scheme"),
+    ("[daemon]\nstatus_listen = 'http://127.0.0.1:9821'\n", "[daemon] status_listen"),
+    (f"[daemon]\nlisten = 'unix:///run/{'s' * 100}.sock'\n", "is 110 bytes, more than the 107 a Unix socket"),
     ("[pipeline]\nenabled = 'maybe'\n", "[pipeline] enabled"),
     ("[daemon\nlisten = 1\n", "config"),
 ])

@@ -51,6 +51,25 @@ async def test_repeated_id_attaches_only_to_the_same_request(make_daemon):
     assert res.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(d.param_cache, 4, 21, res.proof)
 
 
+async def test_a_finished_jobs_id_is_not_given_to_another_request(make_daemon):
+    """Issue 28 item 12: once a job finished, a different request under its id is refused (the
+    first client's AwaitProof must never return a stranger's proof); the same request again
+    is a new attempt, as before."""
+    d = await make_daemon()
+    stub = d.stub()
+    rid = "porep-1000-finished"
+    first = (await stub.Prove(pb.ProveRequest(submit=synthetic_request(rid, log2=4, seed=31)))).result
+    assert first.status == pb.AwaitProofResponse.COMPLETED
+    details = await _refused(stub.SubmitProof(synthetic_request(rid, log2=4, seed=32)), grpc.StatusCode.ALREADY_EXISTS)
+    assert rid in details and "has finished" in details
+    await _refused(stub.Prove(pb.ProveRequest(submit=synthetic_request(rid, log2=4, seed=32))),
+                   grpc.StatusCode.ALREADY_EXISTS)
+    res = await stub.AwaitProof(pb.AwaitProofRequest(job_id=rid, timeout_ms=10_000))
+    assert res.proof == first.proof and verify_synthetic(d.param_cache, 4, 31, res.proof)
+    again = (await stub.Prove(pb.ProveRequest(submit=synthetic_request(rid, log2=4, seed=31)))).result
+    assert again.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(d.param_cache, 4, 31, again.proof)
+
+
 # -- key generation: bounded, cancellable, one name a circuit ------------------------------------
 async def test_key_generation_is_bounded_by_config(make_daemon, tmp_path):
     d = await make_daemon(srs={"param_cache": str(tmp_path), "max_generated_log2": 5})
@@ -274,6 +293,20 @@ async def test_stale_socket_is_replaced_with_mode_0660(make_daemon):
     finally:
         os.umask(old)
     try:
+        assert path.stat().st_mode & 0o777 == 0o660 and socket_answers(path)
+    finally:
+        await server.stop(0)
+
+
+async def test_socket_directories_the_daemon_creates_let_the_group_connect(make_daemon, tmp_path):
+    """Issue 28 item 13a: the directories made for a socket were born under the binding umask
+    (0117) as 0660, with no search bit: nobody but root could reach the socket. Now 0750."""
+    d = await make_daemon()
+    top = tmp_path / "run"
+    path = top / "curio" / "cuzk.sock"
+    server = await start_server(d.engine, f"unix://{path}")
+    try:
+        assert {p.name: oct(p.stat().st_mode & 0o777) for p in (top, path.parent)} == {"run": "0o750", "curio": "0o750"}
         assert path.stat().st_mode & 0o777 == 0o660 and socket_answers(path)
     finally:
         await server.stop(0)

@@ -82,3 +82,114 @@ async def test_an_oversized_small_message_is_refused_unparsed(make_daemon):
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "GetStatusRequest: 1048577 bytes" in err.value.details()
     await d.stub().GetStatus(pb.GetStatusRequest(), timeout=5)  # and the daemon serves on
+
+
+_FLAT_SENDER = """
+import sys, threading, time, grpc
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+address, n, mb, shape = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+flat = b"[" + b"1," * ((mb << 20) // 2 - 1) + b"1]"
+payload = flat if shape == "array" else b'{"SectorNum": ' + flat + b'}'
+bodies = [pb.SubmitProofRequest(request_id=f"flat-{i}", proof_kind=pb.POREP_SEAL_COMMIT, sector_size=2048,
+                                vanilla_proof=payload).SerializeToString() for i in range(n)]
+del payload, flat
+opts = [("grpc.max_send_message_length", 300 << 20), ("grpc.max_receive_message_length", 300 << 20)]
+results = [None] * n
+with grpc.insecure_channel(address, options=opts) as ch:
+    submit = ch.unary_unary("/cuzk.v1.ProvingEngine/SubmitProof", request_serializer=None, response_deserializer=None)
+    def send(i):
+        t0 = time.monotonic()
+        try:
+            submit(bodies[i], timeout=120)
+            results[i] = ("accepted", "", time.monotonic() - t0)
+        except grpc.RpcError as exc:
+            results[i] = (exc.code().name, exc.details(), time.monotonic() - t0)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(n)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+for code, details, seconds in results:
+    print(f"{code}\\t{seconds:.3f}\\t{details}", flush=True)
+"""
+
+
+async def _get_status_during_bodies(d, n: int, mb: int, shape: str) -> tuple[float, int, list[str]]:
+    """Worst GetStatus latency while ``n`` bodies of ``mb`` MB arrive at once from another
+    process; (worst seconds, calls, each body's answer line)."""
+    stub = d.stub()
+    await stub.GetStatus(pb.GetStatusRequest(), timeout=5)
+    sender = subprocess.Popen([sys.executable, "-c", _FLAT_SENDER, d.tcp, str(n), str(mb), shape],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    loop = asyncio.get_running_loop()
+    try:
+        assert (await loop.run_in_executor(None, sender.stdout.readline)).strip() == "ready"
+        sender.stdin.write("go\n")
+        sender.stdin.flush()
+        done = loop.run_in_executor(None, sender.communicate)
+        worst, calls = 0.0, 0
+        while not done.done():
+            t0 = time.monotonic()
+            await stub.GetStatus(pb.GetStatusRequest(), timeout=10)
+            worst = max(worst, time.monotonic() - t0)
+            calls += 1
+            await asyncio.sleep(0.01)
+        out, _ = await done
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    assert sender.returncode == 0
+    return worst, calls, out.strip().splitlines()
+
+
+@pytest.mark.parametrize("shape", ["array", "object"])
+async def test_several_flat_100_mb_c1s_are_refused_by_shape_and_get_status_answers(make_daemon, shape):
+    """Issue 28 item 11: 100 MB flat JSON arrays sent as C1s (bare, or as a member of an object)
+    were decoded whole, holding the GIL ~2 s each (GetStatus: 2.1 s for one, 6.9 s for eight);
+    each is now refused by its shape, naming it, and GetStatus answers meanwhile."""
+    d = await make_daemon()
+    n = 4
+    worst, calls, lines = await _get_status_during_bodies(d, n, 100, shape)
+    assert len(lines) == n
+    for line in lines:
+        code, _seconds, details = line.split("\t", 2)
+        assert code == "INVALID_ARGUMENT", line
+        assert ("not a JSON C1" if shape == "array" else "members") in details and "refused before decoding" in details
+    assert calls > 3, "the bodies arrived too fast to measure anything"
+    assert worst < BOUND_S, f"GetStatus took {worst:.2f}s while {n} flat 100 MB C1s were refused"
+    print(f"\n{n} x 100 MB flat ({shape}): worst GetStatus {worst * 1e3:.0f} ms over {calls} calls; "
+          f"answers in {', '.join(line.split(chr(9))[1] for line in lines)} s")
+
+
+async def test_a_refused_body_is_freed_without_waiting_for_the_garbage_collector(make_daemon):
+    """Issue 28 item 11: a refusal went through gRPC's abort, whose stored exception tied the
+    handler's frames (and the body they hold) into a cycle: eight refused 100 MB bodies kept
+    5.6 GB until a full collection. No frame of the service is left in a cycle now."""
+    import gc
+    import types
+
+    import grpc
+
+    d = await make_daemon()
+    stub = d.stub()
+    reqs = [pb.SubmitProofRequest(request_id=f"flat-gc-{i}", proof_kind=pb.POREP_SEAL_COMMIT, sector_size=2048,
+                                  vanilla_proof=b"[" + b"1," * (8 << 20) + b"1]") for i in range(4)]
+    gc.collect()
+    gc.disable()
+    try:
+        answers = await asyncio.gather(*(stub.SubmitProof(r, timeout=30) for r in reqs), return_exceptions=True)
+        for err in answers:
+            assert isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "not a JSON C1" in err.details()
+        await asyncio.sleep(0.3)  # the handler's task is done
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        cyclic = sorted({f"{o.f_code.co_filename.rsplit('/', 1)[-1]}:{o.f_code.co_name}" for o in gc.garbage
+                         if isinstance(o, types.FrameType) and "cuzk_plugin" in o.f_code.co_filename})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert cyclic == [], f"frames (holding the body) left in reference cycles: {cyclic}"
+    await stub.GetStatus(pb.GetStatusRequest(), timeout=5)

@@ -79,3 +79,79 @@ async def test_critical_planning_never_waits_behind_slow_plans(make_daemon):
     finally:
         release.set()
     await asyncio.gather(*slow)
+
+
+async def test_critical_is_admitted_when_max_pending_low_jobs_are_queued(make_daemon):
+    """Issue 28 item 9: max_pending LOW jobs queued on a slow device; a CRITICAL job (and a HIGH
+    one) is still accepted, inside reserves of their own, and the CRITICAL one finishes before
+    the queued LOW jobs. One more LOW job, and one more HIGH past its reserve, are refused."""
+    import grpc
+    import pytest
+
+    d = await make_daemon(backends=[SlowBackend(GPU_S)], gpus={"gpu_workers_per_device": 1},
+                          scheduler={"max_pending": 3, "high_priority_reserve": 1, "critical_reserve": 1})
+    stub = d.stub()
+    low_ids = [f"porep-low-{i}" for i in range(3)]
+    for i, job_id in enumerate(low_ids):
+        await stub.SubmitProof(synthetic_request(job_id, log2=4, partitions=2, seed=200 + i, priority=pb.LOW))
+
+    async def refused(req) -> str:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.SubmitProof(req)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        return err.value.details()
+
+    assert "max_pending = 3" in await refused(synthetic_request("porep-low-3", log2=4, seed=9, priority=pb.LOW))
+    await stub.SubmitProof(synthetic_request("wdpost-high", log2=4, seed=50, priority=pb.HIGH))
+    assert "high_priority_reserve" in await refused(synthetic_request("wdpost-high-2", log2=4, seed=51,
+                                                                      priority=pb.HIGH))
+    await stub.SubmitProof(synthetic_request("winpost-critical", log2=4, seed=43, priority=pb.CRITICAL))
+    res = await stub.AwaitProof(pb.AwaitProofRequest(job_id="winpost-critical", timeout_ms=30_000))
+    assert res.status == pb.AwaitProofResponse.COMPLETED and verify_synthetic(d.param_cache, 4, 43, res.proof)
+    unfinished = [j for j in low_ids if not d.engine.job(j).status.finished]
+    assert len(unfinished) >= 2, f"queued LOW jobs finished before the CRITICAL one: {set(low_ids) - set(unfinished)}"
+    for job_id in [*low_ids, "wdpost-high"]:
+        await stub.CancelProof(pb.CancelProofRequest(job_id=job_id))
+
+
+async def test_planning_budget_serves_higher_priorities_first(make_daemon, monkeypatch):
+    """While large plans fill the planning budget, a small CRITICAL request is planned at once
+    and a HIGH one before the NORMAL one that waited longer."""
+    import threading
+
+    from cuzk_plugin.adapters.synthetic import SyntheticProvider
+    from cuzk_plugin.engine import engine as engine_module
+    from cuzk_plugin.engine.circuits import ProviderRegistry
+
+    monkeypatch.setattr(engine_module, "PLANNING_BYTES_AT_ONCE", 1000)
+    release = threading.Event()
+    order: list[str] = []
+
+    class RecordedPlans(SyntheticProvider):
+        def plan(self, request, param_cache):
+            order.append(request.request_id)
+            if request.request_id == "big-first":
+                release.wait(20)
+            return super().plan(request, param_cache)
+
+    d = await make_daemon(providers=ProviderRegistry([RecordedPlans()], load_plugins=False))
+    stub = d.stub()
+
+    def padded(job_id: str, seed: int, priority: int) -> pb.SubmitProofRequest:
+        req = synthetic_request(job_id, log2=4, seed=seed, priority=priority)
+        req.vanilla_proofs.append(b"\x01" * 900)  # ignored by the provider; counts as planning bytes
+        return req
+
+    first = asyncio.ensure_future(stub.SubmitProof(padded("big-first", 1, pb.NORMAL)))
+    await asyncio.sleep(0.2)
+    normal = asyncio.ensure_future(stub.SubmitProof(padded("big-normal", 2, pb.NORMAL)))
+    await asyncio.sleep(0.2)
+    high = asyncio.ensure_future(stub.SubmitProof(padded("big-high", 3, pb.HIGH)))
+    await asyncio.sleep(0.2)
+    try:
+        critical = await asyncio.wait_for(stub.SubmitProof(padded("small-critical", 4, pb.CRITICAL)), 10)
+        assert critical.job_id == "small-critical" and order == ["big-first", "small-critical"]
+    finally:
+        release.set()
+    await asyncio.gather(first, normal, high)
+    assert order == ["big-first", "small-critical", "big-high", "big-normal"]

@@ -76,3 +76,39 @@ async def test_a_key_in_use_is_not_evicted(make_daemon):
     assert res.status == pb.AwaitProofResponse.COMPLETED
     ev = await stub.EvictSRS(pb.EvictSrsRequest(circuit_id="synthetic-k4"))
     assert ev.was_loaded and ev.freed_bytes > 0
+
+
+async def test_a_key_another_daemon_is_making_is_waited_for_and_used(make_daemon, tmp_path):
+    """Issue 28 item 13c: two daemons sharing a param cache both generated a missing key, each
+    replacing the other's file and pin, and one job failed. The key file is locked while it is
+    made: the second daemon waits, then maps the first's key instead of making its own."""
+    import fcntl
+
+    d = await make_daemon(srs={"param_cache": str(tmp_path)})
+    key = tmp_path / "synthetic-k5.params"
+    with open(tmp_path / "synthetic-k5.params.lock", "w") as other_daemon:
+        fcntl.flock(other_daemon, fcntl.LOCK_EX)
+        preload = asyncio.ensure_future(d.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k5")))
+        await asyncio.sleep(1.0)
+        assert not preload.done() and not key.exists(), "generated a key while another process held its lock"
+        generate = d.engine._key_source("synthetic-k5").generate
+        await asyncio.get_running_loop().run_in_executor(None, generate)  # the other daemon's key
+        made = key.read_bytes()
+    res = await asyncio.wait_for(preload, 30)
+    assert not res.already_loaded and key.read_bytes() == made
+
+
+async def test_a_refused_preload_leaves_no_key_in_status(make_daemon, tmp_path):
+    """Issue 28 item 13f: a PreloadSRS refused (no key file, no budget) left a COLD 0-byte key
+    in GetStatus; nothing of it is left now, and a key that did load stays listed."""
+    d = await make_daemon(srs={"param_cache": str(tmp_path)}, memory={"total_budget": 1000})
+    stub = d.stub()
+    refused = {}
+    for circuit_id in ("porep-32g", "wpost-32g", "synthetic-k4"):  # no Filecoin file; over the budget
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=circuit_id))
+        refused[circuit_id] = err.value.code()
+    assert refused == {"porep-32g": grpc.StatusCode.NOT_FOUND, "wpost-32g": grpc.StatusCode.NOT_FOUND,
+                       "synthetic-k4": grpc.StatusCode.RESOURCE_EXHAUSTED}
+    status = await stub.GetStatus(pb.GetStatusRequest())
+    assert [e.circuit_id for e in status.loaded_srs] == [] and d.engine.srs.snapshot() == []

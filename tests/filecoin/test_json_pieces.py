@@ -182,7 +182,7 @@ def test_a_deep_document_is_refused_where_the_recursion_limit_is_raised():
         "for n in (5_000, 300_000, 3_000_000):\n"
         "    for parse in (porep_partitions, parse_c1):\n"
         "        try:\n"
-        "            parse(b'[' * n + b']' * n)\n"
+        "            parse(b'{\"k\":' + b'[' * (n - 1) + b']' * (n - 1) + b'}')  # a C1 is an object\n"
         "        except C1Error as exc:\n"
         "            assert 'nests' in str(exc) and f'{n:,} levels' in str(exc), exc\n"
         "        else:\n"
@@ -198,4 +198,38 @@ def test_a_deeply_nested_c1_is_refused_by_name():
 
     for n in (5000, 1 << 20):  # under and over the piece size
         with pytest.raises(C1Error, match=f"nests {n:,} levels deep"):
-            porep_partitions(b"[" * n + b"]" * n)
+            porep_partitions(b'{"k":' + b"[" * (n - 1) + b"]" * (n - 1) + b"}")  # a C1 is an object
+
+
+def test_a_long_flat_run_is_refused_before_it_is_decoded():
+    """Issue 28 item 11: a container larger than a piece whose members between two nested
+    containers outnumber max_members is refused by count, before json.loads builds them."""
+    flat = b"[" + b"1," * 5000 + b"1]"
+    with pytest.raises(json_pieces.ShapeError, match="run of up to 5,001 members"):
+        json_pieces.loads(flat, max_piece=64, max_members=1000)
+    nested = b'{"a": [[1], ' + b"2, " * 3000 + b'[3]], "b": "x"}'
+    with pytest.raises(json_pieces.ShapeError, match="run of up to 3,002 members"):
+        json_pieces.loads(nested, max_piece=64, max_members=1000)
+    few = b'{"SectorNum": [' + b"1," * 3000 + b"1]}"  # one opener: the whole-document path counts too
+    with pytest.raises(json_pieces.ShapeError):
+        json_pieces.loads(few, max_piece=64, max_members=1000)
+    # Runs within the bound, and long strings (no separators), read as json.loads reads them.
+    ok = b'{"a": [' + b"7, " * 400 + b'[1], "' + b"s" * 100_000 + b'"], "b": [' + b"1," * 900 + b"1]}"
+    assert json_pieces.loads(ok, max_piece=64, max_members=1000) == json.loads(ok)
+
+
+def test_a_body_that_is_not_an_object_is_refused_as_a_c1_at_once():
+    """Issue 28 item 11: a 100 MB flat array sent as a C1 was decoded (2 s holding the GIL, 50
+    million objects) before being refused; now its first byte refuses it."""
+    import time
+
+    from cuzk_plugin.adapters.curio.c1 import C1Error
+    from cuzk_plugin.adapters.curio.porep import porep_partitions
+
+    body = memoryview(b"  \n[" + b"1," * (50 << 20) + b"1]")
+    t0 = time.perf_counter()
+    with pytest.raises(C1Error, match=r"not a JSON C1 envelope or C1 output .* start with '\['; refused before decoding"):
+        porep_partitions(body)
+    assert time.perf_counter() - t0 < 0.05
+    with pytest.raises(C1Error, match=r"run of up to 52,428,801 members .* refused before decoding"):
+        porep_partitions(b'{"SectorNum": [' + b"1," * (50 << 20) + b"1]}")

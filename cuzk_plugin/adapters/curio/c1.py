@@ -288,6 +288,8 @@ def _loads(raw: bytes | str, what: str) -> Any:
         return json_pieces.loads(raw)
     except json_pieces.NestingError as exc:
         raise C1Error("$", f"{what} {exc} (a C1 nests about 10 levels)") from None
+    except json_pieces.ShapeError as exc:
+        raise C1Error("$", f"{what} {exc} (a C1's longest arrays hold a few hundred); refused before decoding") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise C1Error("$", f"{what} is not JSON ({exc})") from None
 

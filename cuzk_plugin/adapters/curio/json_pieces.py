@@ -11,7 +11,10 @@ byte of the document passes through json.loads exactly once, in its place. Valid
 
 The nesting is bounded before anything is decoded (:class:`NestingError`): json's C scanner
 recurses once a level, and where a process has raised its recursion limit (libraries do) a
-hostile ``[[[[...`` would overflow the C stack and kill the daemon instead of raising.
+hostile ``[[[[...`` would overflow the C stack and kill the daemon instead of raising. So is a
+flat run of members: more than ``max_members`` scalars between two nested containers (a 100 MB
+``[1,1,1,...]``: one json.loads of 2 s and 50 million objects) is refused before it is decoded
+(:class:`ShapeError`), counted with numpy (which leaves the GIL to other threads).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ import numpy as np
 MAX_PIECE = 1 << 20
 #: The deepest nesting decoded (Curio's documents nest about 10 levels).
 MAX_DEPTH = 64
+#: The most scalar members decoded in one run (Curio's longest arrays hold a few hundred).
+MAX_MEMBERS = 1 << 16
+_COMMA = ord(",")
 #: A document with at most this many '[' and '{' bytes (in strings or not) is decoded whole.
 _FEW_CONTAINERS = 8
 _WS = b" \t\r\n"
@@ -42,6 +48,31 @@ class NestingError(ValueError):
     def __init__(self, depth: int, max_depth: int):
         super().__init__(f"nests {depth:,} levels deep, more than {max_depth}")
         self.depth, self.max_depth = depth, max_depth
+
+
+class ShapeError(ValueError):
+    """A run of more scalar members than the caller allows; nothing of it was decoded."""
+
+    def __init__(self, members: int, at: int, nbytes: int, max_members: int):
+        super().__init__(f"holds a run of up to {members:,} members ({nbytes:,} bytes) at byte {at:,}, more than "
+                         f"{max_members:,} in one container")
+        self.members, self.at, self.max_members = members, at, max_members
+
+
+def _commas(raw: bytes, start: int = 0, end: int | None = None) -> int:
+    """The ',' bytes of ``raw[start:end]`` (inside strings too: an upper bound on the members),
+    counted by numpy without holding the GIL or copying."""
+    end = len(raw) if end is None else end
+    return int(np.count_nonzero(np.frombuffer(raw, dtype=np.uint8, count=end - start, offset=start) == _COMMA))
+
+
+def _check_run(raw: bytes, start: int, end: int, max_members: int) -> None:
+    """Refuse ``raw[start:end]`` (text decoded by one json.loads) if it holds more members than
+    ``max_members``; only a text that could hold that many is counted."""
+    if end - start > 2 * max_members:
+        commas = _commas(raw, start, end)
+        if commas >= max_members:
+            raise ShapeError(commas + 1, start, end - start, max_members)
 
 
 class _Brackets:
@@ -82,19 +113,25 @@ class _Brackets:
         return [(a, b + 1) for a, b in zip(inner[0::2], inner[1::2], strict=True)]
 
 
-def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH) -> Any:
+def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH,
+          max_members: int = MAX_MEMBERS) -> Any:
     """``json.loads(raw)`` for a UTF-8 document, in pieces of about ``max_piece`` bytes;
-    :class:`NestingError` if its brackets (outside strings) nest deeper than ``max_depth``.
-    Text is read as its UTF-8 bytes (a lone surrogate in it raises UnicodeDecodeError)."""
+    :class:`NestingError` if its brackets (outside strings) nest deeper than ``max_depth``,
+    :class:`ShapeError` if more than ``max_members`` scalar members of a container larger than
+    ``max_piece`` lie between two of its nested containers. Text is read as its UTF-8 bytes (a
+    lone surrogate in it raises UnicodeDecodeError)."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     start = len(raw) - len(raw.lstrip(_WS))
     end = len(raw.rstrip(_WS))
     if start == end or raw[start] not in b"[{":
+        _check_run(raw, start, end, max_members)
         return json.loads(raw)  # not a container (or another encoding): nothing nests
-    if raw.count(b"[") + raw.count(b"{") <= min(max_depth, _FEW_CONTAINERS):
-        # Nothing to split and no deeper nesting than openers: Curio's envelope (three members,
-        # one a 65 MB base64 string) would cost 0.35 s of bracket scan for one json.loads.
+    view = np.frombuffer(raw, dtype=np.uint8)
+    openers = int(np.count_nonzero(view == ord("["))) + int(np.count_nonzero(view == ord("{")))
+    if openers <= min(max_depth, _FEW_CONTAINERS) and (end - start <= max_piece or _commas(raw) < max_members):
+        # Nothing to split, no deeper nesting than openers, no long run: Curio's envelope (three
+        # members, one a 65 MB base64 string) would cost 0.35 s of bracket scan for one json.loads.
         return json.loads(raw)
     brackets = _Brackets(raw)
     if brackets.max_depth > max_depth:  # balanced or not: json.loads would recurse that deep
@@ -102,8 +139,9 @@ def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEP
     if end - start <= max_piece:
         return json.loads(raw)  # small: one call
     if not brackets.balanced or brackets.pos[-1] != end - 1:
+        _check_run(raw, start, end, max_members)
         return json.loads(raw)  # refused by json.loads, with its own message
-    return _container(raw, brackets, start, end, max_piece)
+    return _container(raw, brackets, start, end, max_piece, max_members)
 
 
 def _whole(raw: bytes, start: int, end: int) -> Any:
@@ -123,7 +161,7 @@ def _members(text: bytes, at: int) -> list[Any]:
         raise json.JSONDecodeError(exc.msg, exc.doc, exc.pos + at - 1) from None
 
 
-def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece: int) -> Any:
+def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece: int, max_members: int) -> Any:
     """The array or object ``raw[start:end]``, from its children where it is large. Anything
     out of place sends the whole container to json.loads, which raises."""
     if end - start <= max_piece:
@@ -131,11 +169,15 @@ def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece:
     array = raw[start] == ord("[")
     opener, closer = (b"[", b"]") if array else (b"{", b"}")
     if raw[end - 1] != closer[0]:
+        _check_run(raw, start, end, max_members)
         return _whole(raw, start, end)  # [} or {]
     children = brackets.children(start, end)
     if children is None:
+        _check_run(raw, start, end, max_members)
         return _whole(raw, start, end)
     cuts = [start + 1, *(x for c in children for x in c), end - 1]
+    for i in range(len(children) + 1):  # every run between two children, before any is decoded
+        _check_run(raw, cuts[2 * i], cuts[2 * i + 1], max_members)
     out_list: list[Any] = []
     out_dict: dict[str, Any] = {}
     for i in range(len(children) + 1):
@@ -158,7 +200,7 @@ def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece:
         else:
             out_dict.update(before)  # in order: a repeated key's last value wins, as in json.loads
         if not last:
-            child = _container(raw, brackets, *children[i], max_piece)
+            child = _container(raw, brackets, *children[i], max_piece, max_members)
             if array:
                 out_list.append(child)
             else:

@@ -331,6 +331,22 @@ class PorepJob:
 MAX_C1_BYTES = 128 << 20
 
 
+#: Leading whitespace looked through for the opening '{' of a C1 (formatted JSON has a few bytes).
+_C1_HEAD_BYTES = 4096
+
+
+def _check_c1_shape(raw: bytes | memoryview | str) -> None:
+    """Refuse at once what cannot be a C1 (Curio's envelope and a C1 output are JSON objects):
+    a flat 100 MB array would otherwise be decoded (seconds, gigabytes) before being refused."""
+    head = raw[:_C1_HEAD_BYTES]
+    text = head.encode("utf-8", "replace") if isinstance(head, str) else bytes(head)
+    first = text.lstrip(b" \t\r\n")[:1]
+    if first != b"{":
+        seen = f"start with {first.decode('latin-1')!r}" if first else f"have no '{{' in their first {len(text):,}"
+        raise C1Error("$", f"not a JSON C1 envelope or C1 output (both are JSON objects, {{...}}): these "
+                           f"{len(raw):,} bytes {seen}; refused before decoding")
+
+
 def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
     """A PoRep job from Curio's C1 envelope (``{"SectorNum", "Phase1Out", "SectorSize"}``) or
     from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path."""
@@ -338,12 +354,15 @@ def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
         raise C1Error("$", "empty (PoRep needs Curio's C1 envelope {SectorNum, Phase1Out, SectorSize} or C1 JSON)")
     if len(raw) > MAX_C1_BYTES:  # bounded before JSON expands it (a parsed C1 takes ~20x its bytes)
         raise C1Error("$", f"{len(raw):,} bytes, more than a C1 of any sector size can be ({MAX_C1_BYTES:,})")
+    _check_c1_shape(raw)
     text = bytes(raw) if isinstance(raw, memoryview) else raw
     with gc_paused():  # a 32 GiB C1 is millions of small lists: no GC pass over them while they live
         try:  # in pieces: one json.loads of a 49 MB C1 would hold the GIL ~1.5 s (json_pieces)
             top = json_pieces.loads(text)
         except json_pieces.NestingError as exc:
             raise C1Error("$", f"{exc} (a C1 nests about 10 levels)") from None
+        except json_pieces.ShapeError as exc:
+            raise C1Error("$", f"the JSON {exc} (a C1's longest arrays hold a few hundred); refused before decoding") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
         if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
