@@ -35,7 +35,7 @@ print(f"pinned host -> device: {n / times[len(times) // 2] / 1e9:.1f} GB/s media
 EOF
 } 2>&1 | tee "$OUT/device.txt"
 if [ "${TESTS:-}" != skip ]; then
-    timeout ${TEST_TIMEOUT:-220} python3 -m pytest tests/gpu -q -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
+    timeout ${TEST_TIMEOUT:-220} python3 -m pytest tests/gpu tests/test_params_test_key.py -q -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
     echo "tests rc=$?"; tail -12 "$OUT/tests.txt"
 fi
 for plan in ${PLANS:-all h,l,a,b_g1 h,l none}; do

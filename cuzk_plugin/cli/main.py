@@ -30,6 +30,10 @@ EXIT_INVALID = 1
 EXIT_ERROR = 2
 
 
+#: Filecoin's circuits by kind and sector size, as `pce extract` and `params write-test-key` name them.
+FILECOIN_CIRCUITS = [f"{kind}-{size}" for kind in ("porep", "snap", "wpost", "winning")
+                     for size in ("2k", "8m", "512m", "32g", "64g")]
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -266,12 +270,21 @@ def build_parser() -> argparse.ArgumentParser:
     pi.add_argument("file", help="a .params or .vk file")
     pi.add_argument("--json", action="store_true", help="machine-readable output")
     pi.set_defaults(func=cmd_params_inspect)
+    pw = psub.add_parser("write-test-key", help="make a circuit's TEST key on a GPU once and write it as "
+                                                "<out>/<circuit>-test-key.params (and .vk), for cards too small to make it")
+    pw.add_argument("--circuit", required=True, choices=FILECOIN_CIRCUITS,
+                    help="the PoRep, SnapDeals (update), WindowPoSt or WinningPoSt circuit, by sector size")
+    pw.add_argument("--param-cache", default="/var/tmp/filecoin-proof-parameters",
+                    help="where its pre-compiled circuit is (recorded there first when missing; default "
+                         "/var/tmp/filecoin-proof-parameters)")
+    pw.add_argument("--out", default=None, help="directory to write the key to (default: the param cache, where the "
+                                                "daemon finds it with [srs] allow_test_keys = true)")
+    pw.set_defaults(func=_write_test_key)
 
     p = sub.add_parser("pce", help="pre-compiled circuits (R1CS recorded once per circuit shape)")
     psub = p.add_subparsers(dest="pce_command", required=True, metavar="SUBCOMMAND")
     pe = psub.add_parser("extract", help="record a circuit into {param-cache}/pce-{circuit}.pce (checked if present)")
-    pe.add_argument("--circuit", required=True, choices=[f"{kind}-{size}" for kind in ("porep", "snap", "wpost", "winning")
-                                                          for size in ("2k", "8m", "512m", "32g", "64g")],
+    pe.add_argument("--circuit", required=True, choices=FILECOIN_CIRCUITS,
                     help="the PoRep, SnapDeals (update), WindowPoSt or WinningPoSt circuit to record, by sector size")
     pe.add_argument("--param-cache", default="/var/tmp/filecoin-proof-parameters",
                     help="the daemon's [srs] param_cache (default /var/tmp/filecoin-proof-parameters)")
@@ -285,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="auto", choices=backends, help=backend_help)
     p.set_defaults(func=cmd_demo)
     return parser
+
+
+def _write_test_key(args: argparse.Namespace) -> int:
+    from cuzk_plugin.cli.params_test_key import cmd_write_test_key
+
+    return cmd_write_test_key(args)
 
 
 #: Flags that, with no subcommand, make ``cuzk`` the daemon (Curio's docs run ``cuzk --config FILE``).
