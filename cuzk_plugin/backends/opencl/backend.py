@@ -12,7 +12,7 @@ import threading
 import warnings
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,7 +32,14 @@ from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.bls12_381.points import g1_limbs_to_raw, g2_limbs_to_raw
+from cuzk_plugin.bls12_381.points import (
+    g1_from_limbs,
+    g1_limbs_to_raw,
+    g1_to_limbs,
+    g2_from_limbs,
+    g2_limbs_to_raw,
+    g2_to_limbs,
+)
 from cuzk_plugin.errors import BackendUnavailable, EncodingError, ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
@@ -43,19 +50,52 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class OpenclSrs:
-    """A proving key's five vectors resident in device memory (Montgomery affine points)."""
+class OpenclHostKey:
+    """A proving key's vectors decoded once into host memory (canonical affine limbs, every point
+    checked on its curve): the copy that keys of any OpenCL device attach to, their streamed
+    vectors uploaded from it a chunk at a time during each MSM."""
 
-    buffers: dict
+    vectors: dict
     counts: dict
     nbytes: int
     released: bool = field(default=False)
+
+    def release(self) -> None:
+        self.vectors = {}
+        self.released = True
+
+
+@dataclass
+class OpenclSrs:
+    """A proving key on one device: each vector resident in device memory (Montgomery affine
+    points, in ``buffers``), or streamed from ``host`` in chunks of ``stream_chunk`` points."""
+
+    buffers: dict
+    counts: dict
+    #: Device bytes of the resident vectors.
+    nbytes: int
+    released: bool = field(default=False)
+    host: OpenclHostKey | None = None
+    owns_host: bool = False
+    stream_chunk: int = 0
+    #: The key a generated key was loaded from (its host copy is made from it).
+    source: ProvingKey | None = None
+
+    @property
+    def resident(self) -> tuple[str, ...]:
+        return tuple(name for name in SRS_VECTORS if name in self.buffers)
 
     def release(self) -> None:
         for buf in self.buffers.values():
             buf.release()
         self.buffers = {}
         self.released = True
+        if self.owns_host and self.host is not None:
+            self.host.release()
+
+
+#: A key's vectors in prove order.
+SRS_VECTORS = ("h", "l", "a", "b_g1", "b_g2")
 
 
 @dataclass
@@ -200,13 +240,51 @@ class OpenclBackend:
             return self._msm(self._g2, bases, scalars)
 
     # -- proving -------------------------------------------------------------------------
-    def load_srs(self, key: ProvingKey, device: int = 0) -> OpenclSrs:
+    def device_memory(self, device: int = 0) -> tuple[int, int]:
+        """(free, total) device bytes: OpenCL reports no free memory, so both are the device's
+        global memory (PoCL's is host memory)."""
+        total = int(self.device.global_mem_size)
+        return total, total
+
+    def set_memory_limit(self, limit_bytes: int, device: int = 0) -> None:
+        """Nothing to do: the proving steps here run one after another (no side-by-side MSMs)."""
+
+    def host_key(self, key: ProvingKey | OpenclSrs, device: int = 0) -> OpenclHostKey:
+        """The key's host copy: its vectors decoded to limbs, every point checked on its curve
+        on this device a chunk at a time. A key made here (generate_srs) from the key it was
+        loaded from."""
+        if isinstance(key, OpenclSrs):
+            if key.source is None:
+                raise ValueError("host_key: this device key keeps no host form to copy")
+            key = key.source
+        vectors = {name: key.vector_limbs(name) for name in SRS_VECTORS}
+        with self._lock, device_errors("host copy of a key"):
+            for name, limbs in vectors.items():
+                drv = self._g2 if name == "b_g2" else self._g1
+                for start in range(0, limbs.shape[0], 1 << 20):
+                    chunk = limbs[start:start + (1 << 20)]
+                    buf = drv.points_to_device(chunk)
+                    try:
+                        bad = drv.points_off_curve(buf, chunk.shape[0])
+                    finally:
+                        buf.release()
+                    if bad.size:
+                        raise EncodingError(f"{name}[{start + int(bad[0])}]: not on the curve")
+        return OpenclHostKey(vectors=vectors, counts={n: int(v.shape[0]) for n, v in vectors.items()},
+                             nbytes=sum(int(v.nbytes) for v in vectors.values()))
+
+    def load_srs(self, key: ProvingKey | OpenclHostKey, device: int = 0, *, resident=None,
+                 stream_chunk: int = 1 << 22) -> OpenclSrs:
         """Decode the key's vectors chunk by chunk straight into device buffers (host memory
         holds one chunk, not a second copy of the key) and check every point is on its curve
-        (the subgroup check is skipped, as production readers do)."""
+        (the subgroup check is skipped, as production readers do). With ``resident`` (or from
+        a host copy) only the vectors named go to the device; the others stream from the host
+        copy in chunks of ``stream_chunk`` points during each MSM."""
         if device != 0:
             raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
-        counts = {name: int(getattr(key, name).shape[0]) for name in ("h", "l", "a", "b_g1", "b_g2")}
+        if isinstance(key, OpenclHostKey) or resident is not None:
+            return self._attach(key, SRS_VECTORS if resident is None else tuple(resident), stream_chunk)
+        counts = {name: int(getattr(key, name).shape[0]) for name in SRS_VECTORS}
         buffers: dict = {}
         with self._lock, device_errors("load_srs"):
             try:
@@ -222,6 +300,62 @@ class OpenclBackend:
                     buf.release()
                 raise
         return OpenclSrs(buffers=buffers, counts=counts, nbytes=key.vectors_nbytes)
+
+    def _attach(self, key: ProvingKey | OpenclHostKey, resident: tuple[str, ...], stream_chunk: int) -> OpenclSrs:
+        unknown = set(resident) - set(SRS_VECTORS)
+        if unknown:
+            raise ValueError(f"resident vectors: no {sorted(unknown)} (one of {', '.join(SRS_VECTORS)})")
+        if stream_chunk < 1:
+            raise ValueError(f"load_srs: stream_chunk must be at least 1 point, got {stream_chunk}")
+        owns = isinstance(key, ProvingKey)
+        host = self.host_key(key) if isinstance(key, ProvingKey) else key
+        if host.released:
+            raise ValueError("load_srs: the host copy of the key has been released")
+        buffers: dict = {}
+        try:
+            with self._lock, device_errors("load_srs from a host copy"):
+                for name in resident:
+                    drv = self._g2 if name == "b_g2" else self._g1
+                    limbs = host.vectors[name]
+                    buffers[name] = drv.points_to_device_chunked(limbs.shape[0], lambda a, b, v=limbs: v[a:b])
+        except BaseException:
+            for buf in buffers.values():
+                buf.release()
+            if owns:
+                host.release()
+            raise
+        nbytes = sum(int(host.vectors[name].nbytes) for name in resident)
+        return OpenclSrs(buffers=buffers, counts=dict(host.counts), nbytes=nbytes, host=host, owns_host=owns,
+                         stream_chunk=stream_chunk)
+
+    def _msm_of(self, srs: OpenclSrs, name: str, scalars, check) -> np.ndarray:
+        """The MSM of key vector ``name`` with ``scalars`` (a device buffer, or host limbs): on
+        its resident buffer, or chunk by chunk from the host copy, the chunks' sums added on
+        the host."""
+        drv = self._g2 if name == "b_g2" else self._g1
+        n = srs.counts[name]
+        if name in srs.buffers:
+            d = scalars if not isinstance(scalars, np.ndarray) else upload(self.context, self.queue,
+                                                                             np.ascontiguousarray(scalars))
+            return drv.msm(srs.buffers[name], d, n, check)
+        assert srs.host is not None
+        host_scalars = (scalars if isinstance(scalars, np.ndarray)
+                        else download(self.queue, scalars, (n, FR_LIMBS), np.uint64))
+        points = srs.host.vectors[name]
+        to_points: Any = g2_from_limbs if name == "b_g2" else g1_from_limbs
+        to_limbs: Any = g2_to_limbs if name == "b_g2" else g1_to_limbs
+        total: Any = None
+        for start in range(0, n, srs.stream_chunk):
+            stop = min(n, start + srs.stream_chunk)
+            d_points = drv.points_to_device(points[start:stop])
+            d_scalars = upload(self.context, self.queue, np.ascontiguousarray(host_scalars[start:stop]))
+            try:
+                (part,) = to_points(drv.msm(d_points, d_scalars, stop - start, check)[None])
+            finally:
+                d_points.release()
+                d_scalars.release()
+            total = part if total is None else total + part
+        return drv.identity() if total is None else to_limbs(total)
 
     def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> OpenclCircuit:
         """Upload the circuit's matrices and coefficient table (resident until ``release``)."""
@@ -264,7 +398,10 @@ class OpenclBackend:
         from cuzk_plugin.backends.cpu.keygen import input_sums, proving_key_from_qap, qap_from_pce
 
         qap = qap_from_pce(circuit.circuit, secrets)
-        return self.load_srs(proving_key_from_qap(qap, secrets, self._key_multiples)), input_sums(qap)
+        key = proving_key_from_qap(qap, secrets, self._key_multiples)
+        srs = self.load_srs(key)
+        srs.source = key  # the host form a host copy is made from, where a lane streams it
+        return srs, input_sums(qap)
 
     def _key_multiples(self, vectors: list[tuple[str, np.ndarray]]) -> list[np.ndarray]:
         """k * G for each ``(group, scalars)`` on this device (fixed_base.cl), as Filecoin's
@@ -312,16 +449,14 @@ class OpenclBackend:
                 else:
                     h, _ = self._ntt.quotient_h(part.a, part.b, part.c, check)
                 check()
-                sums = {"h": self._g1.msm(srs.buffers["h"], h, srs.counts["h"], check)}
+                sums = {"h": self._msm_of(srs, "h", h, check)}
                 for name, scalars in (("l", part.aux_assignment), ("a", part.a_scalars()), ("b_g1", b_scalars)):
                     if scalars.shape[0] != srs.counts[name]:
                         raise ValueError(f"partition has {scalars.shape[0]} {name} scalars, the key {srs.counts[name]} points")
                     check()
-                    d_scalars = upload(self.context, self.queue, np.ascontiguousarray(scalars))
-                    sums[name] = self._g1.msm(srs.buffers[name], d_scalars, srs.counts[name], check)
+                    sums[name] = self._msm_of(srs, name, scalars, check)
                 check()
-                d_b = upload(self.context, self.queue, np.ascontiguousarray(b_scalars))
-                sums["b_g2"] = self._g2.msm(srs.buffers["b_g2"], d_b, srs.counts["b_g2"], check)
+                sums["b_g2"] = self._msm_of(srs, "b_g2", b_scalars, check)
             except ProveCancelled:
                 self.queue.finish()  # nothing enqueued may outlive the buffers it reads
                 raise

@@ -101,9 +101,22 @@ class OpenclDevices:
         return self.backends[device]
 
     # -- proving -------------------------------------------------------------------------
-    def load_srs(self, key: ProvingKey, device: int = 0) -> OnDevice:
+    def device_memory(self, device: int = 0) -> tuple[int, int]:
+        return self._on(device).device_memory()
+
+    def set_memory_limit(self, limit_bytes: int, device: int = 0) -> None:
+        self._on(device).set_memory_limit(limit_bytes)
+
+    def host_key(self, key: Any, device: int = 0) -> Any:
+        """A key's host copy (checked on ``device``), which keys on every device can attach to."""
+        inner = key.inner if isinstance(key, OnDevice) else key
+        return self._on(device).host_key(inner)
+
+    def load_srs(self, key: Any, device: int = 0, *, resident=None, stream_chunk: int = 1 << 22) -> OnDevice:
         backend = self._on(device)
-        return OnDevice(backend.load_srs(key), backend, device)
+        if resident is None and isinstance(key, ProvingKey):
+            return OnDevice(backend.load_srs(key), backend, device)
+        return OnDevice(backend.load_srs(key, resident=resident, stream_chunk=stream_chunk), backend, device)
 
     def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> OnDevice:
         backend = self._on(device)
