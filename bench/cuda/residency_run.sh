@@ -7,7 +7,8 @@
 #   .venv/bin/python -m cuzk_plugin.backends.cuda.build      # sm_90 (H100, H200)
 #   bash bench/cuda/residency_run.sh
 # PLANS="all h,l,a,b_g1 h,l none" picks the --resident values (all: the default, nothing streamed);
-# TESTS=skip leaves the suite out; LOG2 (default 27), REPEAT (default 3).
+# TESTS=skip leaves the suite out; LOG2 (default 27), REPEAT (default 2); LIMIT_GIB (default 80) the
+# device memory left to the benchmark (the rest held by another process).
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -35,15 +36,27 @@ print(f"pinned host -> device: {n / times[len(times) // 2] / 1e9:.1f} GB/s media
 EOF
 } 2>&1 | tee "$OUT/device.txt"
 if [ "${TESTS:-}" != skip ]; then
-    timeout ${TEST_TIMEOUT:-220} python3 -m pytest tests/gpu tests/test_params_test_key.py -q -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
+    timeout ${TEST_TIMEOUT:-200} python3 -m pytest tests/gpu tests/test_params_test_key.py -q -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
     echo "tests rc=$?"; tail -12 "$OUT/tests.txt"
 fi
+# A smaller card emulated: another process holds all but LIMIT_GIB of the device's free memory
+# (default 80: an H100's), so an overrun fails instead of using it.
+holder=
+free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)
+hold_mib=$(( free_mib - ${LIMIT_GIB:-80} * 1024 ))
+if [ "$hold_mib" -gt 1024 ]; then
+    python3 -c "import cupy as cp, time; x = cp.empty($hold_mib << 20, cp.uint8); print('holding $hold_mib MiB', flush=True); time.sleep(3600)" &
+    holder=$!
+    sleep 8
+fi
+nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv | tee -a "$OUT/bench.txt"
 for plan in ${PLANS:-all h,l,a,b_g1 h,l none}; do
     echo "# prove 2^${LOG2:-27}, resident: $plan" | tee -a "$OUT/bench.txt"
     args=()
     [ "$plan" != all ] && args=(--resident "$plan")
-    timeout ${BENCH_TIMEOUT:-150} python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op prove --log2 "${LOG2:-27}" \
-        --repeat "${REPEAT:-3}" "${args[@]}" 2>&1 | tee -a "$OUT/bench.txt"
+    timeout ${BENCH_TIMEOUT:-120} python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op prove --log2 "${LOG2:-27}" \
+        --repeat "${REPEAT:-2}" "${args[@]}" 2>&1 | tee -a "$OUT/bench.txt"
     echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
 done
+[ -n "$holder" ] && kill "$holder"
 date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"
