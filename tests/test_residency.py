@@ -273,3 +273,28 @@ def test_device_memory_limit_caps_the_lane_and_reaches_the_backend(tmp_path):
     assert lanes[0].host_keys is lanes[1].host_keys
     free, _ = build_lanes(Config(), [FakeStreamingBackend(free=80 * GB)])
     assert free[0].device_budget == 80 * GB
+
+
+def test_a_test_key_too_large_to_make_on_the_lane_is_refused_with_the_way_out(small_key, tmp_path):
+    """The library refuses a key generation that does not fit (DeviceOutOfMemory, with its
+    figures): the lane answers DeviceMemoryTooSmall (RESOURCE_EXHAUSTED, not INTERNAL), naming
+    `cuzk params write-test-key`, and keeps nothing on the device."""
+    from cuzk_plugin.engine.device_key import DeviceKey
+    from cuzk_plugin.errors import DeviceOutOfMemory
+
+    _, r1cs, _, _ = small_key
+    path = tmp_path / "small.pce"
+    save_pce(path, precompile_r1cs(r1cs, "small"))
+    key = DeviceKey.draw("small-test-key", MappedCircuit.open(path))
+
+    class NoRoomToMake(FakeStreamingBackend):
+        def load_circuit(self, pce, device: int = 0):
+            return CpuBackend.load_circuit(self, pce)
+
+        def generate_srs(self, circuit, secrets):
+            raise DeviceOutOfMemory("key generation needs up to 100.5 GB; the device has 75.3 of 85.0 GB free")
+
+    (lane, _) = lanes_of(NoRoomToMake(free=1 << 40), 1 << 40)
+    with pytest.raises(DeviceMemoryTooSmall, match=r"100\.5 GB.*cuzk params write-test-key"):
+        lane.load_srs(key)
+    assert lane.resident_bytes() == 0
