@@ -3,7 +3,7 @@ with a request (decode and check the vanilla proofs, build the task), the size o
 synthesis worker receives (pickled), and the worker's witness, written where the engine maps
 it, with 1 and N processes (bench/post/wpost-host-2026-12-03.md has the figures).
 
-    python -m cuzk_plugin.filecoin.post_seal --kind window --sector-size 32GiB --sparse --sectors 2349 --out /tmp/wpost.json
+    python -m cuzk_plugin.filecoin.fixtures.post_seal --kind window --sector-size 32GiB --sparse --sectors 2349 --out /tmp/wpost.json
     python bench/post/wpost_host.py /tmp/wpost.json --randomness HEX --processes 1 2 [--profile]
 
 Runs the tree it imports: PYTHONPATH=<older checkout> times that one (up to eb2d57a the task

@@ -13,8 +13,8 @@ from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.engine.srs import pin_verifying_key, vk_pin_path
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
 from cuzk_plugin.errors import ParamsError
+from cuzk_plugin.filecoin.fixtures.seal import c1_json, seal
 from cuzk_plugin.filecoin.param_files import FILECOIN_CIRCUITS, KNOWN_DIGESTS, find_filecoin_params, params_digest
-from cuzk_plugin.filecoin.seal import c1_json, seal
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.server.proto import cuzk_pb2 as pb

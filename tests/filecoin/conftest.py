@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from cuzk_plugin.filecoin.seal import c1_json, seal
+from cuzk_plugin.filecoin.fixtures.seal import c1_json, seal
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +42,7 @@ def snap_reference_2kib(sealed):
     the SnapDeals update of the sealed sector with new data seed 3, from its encoded vanilla
     proof as the provider decodes it: ~15 s on two cores, so made once for the tests that use it."""
     from cuzk_plugin.adapters.curio.snap import SnapPartitionTask
-    from cuzk_plugin.filecoin.snap_seal import snap_update, vanilla_proofs
+    from cuzk_plugin.filecoin.fixtures.snap_seal import snap_update, vanilla_proofs
 
     u = snap_update(sealed, data_seed=3)
     (blob,) = vanilla_proofs(u)

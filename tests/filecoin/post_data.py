@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from cuzk_plugin.filecoin.post_seal import ProvenSector
-from cuzk_plugin.filecoin.seal import seal
+from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector
+from cuzk_plugin.filecoin.fixtures.seal import seal
 
 
 @lru_cache(maxsize=1)

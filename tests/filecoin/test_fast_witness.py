@@ -15,15 +15,15 @@ import pytest
 from cuzk_plugin.adapters.curio import WitnessError, porep_partitions
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
-from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
+from cuzk_plugin.filecoin.fixtures.seal import c1_json
+from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal
 from cuzk_plugin.filecoin.gadgets.boolean import FALSE, TRUE, alloc_bit
 from cuzk_plugin.filecoin.gadgets.num import alloc_num
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.gadgets.sha256 import sha256
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.params import porep_params
-from cuzk_plugin.filecoin.seal import c1_json
-from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
+from cuzk_plugin.filecoin.porep.circuit import blank_partition, synthesize_partition
 from cuzk_plugin.filecoin.witness import WitnessMismatch, partition_assignment, porep_layout
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many
 from cuzk_plugin.filecoin.witness.program import Tape

@@ -3,9 +3,9 @@ expander parent invariants, challenge range."""
 
 from __future__ import annotations
 
-from cuzk_plugin.filecoin import graph as g
-from cuzk_plugin.filecoin.challenges import interactive_challenges
-from cuzk_plugin.filecoin.graph import StackedGraph, feistel_permute
+from cuzk_plugin.filecoin.porep import graph as g
+from cuzk_plugin.filecoin.porep.challenges import interactive_challenges
+from cuzk_plugin.filecoin.porep.graph import StackedGraph, feistel_permute
 
 
 def test_chacha_block_matches_rfc7539_keystream():

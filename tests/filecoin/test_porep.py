@@ -12,10 +12,10 @@ from contextlib import redirect_stdout
 import pytest
 
 from cuzk_plugin.adapters.curio import WitnessError, porep_partitions
-from cuzk_plugin.filecoin import count
-from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS, _label
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
+from cuzk_plugin.filecoin.porep import count
+from cuzk_plugin.filecoin.porep.circuit import TOTAL_PARENTS, _label
 
 COUNT_2KIB = 2_687_921
 INPUTS_2KIB = 40  # ONE, replica_id, comm_d, comm_r, 18 per challenge x 2

@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from cuzk_plugin.adapters.curio import C1Error, porep_partitions
-from cuzk_plugin.filecoin.challenges import (
+from cuzk_plugin.filecoin.fixtures.variant_seal import (
+    VARIANT_PROOFS,
+    seal_variant,
+    variant_c1_json,
+    variant_c1_output,
+)
+from cuzk_plugin.filecoin.params import porep_params
+from cuzk_plugin.filecoin.porep.challenges import (
     NI_TAG,
     chacha20_keystream,
     interactive_challenges,
@@ -20,15 +27,8 @@ from cuzk_plugin.filecoin.challenges import (
     synthetic_challenges,
     synthetic_indexes,
 )
-from cuzk_plugin.filecoin.params import porep_params
 from cuzk_plugin.filecoin.proofs import seal_proof_by_number
 from cuzk_plugin.filecoin.trees import fr_to_bytes
-from cuzk_plugin.filecoin.variant_seal import (
-    VARIANT_PROOFS,
-    seal_variant,
-    variant_c1_json,
-    variant_c1_output,
-)
 
 SYNTH, NI = VARIANT_PROOFS
 

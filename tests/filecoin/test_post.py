@@ -14,6 +14,7 @@ from cuzk_plugin.adapters.curio.post_job import PostJob
 from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
+from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.post_challenges import (
     challenge_index,
@@ -24,7 +25,6 @@ from cuzk_plugin.filecoin.post_challenges import (
 )
 from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
 from cuzk_plugin.filecoin.post_proofs import POST_PROOFS, PostKind, PostShape, post_proof_by_number, post_shape
-from cuzk_plugin.filecoin.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.proofs import prover_id_from_miner
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup

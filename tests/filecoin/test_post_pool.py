@@ -18,15 +18,15 @@ import pytest
 
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostWitnessError
 from cuzk_plugin.adapters.curio.post_provider import PostPartitionTask
-from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs
-from cuzk_plugin.filecoin.post_proofs import PostKind, post_proof_by_number
-from cuzk_plugin.filecoin.post_seal import (
+from cuzk_plugin.filecoin.fixtures.post_seal import (
     ProvenSector,
     post_test_sector,
     post_test_sectors,
     post_vanilla_proofs,
     random_randomness,
 )
+from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs
+from cuzk_plugin.filecoin.post_proofs import PostKind, post_proof_by_number
 from cuzk_plugin.filecoin.witness import post_pool
 from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, SlotArrays, post_assignment, post_layout
 from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool, plan_runs

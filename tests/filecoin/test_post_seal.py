@@ -14,10 +14,16 @@ import pytest
 
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
+from cuzk_plugin.filecoin.fixtures.post_seal import (
+    _main,
+    parse_sector_size,
+    post_test_sectors,
+    post_vanilla_proofs,
+    random_randomness,
+)
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
 from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
-from cuzk_plugin.filecoin.post_seal import _main, parse_sector_size, post_test_sectors, post_vanilla_proofs, random_randomness
 
 KIB2, MIB8, GIB32 = 2 << 10, 8 << 20, 32 << 30
 

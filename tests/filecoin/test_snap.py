@@ -18,6 +18,12 @@ from cuzk_plugin.adapters.curio.snap import (
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
+from cuzk_plugin.filecoin.fixtures.snap_seal import (
+    encode_partition_proof,
+    partition_proof,
+    snap_update,
+    vanilla_proofs,
+)
 from cuzk_plugin.filecoin.gadgets.num import alloc_num
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash as poseidon_gadget
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
@@ -34,12 +40,6 @@ from cuzk_plugin.filecoin.snap.vanilla import (
     partition_challenges,
     phi,
     verify_partition,
-)
-from cuzk_plugin.filecoin.snap_seal import (
-    encode_partition_proof,
-    partition_proof,
-    snap_update,
-    vanilla_proofs,
 )
 
 #: The 2 KiB update circuit as our shape pass counts it (no published figure for test sizes:

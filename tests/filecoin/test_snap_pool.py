@@ -14,9 +14,9 @@ import pytest
 
 from cuzk_plugin.adapters.curio.snap import SnapPartitionTask, SnapWitnessError
 from cuzk_plugin.engine import workers
+from cuzk_plugin.filecoin.fixtures.snap_seal import partition_proof, snap_update, vanilla_proofs
 from cuzk_plugin.filecoin.snap.circuit import witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
-from cuzk_plugin.filecoin.snap_seal import partition_proof, snap_update, vanilla_proofs
 from cuzk_plugin.filecoin.witness import forked as forked_module
 from cuzk_plugin.filecoin.witness import snap_pool
 from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied

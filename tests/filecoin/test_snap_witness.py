@@ -19,12 +19,12 @@ from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 from cuzk_plugin.bls12_381.fields import ints_to_limbs
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.seal import seal
+from cuzk_plugin.filecoin.fixtures.seal import seal
+from cuzk_plugin.filecoin.fixtures.snap_seal import partition_proof, snap_update, sparse_snap_update, vanilla_proofs
+from cuzk_plugin.filecoin.fixtures.sparse_seal import sparse_seal
 from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition, witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
 from cuzk_plugin.filecoin.snap.vanilla import verify_partition
-from cuzk_plugin.filecoin.snap_seal import partition_proof, snap_update, sparse_snap_update, vanilla_proofs
-from cuzk_plugin.filecoin.sparse_seal import sparse_seal
 from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import MappedCircuit, pce_path, read_header

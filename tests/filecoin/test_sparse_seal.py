@@ -11,14 +11,14 @@ import random
 import pytest
 
 from cuzk_plugin.adapters.curio import parse_envelope, porep_partitions
-from cuzk_plugin.filecoin import seal as seal_cli
-from cuzk_plugin.filecoin.circuit import blank_partition
+from cuzk_plugin.filecoin.fixtures import seal as seal_cli
+from cuzk_plugin.filecoin.fixtures.seal import c1_json, seal
+from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal
+from cuzk_plugin.filecoin.fixtures.sparse_tree import SparseMerkleTree
 from cuzk_plugin.filecoin.params import porep_params
-from cuzk_plugin.filecoin.seal import c1_json, seal
-from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
-from cuzk_plugin.filecoin.sparse_tree import SparseMerkleTree
+from cuzk_plugin.filecoin.porep.circuit import blank_partition
+from cuzk_plugin.filecoin.porep.witness_check import WitnessCheckError, check_partition
 from cuzk_plugin.filecoin.trees import MerkleTree
-from cuzk_plugin.filecoin.witness_check import WitnessCheckError, check_partition
 
 SMALL = ["2KiB", "8MiB", "512MiB"]
 SIZE = {"2KiB": 2 << 10, "8MiB": 8 << 20, "512MiB": 512 << 20, "32GiB": 32 << 30, "64GiB": 64 << 30}

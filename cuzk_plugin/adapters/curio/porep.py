@@ -39,11 +39,17 @@ from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.circuit.pce_record import record_circuit
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.challenges import porep_challenges
-from cuzk_plugin.filecoin.circuit import ChallengeWitness, ColumnOpening, PartitionWitness, blank_partition, synthesize_partition
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
-from cuzk_plugin.filecoin.graph import StackedGraph
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
+from cuzk_plugin.filecoin.porep.challenges import porep_challenges
+from cuzk_plugin.filecoin.porep.circuit import (
+    ChallengeWitness,
+    ColumnOpening,
+    PartitionWitness,
+    blank_partition,
+    synthesize_partition,
+)
+from cuzk_plugin.filecoin.porep.graph import StackedGraph
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.proofs import RegisteredSealProof
 from cuzk_plugin.filecoin.witness import partition_assignment

@@ -89,8 +89,8 @@ class PorepKeyGenerator(BlankCircuitKey):
     path: Path
 
     def synthesize_blank(self, cs) -> None:
-        from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
         from cuzk_plugin.filecoin.params import porep_params
+        from cuzk_plugin.filecoin.porep.circuit import blank_partition, synthesize_partition
 
         params = porep_params(self.sector_size)
         synthesize_partition(cs, params, blank_partition(params))

@@ -24,8 +24,8 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.filecoin.circuit import PartitionWitness
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
+from cuzk_plugin.filecoin.porep.circuit import PartitionWitness
 from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux
 from cuzk_plugin.filecoin.witness.porep import (
     Part,

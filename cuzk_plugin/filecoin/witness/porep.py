@@ -1,7 +1,7 @@
 """A PoRep partition's full assignment without linear combinations, vectorized.
 
 :func:`partition_assignment` returns what synthesizing
-:func:`cuzk_plugin.filecoin.circuit.synthesize_partition` into a witness constraint system
+:func:`cuzk_plugin.filecoin.porep.circuit.synthesize_partition` into a witness constraint system
 returns (inputs with ONE first, aux), in the same variable order, but computes it gadget by
 gadget for all instances at once: every challenge of a partition has the same layout, so each
 part (a label's 20 SHA-256 compressions, a Merkle level, a column hash) is evaluated for all
@@ -32,8 +32,8 @@ import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.circuit import TOTAL_PARENTS, PartitionWitness
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
+from cuzk_plugin.filecoin.porep.circuit import TOTAL_PARENTS, PartitionWitness
 from cuzk_plugin.filecoin.witness.forked import aux_in_block
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
 from cuzk_plugin.filecoin.witness.sha256 import CompressionTemplate, sha256_many, sha256_templates

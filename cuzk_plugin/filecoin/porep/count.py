@@ -1,6 +1,6 @@
 """Count one PoRep partition's constraints by synthesizing its shape through the circuit code.
 
-    python -m cuzk_plugin.filecoin.count --sector-size 32GiB
+    python -m cuzk_plugin.filecoin.porep.count --sector-size 32GiB
 
 The shape pass uses :class:`ShapeConstraintSystem` (counts only, repeated SHA-256 compressions
 and Poseidon hashes replayed from their first synthesis).
@@ -13,9 +13,9 @@ import resource
 import time
 
 from cuzk_plugin.circuit.fast_cs import gc_paused
-from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.params import porep_params
+from cuzk_plugin.filecoin.porep.circuit import blank_partition, synthesize_partition
 
 __all__ = ["count_partition", "main"]
 

@@ -18,11 +18,11 @@ from typing import NoReturn, cast
 
 from cuzk_plugin.bls12_381.fields import R
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.circuit import ChallengeWitness, PartitionWitness
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
 from cuzk_plugin.filecoin.params import PorepParams
+from cuzk_plugin.filecoin.porep.circuit import ChallengeWitness, PartitionWitness
+from cuzk_plugin.filecoin.porep.labeling import expand_parents, label_hash
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
-from cuzk_plugin.filecoin.seal import expand_parents, label_hash
 from cuzk_plugin.filecoin.trees import fr_to_bytes, node_hasher
 
 __all__ = ["WitnessCheckError", "check_partition"]
