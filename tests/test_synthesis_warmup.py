@@ -42,8 +42,8 @@ def test_providers_warm_every_synthesis_worker_as_it_starts(tmp_path):
 
 
 def _layouts_in_this_worker() -> tuple[int, int]:
-    from cuzk_plugin.filecoin.witness.porep import porep_layout
-    from cuzk_plugin.filecoin.witness.snap import update_layout
+    from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+    from cuzk_plugin.filecoin.snap.witness import update_layout
 
     return porep_layout.cache_info().currsize, update_layout.cache_info().currsize
 

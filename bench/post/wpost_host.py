@@ -47,7 +47,7 @@ def _plan(number: int, rand: bytes, blobs: list[bytes]):
 def _hash_clock():
     """Yield a one-element list that receives the seconds the witness spends in poseidon_into
     (this process only) until the block ends."""
-    from cuzk_plugin.filecoin.witness import post
+    from cuzk_plugin.filecoin.post import witness_slots as post
 
     spent = [0.0]
     inner = post.poseidon_into
@@ -75,8 +75,8 @@ def _worker(blob: bytes, processes: int) -> dict:
     block = None
     try:
         if NEW:
-            from cuzk_plugin.filecoin.witness.post import post_layout
-            from cuzk_plugin.filecoin.witness.post_pool import shared_post_pool
+            from cuzk_plugin.filecoin.post.witness_slots import post_layout
+            from cuzk_plugin.filecoin.post.witness_pool import shared_post_pool
 
             pool = None
             if processes > 1:

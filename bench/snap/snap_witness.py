@@ -26,8 +26,8 @@ from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, spars
 from cuzk_plugin.filecoin.snap.circuit import witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
 from cuzk_plugin.filecoin.snap.vanilla import verify_partition
-from cuzk_plugin.filecoin.witness.snap import update_assignment, update_layout
-from cuzk_plugin.filecoin.witness.snap_pool import SnapWitnessPool
+from cuzk_plugin.filecoin.snap.witness import update_assignment, update_layout
+from cuzk_plugin.filecoin.snap.witness_pool import SnapWitnessPool
 
 
 def _timed(compute, nbytes: int, runs: int, want: tuple[np.ndarray, np.ndarray] | None = None) -> list[float]:

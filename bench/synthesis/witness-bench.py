@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cuzk_plugin.filecoin.witness import partition_assignment, porep_layout
+from cuzk_plugin.filecoin.porep.witness import partition_assignment
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
 
 
 def _load(args) -> tuple:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cuzk_plugin.filecoin.witness.porep import Part, _header, compute_part, porep_layout, zeroed_aux
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_parts import Part, _header, compute_part, zeroed_aux
 
 
 def main() -> int:

@@ -26,7 +26,7 @@ from cuzk_plugin.filecoin import param_files as pf
 from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.fixtures.seal import seal
 from cuzk_plugin.filecoin.param_files import test_key_path
-from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
+from cuzk_plugin.filecoin.post.params import post_proof_by_number
 from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import verify

@@ -24,7 +24,9 @@ from cuzk_plugin.filecoin.gadgets.sha256 import sha256
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.params import porep_params
 from cuzk_plugin.filecoin.porep.circuit import blank_partition, synthesize_partition
-from cuzk_plugin.filecoin.witness import WitnessMismatch, partition_assignment, porep_layout
+from cuzk_plugin.filecoin.porep.witness import partition_assignment
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_parts import WitnessMismatch
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many
 from cuzk_plugin.filecoin.witness.program import Tape
 from cuzk_plugin.filecoin.witness.sha256 import sha256_many

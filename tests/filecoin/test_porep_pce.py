@@ -125,7 +125,7 @@ async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, po
 
     from cuzk_plugin.engine.synthesis import SynthesisPool
     from cuzk_plugin.engine.workers import SHM_PREFIX
-    from cuzk_plugin.filecoin.witness import WitnessMismatch
+    from cuzk_plugin.filecoin.porep.witness_parts import WitnessMismatch
 
     proof = c1_dict["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]
     proof["comm_d_proofs"]["data"]["Single"]["path"]["path"][0]["hashes"][0][4] ^= 0x10

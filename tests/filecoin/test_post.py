@@ -16,15 +16,15 @@ from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
-from cuzk_plugin.filecoin.post_challenges import (
+from cuzk_plugin.filecoin.post.challenges import (
     challenge_index,
     check_randomness,
     leaf_challenge,
     slot_challenges,
     winning_sector_index,
 )
-from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
-from cuzk_plugin.filecoin.post_proofs import POST_PROOFS, PostKind, PostShape, post_proof_by_number, post_shape
+from cuzk_plugin.filecoin.post.circuit import blank_slots, synthesize_post
+from cuzk_plugin.filecoin.post.params import POST_PROOFS, PostKind, PostShape, post_proof_by_number, post_shape
 from cuzk_plugin.filecoin.proofs import prover_id_from_miner
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup
@@ -234,7 +234,7 @@ def test_blank_circuit_matches_witness_circuit_layout(window_job, window_circuit
 # -- the witness without synthesis and the pre-compiled circuit ---------------------------------
 
 def test_fast_witness_equals_the_reference_synthesis(window_job, window_circuit):
-    from cuzk_plugin.filecoin.witness.post import post_assignment
+    from cuzk_plugin.filecoin.post.witness import post_assignment
 
     _, ref_inputs, ref_aux = window_circuit
     inputs, aux = post_assignment(window_job.shape, list(window_job.slots))
@@ -242,7 +242,7 @@ def test_fast_witness_equals_the_reference_synthesis(window_job, window_circuit)
 
 
 def test_fast_witness_refuses_blank_slots():
-    from cuzk_plugin.filecoin.witness.post import post_assignment
+    from cuzk_plugin.filecoin.post.witness import post_assignment
 
     shape = post_shape(PostKind.WINDOW, KIB2)
     with pytest.raises(ValueError, match=r"^slot 0 has no values"):

@@ -12,8 +12,8 @@ import pytest
 from cuzk_plugin.adapters.curio.post import PostDecodeError, decode_sector_proof, decode_sector_proofs
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError, PostWitnessError
 from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
-from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
-from cuzk_plugin.filecoin.post_vanilla import encode_sector_proof
+from cuzk_plugin.filecoin.post.params import post_proof_by_number
+from cuzk_plugin.filecoin.post.vanilla import encode_sector_proof
 from tests.filecoin.post_data import sealed_post_sectors
 
 RAND = random_randomness(11)

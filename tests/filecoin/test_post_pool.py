@@ -1,4 +1,4 @@
-"""The PoSt witness split over forked processes (filecoin/witness/post_pool.py) and the plan's
+"""The PoSt witness split over forked processes (filecoin/post/witness_pool.py) and the plan's
 array decoding (adapters/curio/post_job.py): the pooled witness equals the one-process one bit
 for bit (and the reference synthesis), in a shared-memory block or not, for any slot order;
 a corrupted slot is named as one process names it; the arrays the plan decodes equal what the
@@ -25,12 +25,14 @@ from cuzk_plugin.filecoin.fixtures.post_seal import (
     post_vanilla_proofs,
     random_randomness,
 )
-from cuzk_plugin.filecoin.post_circuit import SlotWitness, post_public_inputs
-from cuzk_plugin.filecoin.post_proofs import PostKind, post_proof_by_number
-from cuzk_plugin.filecoin.witness import post_pool
-from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, SlotArrays, post_assignment, post_layout
-from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool, plan_runs
-from cuzk_plugin.filecoin.witness.post_pool import _run as _real_run
+from cuzk_plugin.filecoin.post import witness_pool as post_pool
+from cuzk_plugin.filecoin.post.circuit import SlotWitness, post_public_inputs
+from cuzk_plugin.filecoin.post.params import PostKind, post_proof_by_number
+from cuzk_plugin.filecoin.post.witness import post_assignment
+from cuzk_plugin.filecoin.post.witness_pool import PostWitnessPool
+from cuzk_plugin.filecoin.post.witness_pool import _run as _real_run
+from cuzk_plugin.filecoin.post.witness_slots import PostWitnessMismatch, SlotArrays, post_layout
+from cuzk_plugin.filecoin.witness.forked import plan_runs
 from tests.filecoin.post_data import sealed_post_sectors
 
 GIB32, GIB64 = 32 << 30, 64 << 30
@@ -240,7 +242,7 @@ def test_task_writes_the_witness_where_the_engine_maps_it(tmp_path, monkeypatch,
     second one; equal to the reference synthesis; both blocks gone on release."""
     from cuzk_plugin.engine import workers
     from cuzk_plugin.engine.synthesis import SharedPartition, run_task
-    from cuzk_plugin.filecoin.witness import post_pool
+    from cuzk_plugin.filecoin.post import witness_pool as post_pool
     from cuzk_plugin.formats.partition import WitnessPartition
 
     monkeypatch.setattr(workers, "_task_processes", processes)

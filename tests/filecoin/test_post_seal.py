@@ -22,8 +22,8 @@ from cuzk_plugin.filecoin.fixtures.post_seal import (
     random_randomness,
 )
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
-from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
-from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
+from cuzk_plugin.filecoin.post.circuit import blank_slots, synthesize_post
+from cuzk_plugin.filecoin.post.params import post_proof_by_number
 
 KIB2, MIB8, GIB32 = 2 << 10, 8 << 20, 32 << 30
 

@@ -1,4 +1,4 @@
-"""The PoSt witness on limb arrays and the C Poseidon (filecoin/witness/post.py, poseidon_cpu):
+"""The PoSt witness on limb arrays and the C Poseidon (filecoin/post/witness_slots.py, poseidon_cpu):
 the C hash against the Python-int schedule (itself checked against the gadget), and whole
 assignments against the reference synthesis and against the Python-int path."""
 
@@ -13,7 +13,7 @@ import pytest
 from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostWitnessError
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_ints
 from cuzk_plugin.filecoin.fixtures.post_seal import post_test_sectors, post_vanilla_proofs, random_randomness
-from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
+from cuzk_plugin.filecoin.post.params import post_proof_by_number
 from cuzk_plugin.filecoin.witness import poseidon_cpu
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many
 from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon

@@ -1,4 +1,4 @@
-"""The SnapDeals witness split over forked processes (filecoin/witness/snap_pool.py): the pooled
+"""The SnapDeals witness split over forked processes (filecoin/snap/witness_pool.py): the pooled
 witness equals the one-process ``update_assignment`` bit for bit, in a shared-memory block or
 not; a corrupted value in any run is named as one process names it; a killed worker fails the
 partition; the Curio task takes the pool only for a partition worth splitting."""
@@ -15,13 +15,13 @@ import pytest
 from cuzk_plugin.adapters.curio.snap import SnapPartitionTask, SnapWitnessError
 from cuzk_plugin.engine import workers
 from cuzk_plugin.filecoin.fixtures.snap_seal import partition_proof, snap_update, vanilla_proofs
+from cuzk_plugin.filecoin.snap import witness_pool as snap_pool
 from cuzk_plugin.filecoin.snap.circuit import witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
+from cuzk_plugin.filecoin.snap.witness import UpdateWitnessMismatch, update_assignment, update_layout
+from cuzk_plugin.filecoin.snap.witness_pool import SnapWitnessPool, shared_snap_pool
 from cuzk_plugin.filecoin.witness import forked as forked_module
-from cuzk_plugin.filecoin.witness import snap_pool
 from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied
-from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
-from cuzk_plugin.filecoin.witness.snap_pool import SnapWitnessPool, shared_snap_pool
 from tests.filecoin.test_snap_witness import split_params
 
 _real_run = snap_pool._run
@@ -57,7 +57,7 @@ def test_header_values_on_integers_equal_the_circuits(sealed, updates, name):
     from dataclasses import replace
 
     from cuzk_plugin.bls12_381.fields import FR_LIMBS
-    from cuzk_plugin.filecoin.witness.snap import header_values, same_header, write_header
+    from cuzk_plugin.filecoin.snap.witness import header_values, same_header, write_header
 
     p, _k, w = _witness(sealed, updates, name)
     written, failures = write_header(p, w, np.zeros((update_layout(p).header_aux, FR_LIMBS), dtype=np.uint64))

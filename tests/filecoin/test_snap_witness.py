@@ -25,7 +25,7 @@ from cuzk_plugin.filecoin.fixtures.sparse_seal import sparse_seal
 from cuzk_plugin.filecoin.snap.circuit import synthesize_update_partition, witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
 from cuzk_plugin.filecoin.snap.vanilla import verify_partition
-from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
+from cuzk_plugin.filecoin.snap.witness import UpdateWitnessMismatch, update_assignment, update_layout
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import MappedCircuit, pce_path, read_header
 

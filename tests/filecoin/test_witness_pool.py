@@ -1,4 +1,4 @@
-"""One partition's witness computed by several processes (cuzk_plugin.filecoin.witness.pool)
+"""One partition's witness computed by several processes (cuzk_plugin.filecoin.porep.witness_pool)
 against the one-process computation: the same assignment bit for bit (2 KiB sealed, sparse
 8 MiB), the same refusal of a corrupted C1, and a plan that covers every piece once."""
 
@@ -13,8 +13,9 @@ from cuzk_plugin.adapters.curio import porep_partitions
 from cuzk_plugin.filecoin.fixtures.seal import c1_json
 from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE
-from cuzk_plugin.filecoin.witness import WitnessMismatch, partition_assignment
-from cuzk_plugin.filecoin.witness.pool import WitnessPool, plan_parts
+from cuzk_plugin.filecoin.porep.witness import partition_assignment
+from cuzk_plugin.filecoin.porep.witness_parts import WitnessMismatch
+from cuzk_plugin.filecoin.porep.witness_pool import WitnessPool, plan_parts
 
 _PARENTS = BASE_DEGREE + EXP_DEGREE
 

@@ -1,6 +1,6 @@
 """A failing piece of a pooled PoRep witness is raised only once every other piece has ended:
 the engine zeroes and offers a failed task's recycled block to the next task, so no worker may
-still be writing into it (cuzk_plugin.filecoin.witness.pool)."""
+still be writing into it (cuzk_plugin.filecoin.porep.witness_pool)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import time
 import pytest
 
 from cuzk_plugin.adapters.curio import porep_partitions
+from cuzk_plugin.filecoin.porep import witness_pool as pool_module
+from cuzk_plugin.filecoin.porep.witness_pool import WitnessPool, plan_parts
 from cuzk_plugin.filecoin.witness import forked
-from cuzk_plugin.filecoin.witness import pool as pool_module
-from cuzk_plugin.filecoin.witness.pool import WitnessPool, plan_parts
 
 
 def _slow_or_failing(params, all_aux, header, chs, part):
@@ -51,8 +51,8 @@ _real_compute = pool_module.compute_part
 
 def test_a_dead_worker_fails_the_partition_and_the_next_pool_works(c1_bytes, monkeypatch):
     """Without the check the pool waits forever for the dead worker's piece."""
+    from cuzk_plugin.filecoin.porep.witness_pool import shared_pool
     from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied
-    from cuzk_plugin.filecoin.witness.pool import shared_pool
 
     job = porep_partitions(c1_bytes)
     monkeypatch.setattr(pool_module, "compute_part", _dies)  # before the fork
@@ -67,7 +67,7 @@ def test_a_dead_worker_fails_the_partition_and_the_next_pool_works(c1_bytes, mon
     assert again is not pool
     try:
         inputs, aux = again.assignment(job.witness(0), partition=0)
-        from cuzk_plugin.filecoin.witness import partition_assignment
+        from cuzk_plugin.filecoin.porep.witness import partition_assignment
         want = partition_assignment(job.params, job.witness(0), partition=0)
         assert (inputs == want[0]).all() and (aux == want[1]).all()
     finally:

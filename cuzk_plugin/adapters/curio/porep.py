@@ -50,13 +50,13 @@ from cuzk_plugin.filecoin.porep.circuit import (
     synthesize_partition,
 )
 from cuzk_plugin.filecoin.porep.graph import StackedGraph
+from cuzk_plugin.filecoin.porep.witness import partition_assignment
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.proofs import RegisteredSealProof
-from cuzk_plugin.filecoin.witness import partition_assignment
 from cuzk_plugin.formats.pce import ensure_pce
 
 if TYPE_CHECKING:
-    from cuzk_plugin.filecoin.witness.pool import WitnessPool
+    from cuzk_plugin.filecoin.porep.witness_pool import WitnessPool
 
 __all__ = ["PorepJob", "PorepPartition", "porep_partitions", "porep_circuit_id", "WitnessError", "ensure_porep_pce",
            "extract_porep_pce", "PCE_CIRCUITS"]

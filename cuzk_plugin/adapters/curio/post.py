@@ -1,5 +1,5 @@
 """Decoders of what Curio sends for a PoSt: one bincode FallbackPoStSectorProof per entry of
-``vanilla_proofs`` (layout in :mod:`cuzk_plugin.filecoin.post_vanilla`; post-facts.md
+``vanilla_proofs`` (layout in :mod:`cuzk_plugin.filecoin.post.vanilla`; post-facts.md
 section 6, curio-adapter-facts.md section 5).
 
 The bytes are hostile: every count is bounded by the bytes left before anything is allocated
@@ -26,8 +26,8 @@ import numpy as np
 
 from cuzk_plugin.adapters.curio.bincode import BincodeError, BincodeReader
 from cuzk_plugin.bls12_381.fields import R, less_than_modulus
-from cuzk_plugin.filecoin.post_proofs import PostShape
-from cuzk_plugin.filecoin.post_vanilla import (
+from cuzk_plugin.filecoin.post.params import PostShape
+from cuzk_plugin.filecoin.post.vanilla import (
     VARIANTS,
     FallbackPoStSectorProof,
     PathElement,

@@ -31,14 +31,15 @@ from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, less_than_modulus, limbs_t
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError, CuzkError
-from cuzk_plugin.filecoin.post_challenges import check_randomness, slot_challenges
-from cuzk_plugin.filecoin.post_circuit import SlotWitness, synthesize_post
-from cuzk_plugin.filecoin.post_proofs import PostKind, PostShape, RegisteredPoStProof, post_circuit_id, post_proof_by_number
-from cuzk_plugin.filecoin.post_vanilla import FallbackPoStSectorProof, encode_sector_proof
+from cuzk_plugin.filecoin.post.challenges import check_randomness, slot_challenges
+from cuzk_plugin.filecoin.post.circuit import SlotWitness, synthesize_post
+from cuzk_plugin.filecoin.post.params import PostKind, PostShape, RegisteredPoStProof, post_circuit_id, post_proof_by_number
+from cuzk_plugin.filecoin.post.vanilla import FallbackPoStSectorProof, encode_sector_proof
+from cuzk_plugin.filecoin.post.witness import post_assignment
+from cuzk_plugin.filecoin.post.witness_pool import PostWitnessPool
+from cuzk_plugin.filecoin.post.witness_slots import PostWitnessMismatch, SlotArrays
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
-from cuzk_plugin.filecoin.witness.post import PostWitnessMismatch, SlotArrays, post_assignment
-from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool
 
 __all__ = ["PostJob", "PostPartition", "PostRequestError", "PostWitnessError"]
 
@@ -260,7 +261,7 @@ class PostPartition:
 
     def assignment(self, *, into=None, pool: PostWitnessPool | None = None, timings: dict | None = None):
         """(inputs, aux) as (n, 4) uint64 canonical, ONE first, in the circuit's variable order,
-        computed without synthesis (:mod:`cuzk_plugin.filecoin.witness.post`; ``into`` and
+        computed without synthesis (:mod:`cuzk_plugin.filecoin.post.witness_slots`; ``into`` and
         ``pool`` as there); vanilla proofs whose values violate the circuit raise
         :class:`PostWitnessError` naming the field."""
         try:

@@ -3,7 +3,7 @@
 A request (Curio's WINDOW_POST_PARTITION / WINNING_POST, post-facts.md section 7) is decoded
 and checked once in :meth:`PostCircuitProvider.plan`, into limb arrays; a worker process
 receives those arrays and computes the partition's witness without synthesis
-(:mod:`cuzk_plugin.filecoin.witness.post`), split over ``[synthesis] witness_processes``
+(:mod:`cuzk_plugin.filecoin.post.witness_slots`), split over ``[synthesis] witness_processes``
 forked processes for a large partition, straight into the shared-memory block the engine maps:
 the backend evaluates a, b, c from the circuit's pre-compiled file (``pce-<id>`` in the param
 cache, recorded from the blank circuit on first use). ``CUZK_DISABLE_PCE=1`` falls back to the reference synthesis. Both kinds keep their default
@@ -26,7 +26,7 @@ from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.synthesis import output_block
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
 from cuzk_plugin.engine.workers import die_with_parent, task_processes
-from cuzk_plugin.filecoin.post_proofs import WINDOW_SECTORS, PostKind, post_circuit_id, post_shape
+from cuzk_plugin.filecoin.post.params import WINDOW_SECTORS, PostKind, post_circuit_id, post_shape
 
 __all__ = ["PostCircuitProvider", "PostPartitionTask", "PostKeyGenerator", "post_test_key", "TEST_KEY_CIRCUITS",
            "POST_CIRCUITS", "ensure_post_pce", "extract_post_pce"]
@@ -46,7 +46,7 @@ _KINDS = {ProofKind.WINNING_POST: PostKind.WINNING, ProofKind.WINDOW_POST_PARTIT
 def extract_post_pce(circuit_id: str, path) -> str:
     """Record the PoSt circuit ``circuit_id`` (e.g. ``winning-32g``) into ``path``; the digest."""
     from cuzk_plugin.circuit.pce_record import record_circuit
-    from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
+    from cuzk_plugin.filecoin.post.circuit import blank_slots, synthesize_post
 
     kind, size = POST_CIRCUITS[circuit_id]
     shape = post_shape(kind, size)
@@ -72,8 +72,8 @@ class PostPartitionTask:
     def synthesize(self):
         """(WitnessPartition on the mapped pre-compiled circuit, or SynthesizedPartition on the
         reference path; public inputs without ONE); PostWitnessError if the proofs are corrupt."""
-        from cuzk_plugin.filecoin.witness.post import post_layout
-        from cuzk_plugin.filecoin.witness.post_pool import MIN_PATHS_PER_PROCESS, shared_post_pool
+        from cuzk_plugin.filecoin.post.witness_pool import MIN_PATHS_PER_PROCESS, shared_post_pool
+        from cuzk_plugin.filecoin.post.witness_slots import post_layout
         from cuzk_plugin.formats.partition import WitnessPartition
         from cuzk_plugin.formats.pce import MappedCircuit
 
@@ -99,7 +99,7 @@ class PostKeyGenerator(BlankCircuitKey):
     path: Path
 
     def synthesize_blank(self, cs) -> None:
-        from cuzk_plugin.filecoin.post_circuit import blank_slots, synthesize_post
+        from cuzk_plugin.filecoin.post.circuit import blank_slots, synthesize_post
 
         shape = post_shape(self.kind, self.sector_size)
         synthesize_post(cs, shape, blank_slots(shape))
@@ -123,8 +123,8 @@ def warm_post_worker() -> None:
     compute on its first run there (the native Poseidon of arities 2 and 8 and their
     constants, the Winning layouts of 32 and 64 GiB): ~0.8 s on the H200 host, more than a
     WinningPoSt proof's 0.5 s."""
+    from cuzk_plugin.filecoin.post.witness_slots import post_layout
     from cuzk_plugin.filecoin.witness.poseidon_cpu import native_poseidon
-    from cuzk_plugin.filecoin.witness.post import post_layout
 
     for arity in (2, 8):
         native_poseidon(arity)

@@ -23,8 +23,8 @@ from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.synthesis import output_block
 from cuzk_plugin.engine.types import ProofKind
 from cuzk_plugin.engine.workers import die_with_parent, task_processes, worker_param_cache
-from cuzk_plugin.filecoin.witness.pool import shared_pool
-from cuzk_plugin.filecoin.witness.porep import porep_layout
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_pool import shared_pool
 from cuzk_plugin.formats.pce import cached_circuits
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]

@@ -421,15 +421,15 @@ class SnapPartitionTask:
 
     def assignment(self, into=None):
         """(inputs, aux) as (n, 4) uint64 canonical, ONE first, in the circuit's variable order,
-        computed without synthesis (:mod:`cuzk_plugin.filecoin.witness.snap`). The witness checks
+        computed without synthesis (:mod:`cuzk_plugin.filecoin.snap.witness`). The witness checks
         every equality of the circuit itself, so the vanilla verifier does not run first (plan
         time checked the indices, roots and comm_c); a violation names the proof's field. The aux
         is written into the zero block ``into`` where given. A large partition's challenges are
         split over ``[synthesis] witness_processes`` forked processes
-        (:mod:`cuzk_plugin.filecoin.witness.snap_pool`)."""
+        (:mod:`cuzk_plugin.filecoin.snap.witness_pool`)."""
         from cuzk_plugin.engine.workers import die_with_parent, task_processes
-        from cuzk_plugin.filecoin.witness.snap import UpdateWitnessMismatch, update_assignment, update_layout
-        from cuzk_plugin.filecoin.witness.snap_pool import MIN_AUX_PER_PROCESS, shared_snap_pool
+        from cuzk_plugin.filecoin.snap.witness import UpdateWitnessMismatch, update_assignment, update_layout
+        from cuzk_plugin.filecoin.snap.witness_pool import MIN_AUX_PER_PROCESS, shared_snap_pool
 
         p, w = self._witness(verify=False)
         lay = update_layout(p)  # traced SHA-256 programs (~1.2 s once) before a pool forks: its workers inherit them
@@ -463,7 +463,7 @@ class SnapPartitionTask:
 
         if self.pce_cache is not None and pce_enabled():
             from cuzk_plugin.engine.synthesis import output_block
-            from cuzk_plugin.filecoin.witness.snap import update_layout
+            from cuzk_plugin.filecoin.snap.witness import update_layout
             from cuzk_plugin.formats.partition import WitnessPartition
             from cuzk_plugin.formats.pce import MappedCircuit
 
@@ -518,7 +518,7 @@ def warm_snap_worker() -> None:
     programs, ~1.2 s) of every update size whose pre-compiled circuit is in the param cache
     (see :func:`~cuzk_plugin.adapters.curio.provider.warm_porep_worker`)."""
     from cuzk_plugin.engine.workers import worker_param_cache
-    from cuzk_plugin.filecoin.witness.snap import update_layout
+    from cuzk_plugin.filecoin.snap.witness import update_layout
     from cuzk_plugin.formats.pce import cached_circuits
 
     for circuit_id in cached_circuits(worker_param_cache(), SNAP_CIRCUITS):

@@ -3,7 +3,7 @@
 A 32 GiB update partition is a header (the apex tree, the digests that derive the challenges:
 7% of its 81 M aux) and 86 challenges whose rows do not depend on one another.
 :class:`SnapWitnessPool` derives the few header values the challenges take on integers
-(:func:`~cuzk_plugin.filecoin.witness.snap.header_values`), splits the challenges into runs
+(:func:`~cuzk_plugin.filecoin.snap.witness.header_values`), splits the challenges into runs
 (:func:`plan_runs`) and writes the header's rows itself while the workers run, each worker
 writing its run straight into one shared aux array: the caller's shared-memory block (``into``:
 the engine's, 2.6 GB at 32 GiB, written once) or a memfd mapped once the workers are done. A
@@ -22,9 +22,7 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.snap.circuit import UpdateChallengeWitness, UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, aux_in_block, kept_pool, mapped_aux
-from cuzk_plugin.filecoin.witness.post_pool import plan_runs
-from cuzk_plugin.filecoin.witness.snap import (
+from cuzk_plugin.filecoin.snap.witness import (
     Failure,
     UpdateHeader,
     challenge_rows,
@@ -35,6 +33,7 @@ from cuzk_plugin.filecoin.witness.snap import (
     write_challenges,
     write_header,
 )
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, aux_in_block, kept_pool, mapped_aux, plan_runs
 
 __all__ = ["SnapWitnessPool", "shared_snap_pool", "MIN_AUX_PER_PROCESS"]
 
@@ -56,7 +55,7 @@ def _run(path: str, p: UpdateParams, header: UpdateHeader, challenges: list[Upda
 class SnapWitnessPool(ForkedWorkers):
     """``workers`` forked processes that compute one update partition (any sector size) at a
     time together, equal to the one-process
-    :func:`~cuzk_plugin.filecoin.witness.snap.update_assignment` bit for bit. Create it before
+    :func:`~cuzk_plugin.filecoin.snap.witness.update_assignment` bit for bit. Create it before
     the process starts threads (fork); close it (or use ``with``) to end the workers."""
 
     def assignment(self, p: UpdateParams, w: UpdatePartitionWitness, *, partition: int | None = None,

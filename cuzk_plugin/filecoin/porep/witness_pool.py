@@ -3,7 +3,7 @@
 A 32 GiB partition's witness is 18 challenges of SHA-256 programs (numpy steps too short to
 share a GIL well) and Poseidon over Python ints: one process takes ~5.7 s on a 16-core host.
 :class:`WitnessPool` forks N workers once (after the layout is traced, so they inherit it) and
-splits each partition into :class:`~cuzk_plugin.filecoin.witness.porep.Part` pieces (comm_d
+splits each partition into :class:`~cuzk_plugin.filecoin.porep.witness_parts.Part` pieces (comm_d
 paths, labels, parent columns, by runs of challenges) that the workers write straight into
 one shared aux array: the caller's shared-memory block (``into``: the daemon's synthesis
 worker hands the engine that very block, so the 4.2 GB are written once) or a memfd the
@@ -26,8 +26,8 @@ import numpy as np
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
 from cuzk_plugin.filecoin.porep.circuit import PartitionWitness
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux
-from cuzk_plugin.filecoin.witness.porep import (
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_parts import (
     Part,
     _check_shape,
     _finish,
@@ -36,8 +36,8 @@ from cuzk_plugin.filecoin.witness.porep import (
     _header,
     _write_header,
     compute_part,
-    porep_layout,
 )
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux
 
 __all__ = ["WitnessPool", "plan_parts", "shared_pool"]
 

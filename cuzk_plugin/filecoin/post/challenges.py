@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from cuzk_plugin.bls12_381.fields import R
-from cuzk_plugin.filecoin.post_proofs import PostKind, RegisteredPoStProof
+from cuzk_plugin.filecoin.post.params import PostKind, RegisteredPoStProof
 
 __all__ = ["check_randomness", "winning_sector_index", "challenge_index", "leaf_challenge", "sector_challenges",
            "slot_challenges"]

@@ -6,13 +6,12 @@ runs of slots (:func:`plan_runs`), each worker writing its run straight into one
 array: the caller's shared-memory block (``into``: the daemon's synthesis worker hands the
 engine that very block, so the 4.06 GB are written once, their pages faulted by N processes)
 or a memfd the parent creates, mapped once the workers are done. Only a run's own rows of
-:class:`~cuzk_plugin.filecoin.witness.post.SlotArrays` go to its worker, and only the rows
+:class:`~cuzk_plugin.filecoin.post.witness_slots.SlotArrays` go to its worker, and only the rows
 found wrong come back; the parent names the first failure as the one-process path does.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from multiprocessing.shared_memory import SharedMemory
@@ -20,24 +19,15 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
-from cuzk_plugin.filecoin.post_proofs import PostShape
-from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux
-from cuzk_plugin.filecoin.witness.post import PostLayout, RunFailures, SlotArrays, post_layout, write_run
+from cuzk_plugin.filecoin.post.params import PostShape
+from cuzk_plugin.filecoin.post.witness_slots import PostLayout, RunFailures, SlotArrays, post_layout, write_run
+from cuzk_plugin.filecoin.witness.forked import ForkedWorkers, kept_pool, mapped_aux, plan_runs
 
-__all__ = ["PostWitnessPool", "plan_runs", "shared_post_pool", "MIN_PATHS_PER_PROCESS"]
+__all__ = ["PostWitnessPool", "shared_post_pool", "MIN_PATHS_PER_PROCESS"]
 
 #: Fewer inclusion paths than this a process are not worth a run of their own (a WinningPoSt's
 #: 66 stay in one process: the pipe round trip would cost more than they take).
 MIN_PATHS_PER_PROCESS = 512
-
-
-def plan_runs(slots: int, workers: int) -> list[tuple[int, int]]:
-    """``workers`` runs (first slot, end) of about equal size covering ``slots`` slots."""
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    n = max(1, min(workers, slots))
-    bounds = [round(k * slots / n) for k in range(n + 1)]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _run(path: str, shape: PostShape, arrays: SlotArrays, first: int) -> tuple[RunFailures, float]:
@@ -51,7 +41,7 @@ def _run(path: str, shape: PostShape, arrays: SlotArrays, first: int) -> tuple[R
 
 class PostWitnessPool(ForkedWorkers):
     """``workers`` forked processes that compute one PoSt partition (any shape) at a time
-    together, equal to the one-process :func:`~cuzk_plugin.filecoin.witness.post.post_assignment`
+    together, equal to the one-process :func:`~cuzk_plugin.filecoin.post.witness_slots.post_assignment`
     bit for bit. Create it before the process starts threads (fork); close it (or use
     ``with``) to end the workers."""
 

@@ -1,7 +1,7 @@
 """A Fallback PoSt partition's full assignment without linear combinations, vectorized.
 
 :func:`post_assignment` returns what synthesizing
-:func:`cuzk_plugin.filecoin.post_circuit.synthesize_post` into a witness constraint system
+:func:`cuzk_plugin.filecoin.post.circuit.synthesize_post` into a witness constraint system
 returns (inputs with ONE first, aux), in the same variable order, computed for every slot and
 challenge at once: each slot is comm_r_last, comm_c, comm_r, the Poseidon-2 of comm_r, then
 per challenge its leaf and per tree_r_last level the index bits, siblings, insertion and
@@ -25,26 +25,20 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
-from multiprocessing.shared_memory import SharedMemory
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs, limbs_to_ints
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
-from cuzk_plugin.filecoin.post_circuit import SlotWitness
-from cuzk_plugin.filecoin.post_proofs import PostShape
-from cuzk_plugin.filecoin.witness.forked import aux_in_block
-from cuzk_plugin.filecoin.witness.porep import _insert_2, _insert_8
+from cuzk_plugin.filecoin.post.circuit import SlotWitness
+from cuzk_plugin.filecoin.post.params import PostShape
+from cuzk_plugin.filecoin.witness.insertion import insert_2, insert_8
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
 
-if TYPE_CHECKING:
-    from cuzk_plugin.filecoin.witness.post_pool import PostWitnessPool
-
-__all__ = ["post_assignment", "SlotArrays", "PostLayout", "post_layout", "PostWitnessMismatch", "RunFailures",
-           "write_run"]
+__all__ = ["SlotArrays", "PostLayout", "post_layout", "PostWitnessMismatch", "RunFailures", "write_run", "raise_first",
+           "zeroed_slots"]
 
 _INSERT = {2: 2, 8: 22}  # aux (= constraints) of insert_2 / insert_8
 
@@ -224,44 +218,12 @@ def _fr(values, shape: tuple[int, ...]) -> np.ndarray:
     return ints_to_limbs(int(v) % R for v in values).reshape(*shape, FR_LIMBS)
 
 
-def _zeros(shape: tuple[int, ...]) -> np.ndarray:
+def zeroed_slots(shape: tuple[int, ...]) -> np.ndarray:
     """A zeroed uint64 array on its own anonymous mapping, so in 4 KiB pages: numpy asks the
     kernel for 2 MiB pages for large arrays, and on the CPU VM of bench/post their zeroing and
     compaction cost 4.7-6.6 s of the 4 GB a 32 GiB Window assignment fills, 4 KiB pages 2.9 s."""
     count = int(np.prod(shape))
     return np.frombuffer(mmap.mmap(-1, max(8 * count, 1)), dtype=np.uint64, count=count).reshape(shape)
-
-
-def post_assignment(shape: PostShape, slots: list[SlotWitness] | SlotArrays, *, into: SharedMemory | None = None,
-                    pool: PostWitnessPool | None = None, timings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs, aux) as (n, 4) uint64 canonical limbs, ONE first, in synthesize_post's order.
-
-    ``into``: a new, zero shared-memory block of at least the aux's size; the aux is written at
-    its start (the engine then exports it without a copy). ``pool``: forked processes that
-    compute runs of slots into it at once (:class:`~.post_pool.PostWitnessPool`). Slots given as
-    the same :class:`SlotWitness` object (or the same row of :class:`SlotArrays`) are computed
-    once per run and copied."""
-    lay = post_layout(shape)
-    arrays = slots if isinstance(slots, SlotArrays) else SlotArrays.from_witnesses(shape, slots)
-    arrays.check(shape)
-    if pool is not None:
-        aux3, failures = pool.write_slots(lay, arrays, into, timings)
-    else:
-        aux_shape = (shape.sector_slots, lay.slot_aux, FR_LIMBS)
-        aux3 = aux_in_block(into, aux_shape) if into is not None else _zeros(aux_shape)
-        failures = [write_run(lay, arrays, aux3, 0)]
-    raise_first(lay, arrays, failures)
-    return post_inputs(shape, arrays), aux3.reshape(-1, FR_LIMBS)
-
-
-def post_inputs(shape: PostShape, arrays: SlotArrays) -> np.ndarray:
-    """(1 + slots x (1 + challenges), 4) uint64: ONE, then per slot comm_r and its packed
-    path indices, as the circuit inputizes them."""
-    inputs = np.zeros((arrays.rows, 1 + shape.challenges_per_slot, FR_LIMBS), dtype=np.uint64)
-    inputs[:, 0] = arrays.comm_r
-    inputs[:, 1:, 0] = arrays.packed_indices(shape)
-    one = np.array([[1, 0, 0, 0]], dtype=np.uint64)
-    return np.concatenate([one, inputs[arrays.order].reshape(-1, FR_LIMBS)])
 
 
 @dataclass(frozen=True)
@@ -284,7 +246,7 @@ def write_run(lay: PostLayout, arrays: SlotArrays, aux3: np.ndarray, first: int)
     rows, pos = rows[by_pos], pos[by_pos]
     sub = arrays.select(rows, np.arange(rows.size, dtype=np.int64))
     contiguous = bool(rows.size) and pos[-1] - pos[0] + 1 == rows.size
-    out = aux3[first + pos[0]:first + pos[0] + rows.size] if contiguous else _zeros((rows.size, lay.slot_aux, FR_LIMBS))
+    out = aux3[first + pos[0]:first + pos[0] + rows.size] if contiguous else zeroed_slots((rows.size, lay.slot_aux, FR_LIMBS))
     comm_ok, root_bad = _compute_rows(lay, sub, out)
     src = np.empty(arrays.rows, dtype=np.int64)
     src[rows] = first + pos
@@ -348,12 +310,12 @@ def _compute_rows(lay: PostLayout, arrays: SlotArrays, out: np.ndarray) -> tuple
         cols = [b[:, :, None] for b in bits]  # broadcast over the limbs
         els = [sibs[:, :, k] for k in range(a - 1)]
         if a == 8:
-            ins_aux, children = _insert_8(cur, els, *cols)
+            ins_aux, children = insert_8(cur, els, *cols)
             ch[:, :, o_ins, 0] = ins_aux[0][:, :, 0]
             ch[:, :, o_ins + 1, 0] = ins_aux[1][:, :, 0]
             ch[:, :, o_ins + 2:o_ins + 22] = np.stack(ins_aux[2:], axis=2)
         else:
-            ins_aux, children = _insert_2(cur, els, *cols)
+            ins_aux, children = insert_2(cur, els, *cols)
             ch[:, :, o_ins:o_ins + 2] = np.stack(ins_aux, axis=2)
         preimage = np.stack(children, axis=2).reshape(n_rows * n_ch, a, FR_LIMBS)
         cur = poseidon_into(a, preimage, out, ch_starts + FR_LIMBS * o_hash).reshape(n_rows, n_ch, FR_LIMBS)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from cuzk_plugin.filecoin.gadgets.merkle import PathLevel, enforce_inclusion, poseidon_node_hash
 from cuzk_plugin.filecoin.gadgets.num import alloc_num, equal, inputize
 from cuzk_plugin.filecoin.gadgets.poseidon import poseidon_hash
-from cuzk_plugin.filecoin.post_proofs import PostShape
+from cuzk_plugin.filecoin.post.params import PostShape
 
 __all__ = ["SlotWitness", "blank_slots", "synthesize_post", "post_public_inputs"]
 

@@ -35,19 +35,12 @@ from cuzk_plugin.filecoin.snap import vanilla
 from cuzk_plugin.filecoin.snap.circuit import UpdateChallengeWitness, UpdatePartitionWitness
 from cuzk_plugin.filecoin.snap.params import UpdateParams
 from cuzk_plugin.filecoin.snap.vanilla import GEN_RANDOMNESS
+from cuzk_plugin.filecoin.witness.encoding import fr_bits_le, fr_limbs, pack_bits, reverse_bit_numbering
 from cuzk_plugin.filecoin.witness.forked import aux_in_block
-from cuzk_plugin.filecoin.witness.porep import (
-    _bits_le,
-    _insert_2,
-    _insert_8,
-    _limbs,
-    _node_hash_sig,
-    _pack,
-    _rbn,
-)
+from cuzk_plugin.filecoin.witness.insertion import insert_2, insert_8
 from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
 from cuzk_plugin.filecoin.witness.poseidon_cpu import poseidon_into
-from cuzk_plugin.filecoin.witness.sha256 import sha256_many, sha256_templates
+from cuzk_plugin.filecoin.witness.sha256 import node_hash_signature, sha256_many, sha256_templates
 
 __all__ = ["Failure", "UpdateHeader", "UpdateLayout", "UpdateWitnessMismatch", "challenge_rows", "first_mismatch",
            "header_values", "same_header", "update_assignment", "update_layout", "write_challenges", "write_header"]
@@ -99,7 +92,7 @@ class UpdateLayout:
 @lru_cache(maxsize=16)
 def update_layout(p: UpdateParams) -> UpdateLayout:
     """The counts of ``p``'s partition, in ``synthesize_update_partition``'s order."""
-    tpls = sha256_templates(_node_hash_sig())
+    tpls = sha256_templates(node_hash_signature())
     nh_aux = 2 * _FR_BITS + sum(t.program.num_aux for t in tpls) + 1
     nh_cons = 2 * (_FR_BITS + 1) + sum(t.program.num_constraints for t in tpls) + 1
     p2 = poseidon_num_aux(2)
@@ -131,7 +124,7 @@ class _Cursor:
     def fields(self, values: np.ndarray, cons: int = 0) -> None:
         """values (instances, k) object ints in [0, r)."""
         k = values.shape[1]
-        self.arr[:, self.aux:self.aux + k] = _limbs(values)
+        self.arr[:, self.aux:self.aux + k] = fr_limbs(values)
         self.aux += k
         self.cons += cons
 
@@ -170,18 +163,18 @@ def _node_hashes(lay: UpdateLayout, left: np.ndarray, right: np.ndarray) -> tupl
     """sha256_node_hash([left, right]) for n instances: (aux (n, node_hash_aux, 4) uint64, digest (n,) object)."""
     n = left.shape[0]
     block = np.zeros((n, lay.node_hash_aux, FR_LIMBS), dtype=np.uint64)
-    bl, br = _bits_le(left), _bits_le(right)
+    bl, br = fr_bits_le(left), fr_bits_le(right)
     block[:, :_FR_BITS, 0] = bl
     block[:, _FR_BITS:2 * _FR_BITS, 0] = br
-    msg = np.concatenate([_rbn(bl), _rbn(br)], axis=1).T.astype(np.uint64)
-    res = sha256_many([_node_hash_sig()], np.zeros(n, dtype=np.int64), msg)
+    msg = np.concatenate([reverse_bit_numbering(bl), reverse_bit_numbering(br)], axis=1).T.astype(np.uint64)
+    res = sha256_many([node_hash_signature()], np.zeros(n, dtype=np.int64), msg)
     at = 2 * _FR_BITS
     for blk in res.blocks:
         (_, _, bits), = blk
         block[:, at:at + bits.shape[0], 0] = bits.T
         at += bits.shape[0]
-    digest = _pack(_rbn(res.digest.T)[:, :_PACK_BITS])
-    block[:, at] = _limbs(digest)
+    digest = pack_bits(reverse_bit_numbering(res.digest.T)[:, :_PACK_BITS])
+    block[:, at] = fr_limbs(digest)
     return block, digest
 
 
@@ -194,7 +187,7 @@ def _poseidon(cur: _Cursor, preimage: list[np.ndarray], tag: int | None = None) 
         cur.fields(aux.T, aux.shape[0])
         return digest
     n, num_aux = len(preimage[0]), poseidon_num_aux(len(preimage))
-    pre = np.stack([_limbs(np.asarray(p, dtype=object)) for p in preimage], axis=1)
+    pre = np.stack([fr_limbs(np.asarray(p, dtype=object)) for p in preimage], axis=1)
     # instance k's aux from cursor row (k, cur.aux) on, as flat uint64 indices of cur.arr
     offsets = (np.arange(n, dtype=np.int64) * cur.arr.shape[1] + cur.aux) * FR_LIMBS
     out = poseidon_into(len(preimage), pre, cur.arr, offsets)
@@ -221,11 +214,11 @@ def _poseidon_path(cur: _Cursor, p: UpdateParams, c_bits: np.ndarray, leaf: np.n
         bits = [c_bits[:, used + i] for i in range(nb)]
         used += nb
         if a == 8:
-            ins, children = _insert_8(node, list(sibs), *bits)
+            ins, children = insert_8(node, list(sibs), *bits)
             cur.bits(np.stack(ins[:2], axis=1), 2)
             cur.fields(np.stack(ins[2:], axis=1), 20)
         elif a == 2:
-            ins, children = _insert_2(node, list(sibs), *bits)
+            ins, children = insert_2(node, list(sibs), *bits)
             cur.fields(np.stack(ins, axis=1), 2)
         else:
             raise ValueError(f"no insertion gadget for arity {a}")
@@ -238,7 +231,7 @@ def _sha_path(cur: _Cursor, lay: UpdateLayout, bits: np.ndarray, leaf: np.ndarra
     ``bits`` (n, levels), ``siblings`` (levels, n) object; the computed root (n,)."""
     node = leaf
     for lv in range(siblings.shape[0]):
-        ins, children = _insert_2(node, [siblings[lv]], bits[:, lv])
+        ins, children = insert_2(node, [siblings[lv]], bits[:, lv])
         cur.fields(np.stack(ins, axis=1), 2)
         block, node = _node_hashes(lay, children[0], children[1])
         cur.block(block, lay.node_hash_constraints)
@@ -341,7 +334,7 @@ def write_header(p: UpdateParams, w: UpdatePartitionWitness, aux: np.ndarray) ->
         index = (k * dpp + j) % R
         h.fields(_col(_obj([index])), 1)
         digest = _poseidon(h, [_obj([comm_r_new]), _obj([index])], _TAG)
-        digest_bits[j] = _bits_le(digest)[0]
+        digest_bits[j] = fr_bits_le(digest)[0]
         h.bits(digest_bits[j][None, :], _FR_BITS + 1)
     if (h.aux, h.cons) != (lay.header_aux, lay.header_constraints):
         raise AssertionError(f"header layout: wrote {h.aux} aux / {h.cons} constraints, "

@@ -1,31 +1,26 @@
-"""A PoRep partition's full assignment without linear combinations, vectorized.
+"""The values of a PoRep partition's assignment, computed part by part for all challenges at once.
 
-:func:`partition_assignment` returns what synthesizing
-:func:`cuzk_plugin.filecoin.porep.circuit.synthesize_partition` into a witness constraint system
-returns (inputs with ONE first, aux), in the same variable order, but computes it gadget by
-gadget for all instances at once: every challenge of a partition has the same layout, so each
-part (a label's 20 SHA-256 compressions, a Merkle level, a column hash) is evaluated for all
-its instances with numpy. SHA-256 compressions run programs traced from the circuit's own
-gadget (:mod:`.sha256`); Poseidon follows the gadget's schedule (:mod:`.poseidon`); the small
-gadgets (bit decompositions, picks, insertion, packing) are written here in the circuit's
-order, which :class:`PorepLayout` fixes once per sector shape.
+Every challenge of a partition has the same layout (:mod:`.witness_layout`), so each part (a
+label's 20 SHA-256 compressions, a Merkle level, a column hash) is evaluated for all its
+instances with numpy. SHA-256 compressions run programs traced from the circuit's own gadget
+(:mod:`cuzk_plugin.filecoin.witness.sha256`); Poseidon follows the gadget's schedule
+(:mod:`cuzk_plugin.filecoin.witness.poseidon`); the small gadgets (bit decompositions, picks,
+insertion, packing) are written here in the circuit's order. A partition's challenge work is
+cut into :class:`Part` pieces that one process runs in turn (:mod:`.witness`) or forked workers
+run at once (:mod:`.witness_pool`).
 
 The circuit's only constraints a C1's values can violate, when every value is computed this
 way, are the root equalities (comm_r = Poseidon(comm_c, comm_r_last), and each inclusion
-path's computed root against comm_d / comm_c / comm_r_last): :func:`partition_assignment`
-checks them and raises :class:`WitnessMismatch` naming the challenge, the part of the circuit
-(the names of ``synthesize_partition``'s regions) and the first failing constraint's index.
+path's computed root against comm_d / comm_c / comm_r_last): :func:`_finish` checks them and
+raises :class:`WitnessMismatch` naming the challenge, the part of the circuit (the names of
+``synthesize_partition``'s regions) and the first failing constraint's index.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import repeat
-from multiprocessing.shared_memory import SharedMemory
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -34,11 +29,13 @@ from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, ints_to_limbs
 from cuzk_plugin.errors import CircuitError
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams
 from cuzk_plugin.filecoin.porep.circuit import TOTAL_PARENTS, PartitionWitness
-from cuzk_plugin.filecoin.witness.forked import aux_in_block
-from cuzk_plugin.filecoin.witness.poseidon import poseidon_many, poseidon_num_aux
-from cuzk_plugin.filecoin.witness.sha256 import CompressionTemplate, sha256_many, sha256_templates
+from cuzk_plugin.filecoin.porep.witness_layout import PathLayout, PorepLayout, label_parents, label_signature, porep_layout
+from cuzk_plugin.filecoin.witness.encoding import fr_bits_le, fr_limbs, pack_bits, reverse_bit_numbering
+from cuzk_plugin.filecoin.witness.insertion import insert_2, insert_8
+from cuzk_plugin.filecoin.witness.poseidon import poseidon_many
+from cuzk_plugin.filecoin.witness.sha256 import node_hash_signature, sha256_many
 
-__all__ = ["partition_assignment", "PorepLayout", "porep_layout", "WitnessMismatch"]
+__all__ = ["WitnessMismatch", "Part", "compute_part", "zeroed_aux"]
 
 _FR_BITS = 255
 _PACK_BITS = 254
@@ -64,255 +61,7 @@ class WitnessMismatch(CircuitError):
 # -- layout ---------------------------------------------------------------------------------
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.aux = 0
-        self.cons = 0
-
-    def take(self, aux: int, cons: int = 0) -> int:
-        at = self.aux
-        self.aux += aux
-        self.cons += cons
-        return at
-
-
-@dataclass
-class _Level:
-    """One Merkle level: aux offsets of its index bits, siblings, insertion and hash."""
-
-    arity: int
-    bits: int
-    siblings: int
-    insert: int
-    hash: int  # Poseidon levels: the hash's aux; SHA-256 levels: see ``sha``
-    sha: list[tuple[int, int]] = field(default_factory=list)  # (bits of leaf 0, of leaf 1)
-    blocks: list[int] = field(default_factory=list)  # SHA-256 compressions' aux offsets
-    pack: int = -1
-
-
-@dataclass
-class _Path:
-    levels: list[_Level]
-    equal_constraint: int  #: the root equality, relative to the challenge's first constraint
-    region: str
-
-
-@dataclass
-class _Label:
-    parent_bits: list[int]  #: aux offset of each distinct parent's 255 bits (DRG, then expander)
-    blocks: list[int]  #: aux offset of each compression
-    pack: int
-
-
-@dataclass
-class PorepLayout:
-    """Aux offsets of every part of one partition (challenge parts relative to the challenge's
-    first aux variable / constraint), fixed by the sector shape."""
-
-    params: PorepParams
-    header_aux: int
-    header_constraints: int
-    comm_r_poseidon: int
-    challenge_aux: int
-    challenge_constraints: int
-    data_leaf: int
-    comm_d: _Path
-    columns: list[int]  #: each parent's rows (then its hash at +layers)
-    parent_paths: list[_Path]
-    challenge_bits: int
-    labels: list[_Label]
-    encoded: int
-    comm_r_last: _Path
-    own_column_hash: int
-    comm_c: _Path
-    node_hash_templates: list[CompressionTemplate]
-    label_templates: list[list[CompressionTemplate]]  #: per layer
-    header_region: tuple[int, str]  #: (first constraint, name) of comm_r's check
-    challenge_regions: list[tuple[int, str]]  #: (first constraint relative to the challenge, name)
-
-    @property
-    def num_aux(self) -> int:
-        return self.header_aux + self.params.challenges_per_partition * self.challenge_aux
-
-    @property
-    def aux_nbytes(self) -> int:
-        """Bytes of the (num_aux, 4) uint64 aux array."""
-        return self.num_aux * FR_LIMBS * 8
-
-    @property
-    def num_inputs(self) -> int:
-        return self.params.num_public_inputs
-
-    @property
-    def num_constraints(self) -> int:
-        return self.header_constraints + self.params.challenges_per_partition * self.challenge_constraints
-
-    def regions(self, nodes: list | None = None) -> list[tuple[int, str]]:
-        """``synthesize_partition``'s regions list (first constraint, name); ``nodes`` are the
-        challenges' node indices (None: as for a blank partition)."""
-        cpp = self.params.challenges_per_partition
-        nodes = [None] * cpp if nodes is None else nodes
-        out = [self.header_region]
-        for i in range(cpp):
-            base = self.header_constraints + i * self.challenge_constraints
-            out += [(base + start, f"challenge {i} (node {nodes[i]}): {what}") for start, what in self.challenge_regions]
-        return out
-
-    def locate(self, constraint: int) -> tuple[int | None, str]:
-        """(challenge, region name) of a constraint index of the partition (challenge None in
-        the header; the region "partition header" before comm_r's check)."""
-        if not 0 <= constraint < self.num_constraints:
-            raise ValueError(f"constraint {constraint} is outside the partition's {self.num_constraints}")
-        if constraint < self.header_constraints:
-            return None, self.header_region[1] if constraint >= self.header_region[0] else "partition header"
-        c, rel = divmod(constraint - self.header_constraints, self.challenge_constraints)
-        return c, next(what for start, what in reversed(self.challenge_regions) if start <= rel)
-
-
-def _rbn_sig(n_bits: int) -> str:
-    """Signature of reverse_bit_numbering(255 allocated bits): the pad bit lands at 248."""
-    assert n_bits == _FR_BITS
-    return "I" * 248 + "F" + "I" * 7
-
-
-def _node_hash_sig() -> str:
-    return _rbn_sig(_FR_BITS) * 2
-
-
-def _label_sig(layer: int) -> str:
-    layer_bits = "".join("T" if (layer >> i) & 1 else "F" for i in range(31, -1, -1))
-    head = _rbn_sig(_FR_BITS) + layer_bits + "I" * 64
-    head += "F" * (512 - len(head))
-    return head + _rbn_sig(_FR_BITS) * TOTAL_PARENTS
-
-
-def _label_parents(layer: int) -> list[int]:
-    """Which of the layer's distinct parents (DRG 0-5, expander 6-13) fill the 37 slots."""
-    if layer == 1:
-        return list(range(BASE_DEGREE)) * 6 + [0]
-    ps = list(range(_PARENTS))
-    return ps + ps + ps[:9]
-
-
-def _poseidon_path(cnt: _Counter, arities: list[int], region: str) -> _Path:
-    levels = []
-    for a in arities:
-        nb = a.bit_length() - 1
-        bits = cnt.take(nb, nb)
-        sibs = cnt.take(a - 1)
-        if a == 8:
-            ins = cnt.take(22, 22)
-        elif a == 2:
-            ins = cnt.take(2, 2)
-        else:
-            raise ValueError(f"no insertion layout for arity {a}")
-        h = cnt.take(poseidon_num_aux(a), poseidon_num_aux(a))
-        levels.append(_Level(a, bits, sibs, ins, h))
-    cnt.take(0, 1)  # pack_into_inputs
-    cnt.take(0, 1)  # equal
-    return _Path(levels, cnt.cons - 1, region)
-
-
-@lru_cache(maxsize=16)
-def porep_layout(params: PorepParams) -> PorepLayout:
-    """The layout of ``params``' partition, in ``synthesize_partition``'s allocation order."""
-    h = _Counter()
-    h.take(1)  # replica_id
-    h.take(0, 1)  # inputize
-    h.take(_FR_BITS, _FR_BITS + 1)  # its bits
-    h.take(1, 0)  # comm_d
-    h.take(0, 1)
-    h.take(1, 0)  # comm_r
-    h.take(0, 1)
-    h.take(2)  # comm_r_last, comm_c
-    header_region = (h.cons, "comm_r = Poseidon(comm_c, comm_r_last)")
-    comm_r_poseidon = h.take(poseidon_num_aux(2), poseidon_num_aux(2))
-    h.take(0, 1)  # equal
-
-    node_tpls = sha256_templates(_node_hash_sig())
-    label_tpls = [sha256_templates(_label_sig(layer)) for layer in range(1, params.layers + 1)]
-    c = _Counter()
-    data_leaf = c.take(1)
-    regions = [(c.cons, "comm_d inclusion of the data leaf")]
-    levels = []
-    for _ in range(params.data_levels):
-        bits = c.take(1, 1)
-        sib = c.take(1)
-        ins = c.take(2, 2)
-        leaves = (c.take(_FR_BITS, _FR_BITS + 1), c.take(_FR_BITS, _FR_BITS + 1))
-        blocks = [c.take(t.program.num_aux, t.program.num_constraints) for t in node_tpls]
-        pack = c.take(1, 1)
-        levels.append(_Level(2, bits, sib, ins, -1, [leaves], blocks, pack))
-    c.take(0, 2)  # pack_into_inputs, equal
-    comm_d = _Path(levels, c.cons - 1, "comm_d inclusion of the data leaf")
-
-    tree = params.tree_arities
-    columns, parent_paths = [], []
-    for j in range(_PARENTS):
-        kind = f"DRG parent {j}" if j < BASE_DEGREE else f"expander parent {j - BASE_DEGREE}"
-        regions.append((c.cons, f"{kind}: column hash and comm_c inclusion"))
-        columns.append(c.take(params.layers))
-        c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
-        parent_paths.append(_poseidon_path(c, tree, f"{kind}: column hash and comm_c inclusion"))
-    challenge_bits = c.take(64, 64)
-    c.take(0, 1)  # pack_into_inputs
-    labels = []
-    for layer in range(1, params.layers + 1):
-        regions.append((c.cons, f"labeling of layer {layer}"))
-        n_par = BASE_DEGREE if layer == 1 else _PARENTS
-        pbits = [c.take(_FR_BITS, _FR_BITS + 1) for _ in range(n_par)]
-        blocks = [c.take(t.program.num_aux, t.program.num_constraints) for t in label_tpls[layer - 1]]
-        labels.append(_Label(pbits, blocks, c.take(1, 1)))
-    regions.append((c.cons, "encoding and comm_r_last inclusion"))
-    encoded = c.take(1, 1)
-    comm_r_last = _poseidon_path(c, tree, "encoding and comm_r_last inclusion")
-    regions.append((c.cons, "challenged column hash and comm_c inclusion"))
-    own = c.take(poseidon_num_aux(params.layers), poseidon_num_aux(params.layers))
-    comm_c = _poseidon_path(c, tree, "challenged column hash and comm_c inclusion")
-    return PorepLayout(
-        params=params, header_aux=h.aux, header_constraints=h.cons, comm_r_poseidon=comm_r_poseidon,
-        challenge_aux=c.aux, challenge_constraints=c.cons, data_leaf=data_leaf, comm_d=comm_d,
-        columns=columns, parent_paths=parent_paths, challenge_bits=challenge_bits, labels=labels,
-        encoded=encoded, comm_r_last=comm_r_last, own_column_hash=own, comm_c=comm_c,
-        node_hash_templates=node_tpls, label_templates=label_tpls,
-        header_region=header_region, challenge_regions=regions,
-    )
-
-
 # -- values ---------------------------------------------------------------------------------
-
-
-def _limbs(values: np.ndarray) -> np.ndarray:
-    """Object ints in [0, r), any shape -> (..., 4) uint64 limbs."""
-    flat = values.reshape(-1).tolist()
-    raw = b"".join(map(int.to_bytes, flat, repeat(32), repeat("little")))  # type: ignore[arg-type]  # no per-value Python frame
-    return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(*values.shape, FR_LIMBS)
-
-
-def _bits_le(values: np.ndarray) -> np.ndarray:
-    """Object ints (any shape) -> (..., 255) uint8, least significant bit first."""
-    raw = np.frombuffer(_limbs(values).tobytes(), dtype=np.uint8).reshape(*values.shape, 32)
-    return np.unpackbits(raw, axis=-1, bitorder="little")[..., :_FR_BITS]
-
-
-def _rbn(bits: np.ndarray) -> np.ndarray:
-    """reverse_bit_numbering over the last axis: pad with 0 to whole bytes, reverse each byte."""
-    n = bits.shape[-1]
-    pad = (-n) % 8
-    if pad:
-        bits = np.concatenate([bits, np.zeros((*bits.shape[:-1], pad), dtype=bits.dtype)], axis=-1)
-    return bits.reshape(*bits.shape[:-1], -1, 8)[..., ::-1].reshape(*bits.shape[:-1], -1)
-
-
-def _pack(bits: np.ndarray) -> np.ndarray:
-    """(..., k) 0/1 little-endian bits (k <= 254) -> object ints."""
-    packed = np.packbits(bits.astype(np.uint8), axis=-1, bitorder="little")
-    out = np.empty(bits.shape[:-1], dtype=object)
-    flat = out.reshape(-1)
-    rows = packed.reshape(-1, packed.shape[-1])
-    for i in range(rows.shape[0]):
-        flat[i] = int.from_bytes(rows[i].tobytes(), "little")
-    return out
 
 
 def _known(value: int | None, what: str) -> int:
@@ -350,7 +99,7 @@ class _Aux:
 
     def fields(self, off: int, values: np.ndarray) -> None:
         """values (challenges, k) object ints at challenge offset ``off``."""
-        self.ch[:, off:off + values.shape[1], :] = _limbs(values)
+        self.ch[:, off:off + values.shape[1], :] = fr_limbs(values)
 
 
 def zeroed_aux(layout: PorepLayout) -> np.ndarray:
@@ -360,35 +109,6 @@ def zeroed_aux(layout: PorepLayout) -> np.ndarray:
     out = np.empty((layout.num_aux, FR_LIMBS), dtype=np.uint64)
     out.fill(0)
     return out
-
-
-def _insert_8(x, els, b0, b1, b2):
-    """insert_8's aux values in the gadget's order (nor, and, 20 picks) and its 8 outputs."""
-    a = x
-    b, c, d, e, f, g, h = els
-    nor01 = (1 - b0) * (1 - b1)
-    and01 = b0 * b1
-    aux = [nor01, and01]
-
-    def pick(cond, p, q):
-        v = np.where(cond.astype(bool), p, q)
-        aux.append(v)
-        return v
-
-    p0 = pick(b2, b, pick(nor01, a, b))
-    p1 = pick(b2, c, pick(b1, c, pick(b0, a, b)))
-    p2 = pick(b2, d, pick(b1, pick(b0, d, a), c))
-    p3 = pick(b2, e, pick(and01, a, d))
-    p4 = pick(b2, pick(nor01, a, f), e)
-    p5 = pick(b2, pick(b1, g, pick(b0, a, f)), f)
-    p6 = pick(b2, pick(b1, pick(b0, h, a), g), g)
-    p7 = pick(b2, pick(and01, a, h), h)
-    return aux, [p0, p1, p2, p3, p4, p5, p6, p7]
-
-
-def _insert_2(x, els, b0):
-    aux = [np.where(b0.astype(bool), els[0], x), np.where(b0.astype(bool), x, els[0])]
-    return aux, list(aux)
 
 
 @dataclass
@@ -422,7 +142,7 @@ def _path_values(paths: list[list], levels: int) -> _PathValues:
     return _PathValues(idx, sibs)
 
 
-def _poseidon_paths(aux: _Aux, layouts: list[_Path], leaves: np.ndarray, pv: _PathValues):
+def _poseidon_paths(aux: _Aux, layouts: list[PathLayout], leaves: np.ndarray, pv: _PathValues):
     """All Poseidon inclusion paths of the partition, level by level for every instance:
     ``leaves`` (challenges, paths) object. Returns (roots, packed index inputs)."""
     cpp, npaths = leaves.shape
@@ -435,9 +155,9 @@ def _poseidon_paths(aux: _Aux, layouts: list[_Path], leaves: np.ndarray, pv: _Pa
         index_bits += bits
         sibs = pv.siblings[lv]
         if arity == 8:
-            ins_aux, children = _insert_8(cur, list(sibs), *bits)
+            ins_aux, children = insert_8(cur, list(sibs), *bits)
         else:
-            ins_aux, children = _insert_2(cur, list(sibs), *bits)
+            ins_aux, children = insert_2(cur, list(sibs), *bits)
         h_aux, digest = poseidon_many(np.stack([ch.reshape(-1) for ch in children]).astype(object))
         h_aux = h_aux.reshape(-1, cpp, npaths)
         for p, path in enumerate(layouts):
@@ -496,10 +216,10 @@ def _comm_d_paths(lay: PorepLayout, aux: _Aux, chs: list, data_leaf: np.ndarray)
     right_first = index_bits.astype(bool)
     left = np.where(right_first, sibs, nodes[:-1])  # insert_2's outputs: the children in order
     right = np.where(right_first, nodes[:-1], sibs)
-    left_bits, right_bits = _bits_le(left), _bits_le(right)  # (levels, cpp, 255)
-    msg = np.concatenate([_rbn(left_bits), _rbn(right_bits)], axis=-1).reshape(levels * cpp, 512).T
-    res = sha256_many([_node_hash_sig()], np.zeros(levels * cpp, dtype=np.int64), msg)
-    digests = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(levels, cpp)
+    left_bits, right_bits = fr_bits_le(left), fr_bits_le(right)  # (levels, cpp, 255)
+    msg = np.concatenate([reverse_bit_numbering(left_bits), reverse_bit_numbering(right_bits)], axis=-1).reshape(levels * cpp, 512).T
+    res = sha256_many([node_hash_signature()], np.zeros(levels * cpp, dtype=np.int64), msg)
+    digests = pack_bits(reverse_bit_numbering(res.digest.T)[:, :_PACK_BITS]).reshape(levels, cpp)
     if not (digests == nodes[1:]).all():
         raise AssertionError("the traced SHA-256 compressions disagree with hashlib on a comm_d node")
     blocks = [bits.reshape(bits.shape[0], levels, cpp) for (_, _, bits), in res.blocks]
@@ -519,27 +239,27 @@ def _comm_d_paths(lay: PorepLayout, aux: _Aux, chs: list, data_leaf: np.ndarray)
 def _labels(lay: PorepLayout, aux: _Aux, rows: np.ndarray, rid_bits: np.ndarray, ch_bits: np.ndarray):
     """Every layer's label of every challenge at once (instances layer-major): (layers, cpp)."""
     cpp, _, layers = rows.shape
-    row_bits = _bits_le(rows)  # (cpp, parents, layers, 255)
+    row_bits = fr_bits_le(rows)  # (cpp, parents, layers, 255)
     for layer, lab in enumerate(lay.labels, start=1):
         for j, off in enumerate(lab.parent_bits):
             aux.bits(off, row_bits[:, j, layer - 1 if j < BASE_DEGREE else layer - 2])
     msg = np.zeros((512 + 256 * TOTAL_PARENTS, layers * cpp), dtype=np.uint64)
-    rid_msg = _rbn(rid_bits)
+    rid_msg = reverse_bit_numbering(rid_bits)
     node_be = ch_bits[:, ::-1].T  # (64, cpp)
     for layer in range(1, layers + 1):
         cols = slice((layer - 1) * cpp, layer * cpp)
         msg[:256, cols] = rid_msg[:, None]
         msg[288:352, cols] = node_be
-        for slot, j in enumerate(_label_parents(layer)):
+        for slot, j in enumerate(label_parents(layer)):
             src_layer = layer - 1 if j < BASE_DEGREE else layer - 2
-            msg[512 + 256 * slot:512 + 256 * (slot + 1), cols] = _rbn(row_bits[:, j, src_layer]).T
+            msg[512 + 256 * slot:512 + 256 * (slot + 1), cols] = reverse_bit_numbering(row_bits[:, j, src_layer]).T
     group = np.repeat(np.arange(layers), cpp)
-    res = sha256_many([_label_sig(layer) for layer in range(1, layers + 1)], group, msg)
+    res = sha256_many([label_signature(layer) for layer in range(1, layers + 1)], group, msg)
     for k, block in enumerate(res.blocks):
         for _, block_cols, bits in block:
             for layer in np.unique(group[block_cols]):
                 aux.bits(lay.labels[layer].blocks[k], bits[:, group[block_cols] == layer].T)
-    label_vals = _pack(_rbn(res.digest.T)[:, :_PACK_BITS]).reshape(layers, cpp)
+    label_vals = pack_bits(reverse_bit_numbering(res.digest.T)[:, :_PACK_BITS]).reshape(layers, cpp)
     for layer, lab in enumerate(lay.labels):
         aux.fields(lab.pack, label_vals[layer][:, None])
     return label_vals
@@ -561,7 +281,7 @@ def _header(w: PartitionWitness) -> _Header:
     rid, comm_d, comm_r, comm_r_last, comm_c = (
         _known(v, name) % R for v, name in ((w.replica_id, "replica_id"), (w.comm_d, "comm_d"), (w.comm_r, "comm_r"),
                                         (w.comm_r_last, "comm_r_last"), (w.comm_c, "comm_c")))
-    return _Header(rid, comm_d, comm_r, comm_r_last, comm_c, _bits_le(_obj([rid]))[0])
+    return _Header(rid, comm_d, comm_r, comm_r_last, comm_c, fr_bits_le(_obj([rid]))[0])
 
 
 def _write_header(lay: PorepLayout, hdr: np.ndarray, h: _Header) -> bool:
@@ -571,7 +291,7 @@ def _write_header(lay: PorepLayout, hdr: np.ndarray, h: _Header) -> bool:
     hdr[1:1 + _FR_BITS, 0] = h.rid_bits
     hdr[256:260] = ints_to_limbs([h.comm_d, h.comm_r, h.comm_r_last, h.comm_c])
     p_aux, p_out = poseidon_many(_obj([h.comm_c, h.comm_r_last])[:, None])
-    hdr[lay.comm_r_poseidon:lay.comm_r_poseidon + p_aux.shape[0]] = _limbs(p_aux[:, 0])
+    hdr[lay.comm_r_poseidon:lay.comm_r_poseidon + p_aux.shape[0]] = fr_limbs(p_aux[:, 0])
     return int(p_out[0]) == h.comm_r
 
 
@@ -745,50 +465,3 @@ def _check_shape(params: PorepParams, w: PartitionWitness) -> None:
                          f"{params.challenges_per_partition}")
 
 
-def partition_assignment(params: PorepParams, w: PartitionWitness, *, partition: int | None = None,
-                         check: bool = True, timings: dict | None = None,
-                         workers: int = 1, into: SharedMemory | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs (num_inputs, 4) uint64 with ONE first, aux (num_aux, 4) uint64), canonical Fr
-    limbs, equal to the reference synthesis of ``w``. With ``check`` a witness that violates a
-    root equality raises :class:`WitnessMismatch` (``partition`` only names it). ``timings``,
-    if given, receives each phase's wall seconds. With ``into`` (a new, zero shared-memory block
-    of at least the aux's size) the aux array is written at its start, where a reader in
-    another process maps it: no copy of the GBs afterwards.
-
-    ``workers`` > 1 computes the partition in that many forked processes for this call
-    (:class:`~cuzk_plugin.filecoin.witness.pool.WitnessPool`; hold one to keep them). With one,
-    the SHA-256 work (comm_d paths, labels; numpy, which releases the GIL) runs in two threads
-    beside the Poseidon work (Python ints) of the calling thread; each writes its own aux."""
-    if workers > 1:
-        from cuzk_plugin.filecoin.witness.pool import WitnessPool
-        with WitnessPool(params, workers) as pool:
-            return pool.assignment(w, partition=partition, check=check, timings=timings, into=into)
-    _check_shape(params, w)
-    lay = porep_layout(params)
-    all_aux = _timed(timings, "allocate", zeroed_aux, lay) if into is None else aux_in_block(into, (lay.num_aux, FR_LIMBS))
-    aux = _Aux.of(lay, all_aux)
-    t0 = time.perf_counter()
-    h = _header(w)
-    header_ok = _write_header(lay, cast(np.ndarray, aux.header), h)
-    v = _values(params, w.challenges)
-    if timings is not None:
-        timings["header and values"] = time.perf_counter() - t0
-
-    got = _Gathered.empty(params.challenges_per_partition)
-    everything = params.challenges_per_partition
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        comm_d_job = pool.submit(_timed, timings, "comm_d paths (thread)", _comm_d_part, lay, aux, v)
-        labels_job = pool.submit(_timed, timings, "labels (thread)", _labels_part, lay, aux, v, h)
-        t1 = time.perf_counter()
-        got.add(Part("parents", 0, everything), _parents_part(lay, aux, v, slice(0, _PARENTS)))
-        t2 = time.perf_counter()
-        label_vals = labels_job.result()
-        t3 = time.perf_counter()
-        got.add(Part("labels", 0, everything), _own_part(lay, aux, v, label_vals))
-        t4 = time.perf_counter()
-        got.add(Part("comm_d", 0, everything), comm_d_job.result())
-    if timings is not None:
-        t5 = time.perf_counter()
-        timings["poseidon (main thread)"] = (t2 - t1) + (t4 - t3)
-        timings["waiting for threads"] = (t3 - t2) + (t5 - t4)
-    return _finish(lay, w, h, header_ok, got, partition, check), all_aux
