@@ -74,7 +74,7 @@ def circom2() -> Path:
 def porep_2k_pce_cache(tmp_path_factory) -> Path:
     """A param cache holding the recorded porep-2k circuit (~5-8 s to record), shared read-only:
     every test that only reads the circuit uses this one recording."""
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce
 
     cache = tmp_path_factory.mktemp("porep-2k-pce")
     ensure_porep_pce("porep-2k", cache)

@@ -29,8 +29,8 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 
 import cuzk_plugin
-from cuzk_plugin.adapters.curio.post_job import PostJob
-from cuzk_plugin.adapters.curio.post_provider import PostPartitionTask
+from cuzk_plugin.adapters.curio.post.job import PostJob
+from cuzk_plugin.adapters.curio.post.provider import PostPartitionTask
 
 NEW = "partition" in PostJob.__dataclass_fields__  # the task carries the decoded arrays
 

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, "tests/daemon")
 from daemon_helpers import daemon_config
 
-from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
+from cuzk_plugin.adapters.curio.snap.provider import SnapCircuitProvider
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.engine import Engine

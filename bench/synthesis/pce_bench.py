@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from cuzk_plugin.adapters.curio.porep import ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce, porep_partitions
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.formats.pce import load_pce, pce_path
 

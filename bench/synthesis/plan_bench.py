@@ -23,14 +23,14 @@ from pathlib import Path
 
 
 def porep_plan(path: Path) -> tuple[str, Callable[[], object]]:
-    from cuzk_plugin.adapters.curio.porep import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
     raw = path.read_bytes()
     return f"C1 of {len(raw):,} bytes", lambda: porep_partitions(raw)
 
 
 def snap_plan(folder: Path) -> tuple[str, Callable[[], object]]:
-    from cuzk_plugin.adapters.curio.snap import snap_job
+    from cuzk_plugin.adapters.curio.snap.job import snap_job
     from cuzk_plugin.engine.types import ProofKind, ProofRequest
 
     blobs = tuple(base64.b64decode(s) for s in json.loads((folder / "snap-vproof.json").read_text()))

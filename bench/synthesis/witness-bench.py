@@ -31,7 +31,7 @@ def _load(args) -> tuple:
     if args.witnesses:
         with open(args.witnesses, "rb") as f:
             return pickle.load(f)
-    from cuzk_plugin.adapters.curio import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
     t = time.perf_counter()
     job = porep_partitions(Path(args.c1).read_bytes())
     print(f"parse C1: {time.perf_counter() - t:.2f} s", flush=True)

@@ -93,7 +93,7 @@ def main() -> int:
     ap.add_argument("--recycled", action="store_true")
     args = ap.parse_args()
 
-    from cuzk_plugin.adapters.curio import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
     t = time.perf_counter()
     job = porep_partitions(Path(args.c1).read_bytes())
     params, w = job.params, job.witness(args.partition)

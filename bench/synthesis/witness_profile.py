@@ -29,7 +29,7 @@ def main() -> int:
     ap.add_argument("--partition", type=int, default=0)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
-    from cuzk_plugin.adapters.curio import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
     job = porep_partitions(Path(args.c1).read_bytes())
     params, w = job.params, job.witness(args.partition)
     cpp = params.challenges_per_partition

@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider
+from cuzk_plugin.adapters.curio.post.provider import PostCircuitProvider
 from cuzk_plugin.adapters.synthetic import SyntheticProvider
 from cuzk_plugin.cli.bench_daemon import request_public_inputs, verify_records
 from cuzk_plugin.engine.circuits import ProviderRegistry

@@ -13,7 +13,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
+from cuzk_plugin.adapters.curio.snap.provider import SnapCircuitProvider
 from cuzk_plugin.adapters.synthetic import SyntheticProvider
 from cuzk_plugin.backends.registry import get_backend, probe
 from cuzk_plugin.cli.bench_daemon import request_public_inputs, verify_records
@@ -118,7 +118,7 @@ def test_sealer_cli_output_is_what_cuzk_bench_sends(tmp_path, capsys):
     # base64 PartitionProofs) and prints the cuzk-bench command; the request it makes plans
     import shlex
 
-    from cuzk_plugin.adapters.curio.snap import snap_job
+    from cuzk_plugin.adapters.curio.snap.job import snap_job
     from cuzk_plugin.cli.bench_daemon import hex32, read_vanilla
     from cuzk_plugin.engine.types import ProofKind, ProofRequest
     from cuzk_plugin.filecoin.fixtures.snap_seal import _main

@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, PorepKeyGenerator
+from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider, PorepKeyGenerator
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.errors import CircuitUnavailable
@@ -121,7 +121,7 @@ def test_test_keys_only_when_allowed_and_named_so(fil_dir, tmp_path, c1_2k):
     # no test key can be made for a large size: still refused, naming the paths
     with pytest.raises(CircuitUnavailable, match="no test key can be made"):
         from cuzk_plugin.adapters.curio.keys import plan_filecoin_key
-        from cuzk_plugin.adapters.curio.provider import porep_test_key
+        from cuzk_plugin.adapters.curio.porep.provider import porep_test_key
         plan_filecoin_key("porep-32g", cache, allow_test_keys=True, make_test_key=porep_test_key)
 
 

@@ -25,7 +25,7 @@ def c1_bytes(sealed) -> bytes:
 def reference_2kib(c1_bytes):
     """The reference synthesis of the sealed 2 KiB C1's partition (R1CS, inputs, aux): ~25 s on
     two cores, so made once for every test that compares with it."""
-    from cuzk_plugin.adapters.curio.porep import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
     return porep_partitions(c1_bytes).circuit(0)
 
@@ -41,7 +41,7 @@ def snap_reference_2kib(sealed):
     """The reference synthesis (R1CS, inputs, aux; every constraint checked as it is enforced) of
     the SnapDeals update of the sealed sector with new data seed 3, from its encoded vanilla
     proof as the provider decodes it: ~15 s on two cores, so made once for the tests that use it."""
-    from cuzk_plugin.adapters.curio.snap import SnapPartitionTask
+    from cuzk_plugin.adapters.curio.snap.job import SnapPartitionTask
     from cuzk_plugin.filecoin.fixtures.snap_seal import snap_update, vanilla_proofs
 
     u = snap_update(sealed, data_seed=3)

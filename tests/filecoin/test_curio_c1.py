@@ -8,16 +8,9 @@ import json
 
 import pytest
 
-from cuzk_plugin.adapters.curio import (
-    SEAL_PROOFS,
-    C1Error,
-    parse_c1,
-    porep_partitions,
-    prover_id_from_miner,
-    replica_id,
-    seal_proof_by_name,
-    seal_proof_by_number,
-)
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error, parse_c1
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
+from cuzk_plugin.filecoin.proofs import SEAL_PROOFS, prover_id_from_miner, replica_id, seal_proof_by_name, seal_proof_by_number
 from cuzk_plugin.filecoin.trees import fr_to_bytes
 
 V1 = "StackedDrg2KiBV1"
@@ -157,7 +150,7 @@ def test_engine_provider_plans_partitions(c1_bytes, tmp_path, monkeypatch):
     monkeypatch.setenv("FIL_PROOFS_PARAMETER_CACHE", str(tmp_path / "fil"))
     import pickle
 
-    from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, PorepKeyGenerator
+    from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider, PorepKeyGenerator
     from cuzk_plugin.engine.errors import InvalidRequest
     from cuzk_plugin.engine.types import ProofKind, ProofRequest
 
@@ -181,8 +174,8 @@ def test_test_key_generators_declare_their_size():
     test key (2,687,921 constraints + 40 input rows) and the 2 KiB update key declare their domains."""
     from pathlib import Path
 
-    from cuzk_plugin.adapters.curio.provider import PorepKeyGenerator
-    from cuzk_plugin.adapters.curio.snap import SnapKeyGenerator
+    from cuzk_plugin.adapters.curio.porep.provider import PorepKeyGenerator
+    from cuzk_plugin.adapters.curio.snap.provider import SnapKeyGenerator
 
     assert PorepKeyGenerator("2KiB", Path("unused")).log2_constraints == 22
     assert SnapKeyGenerator(2 << 10, Path("unused")).log2_constraints == 21

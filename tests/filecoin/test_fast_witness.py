@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio import WitnessError, porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import WitnessError, porep_partitions
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.filecoin.fixtures.seal import c1_json

@@ -116,8 +116,8 @@ def test_phase1out_base64_is_decoded_in_pieces_as_b64decode_decodes_it(monkeypat
     import base64
     import binascii
 
-    from cuzk_plugin.adapters.curio import c1 as c1_module
-    from cuzk_plugin.adapters.curio.c1 import C1Envelope, C1Error
+    from cuzk_plugin.adapters.curio.porep import c1 as c1_module
+    from cuzk_plugin.adapters.curio.porep.c1 import C1Envelope, C1Error
 
     rng = random.Random(7)
     outcomes = set()
@@ -177,8 +177,8 @@ def test_a_deep_document_is_refused_where_the_recursion_limit_is_raised():
     (the suite died with it once). Refused by depth instead, in a process of its own."""
     code = (
         "import sys; sys.setrecursionlimit(10**7)\n"
-        "from cuzk_plugin.adapters.curio.c1 import C1Error, parse_c1\n"
-        "from cuzk_plugin.adapters.curio.porep import porep_partitions\n"
+        "from cuzk_plugin.adapters.curio.porep.c1 import C1Error, parse_c1\n"
+        "from cuzk_plugin.adapters.curio.porep.job import porep_partitions\n"
         "for n in (5_000, 300_000, 3_000_000):\n"
         "    for parse in (porep_partitions, parse_c1):\n"
         "        try:\n"
@@ -193,8 +193,8 @@ def test_a_deep_document_is_refused_where_the_recursion_limit_is_raised():
 
 
 def test_a_deeply_nested_c1_is_refused_by_name():
-    from cuzk_plugin.adapters.curio.c1 import C1Error
-    from cuzk_plugin.adapters.curio.porep import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
     for n in (5000, 1 << 20):  # under and over the piece size
         with pytest.raises(C1Error, match=f"nests {n:,} levels deep"):

@@ -11,7 +11,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from cuzk_plugin.adapters.curio import WitnessError, porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import WitnessError, porep_partitions
 from cuzk_plugin.filecoin.gadgets.boolean import Boolean, alloc_bit
 from cuzk_plugin.filecoin.gadgets.shape import ShapeConstraintSystem
 from cuzk_plugin.filecoin.porep import count

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.porep import ensure_porep_pce, porep_partitions
-from cuzk_plugin.adapters.curio.provider import PorepPartitionTask
+from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.porep.provider import PorepPartitionTask
 from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
 from cuzk_plugin.backends.registry import available_backends, get_backend
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
@@ -145,7 +145,7 @@ async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, po
 def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
     monkeypatch.setenv("CUZK_DISABLE_PCE", "1")
     calls = []
-    monkeypatch.setattr("cuzk_plugin.adapters.curio.porep.PorepPartition.synthesize",
+    monkeypatch.setattr("cuzk_plugin.adapters.curio.porep.job.PorepPartition.synthesize",
                         lambda self: calls.append(self.index) or ("reference", []))
     part, _ = _task(c1_bytes, 0, tmp_path).synthesize()
     assert part == "reference" and calls == [0]

@@ -11,7 +11,8 @@ import struct
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio import C1Error, porep_partitions
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.filecoin.fixtures.variant_seal import (
     VARIANT_PROOFS,
     seal_variant,
@@ -141,7 +142,7 @@ def test_zero_seed_is_refused(variant):
 def test_variant_witness_satisfies_every_constraint(variant, porep_2k_pce_cache):
     """The last partition's witness (the fast path, equal to the reference synthesis by
     test_fast_witness) holds on every row of the recorded 2 KiB circuit."""
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce
     from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
     from cuzk_plugin.formats.pce import load_pce
 

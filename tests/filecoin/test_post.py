@@ -10,7 +10,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.post_job import PostJob
+from cuzk_plugin.adapters.curio.post.job import PostJob
 from cuzk_plugin.backends.cpu import CpuBackend
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
@@ -250,7 +250,7 @@ def test_fast_witness_refuses_blank_slots():
 
 
 def test_fast_witness_names_a_corrupted_sibling(post_sectors):
-    from cuzk_plugin.adapters.curio.post_job import PostWitnessError
+    from cuzk_plugin.adapters.curio.post.job import PostWitnessError
 
     rand = random_randomness(12)
     blobs = post_vanilla_proofs(post_proof_by_number(10), post_sectors, rand)
@@ -276,7 +276,7 @@ def test_winning_32gib_fast_witness():
 
 
 def test_pre_compiled_circuit_has_the_reference_shape(window_circuit, tmp_path):
-    from cuzk_plugin.adapters.curio.post_provider import ensure_post_pce
+    from cuzk_plugin.adapters.curio.post.provider import ensure_post_pce
     from cuzk_plugin.formats.pce import load_pce
 
     r1cs, _, _ = window_circuit

@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from cuzk_plugin.adapters.curio.post import PostDecodeError, decode_sector_proof, decode_sector_proofs
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError, PostWitnessError
+from cuzk_plugin.adapters.curio.post.job import PostJob, PostRequestError, PostWitnessError
+from cuzk_plugin.adapters.curio.post.vanilla import PostDecodeError, decode_sector_proof, decode_sector_proofs
 from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.post.params import post_proof_by_number
 from cuzk_plugin.filecoin.post.vanilla import encode_sector_proof

@@ -1,5 +1,5 @@
 """The PoSt witness split over forked processes (filecoin/post/witness_pool.py) and the plan's
-array decoding (adapters/curio/post_job.py): the pooled witness equals the one-process one bit
+array decoding (adapters/curio/post/job.py): the pooled witness equals the one-process one bit
 for bit (and the reference synthesis), in a shared-memory block or not, for any slot order;
 a corrupted slot is named as one process names it; the arrays the plan decodes equal what the
 object decoder gives."""
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostWitnessError
-from cuzk_plugin.adapters.curio.post_provider import PostPartitionTask
+from cuzk_plugin.adapters.curio.post.job import PostJob, PostPartition, PostWitnessError
+from cuzk_plugin.adapters.curio.post.provider import PostPartitionTask
 from cuzk_plugin.filecoin.fixtures.post_seal import (
     ProvenSector,
     post_test_sector,

@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostRequestError
+from cuzk_plugin.adapters.curio.post.job import PostJob, PostRequestError
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.filecoin.fixtures.post_seal import (
     _main,

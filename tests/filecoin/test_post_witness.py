@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostWitnessError
+from cuzk_plugin.adapters.curio.post.job import PostJob, PostPartition, PostWitnessError
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_ints
 from cuzk_plugin.filecoin.fixtures.post_seal import post_test_sectors, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.post.params import post_proof_by_number

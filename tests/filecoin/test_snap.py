@@ -10,11 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from cuzk_plugin.adapters.curio.snap import (
-    SnapDecodeError,
-    decode_partition_proof,
-    snap_job,
-)
+from cuzk_plugin.adapters.curio.snap.job import snap_job
+from cuzk_plugin.adapters.curio.snap.vanilla import SnapDecodeError, decode_partition_proof
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
@@ -178,7 +175,7 @@ def _random_proof(p, rng):
 def test_fast_decoder_reads_what_the_field_by_field_reader_reads(size):
     import random
 
-    from cuzk_plugin.adapters.curio.snap import _decode_fast, _decode_slowly
+    from cuzk_plugin.adapters.curio.snap.vanilla import _decode_fast, _decode_slowly
 
     rng = random.Random(size)
     p = update_params(size)

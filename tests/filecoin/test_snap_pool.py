@@ -12,7 +12,7 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.snap import SnapPartitionTask, SnapWitnessError
+from cuzk_plugin.adapters.curio.snap.job import SnapPartitionTask, SnapWitnessError
 from cuzk_plugin.engine import workers
 from cuzk_plugin.filecoin.fixtures.snap_seal import partition_proof, snap_update, vanilla_proofs
 from cuzk_plugin.filecoin.snap import witness_pool as snap_pool

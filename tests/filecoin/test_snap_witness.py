@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.snap import SnapPartitionTask, SnapWitnessError, ensure_snap_pce
+from cuzk_plugin.adapters.curio.snap.job import SnapPartitionTask, SnapWitnessError, ensure_snap_pce
 from cuzk_plugin.backends.cpu.backend import witness_to_synthesized
 from cuzk_plugin.backends.cpu.r1cs_eval import evaluate_r1cs, unsatisfied_rows
 from cuzk_plugin.bls12_381.fields import ints_to_limbs

@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from cuzk_plugin.adapters.curio import parse_envelope, porep_partitions
+from cuzk_plugin.adapters.curio.porep.c1 import parse_envelope
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.filecoin.fixtures import seal as seal_cli
 from cuzk_plugin.filecoin.fixtures.seal import c1_json, seal
 from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio import porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.filecoin.fixtures.seal import c1_json
 from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal
 from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cuzk_plugin.adapters.curio import porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.filecoin.porep import witness_pool as pool_module
 from cuzk_plugin.filecoin.porep.witness_pool import WitnessPool, plan_parts
 from cuzk_plugin.filecoin.witness import forked

@@ -8,7 +8,7 @@ layer's label is the SHA-256 of replica_id, layer, node and the parent columns' 
 encoded node (last label + data) has a path to comm_r_last; the challenged column (its
 labels) has a path to comm_c. It complements the circuit check, it does not replace it: bit
 decompositions and public-input packing are the circuit's alone. Path indices against the
-graph are the C1 parser's job (:mod:`cuzk_plugin.adapters.curio.porep`).
+graph are the C1 parser's job (:mod:`cuzk_plugin.adapters.curio.porep.job`).
 """
 
 from __future__ import annotations

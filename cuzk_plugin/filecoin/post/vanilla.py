@@ -12,7 +12,7 @@ little-endian; /work/shared/specs/post-facts.md section 6):
     InclusionPath: u64 count of PathElements (leaf to root)
     PathElement:   u64 count of sibling hashes, the hashes [32] each, index u64
 
-Decoding (hostile bytes) lives in :mod:`cuzk_plugin.adapters.curio.post`; this module writes
+Decoding (hostile bytes) lives in :mod:`cuzk_plugin.adapters.curio.post.vanilla`; this module writes
 the bytes (the test sealer) and says what a proof means.
 """
 

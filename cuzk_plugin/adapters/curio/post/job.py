@@ -12,7 +12,7 @@ are checked by the circuit itself as it is synthesized: the first violated const
 the inclusion proof it came from.
 
 The entries are decoded once, straight into numpy limb arrays (every entry of a shape has one
-byte layout; :mod:`cuzk_plugin.adapters.curio.post` checks it): a 32 GiB Window partition's
+byte layout; :mod:`cuzk_plugin.adapters.curio.post.vanilla` checks it): a 32 GiB Window partition's
 2349 entries in ~0.5 s, where building Python ints of their 1.7 M field elements took ~3 s, and
 a synthesis worker receives these arrays (:class:`PostPartition`, ~54 MB) instead of decoding
 the request again.
@@ -26,7 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
-from cuzk_plugin.adapters.curio.post import _gather, _layout, decode_sector_proof, decode_sector_proofs
+from cuzk_plugin.adapters.curio.post.vanilla import _gather, _layout, decode_sector_proof, decode_sector_proofs
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, R, less_than_modulus, limbs_to_ints
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs

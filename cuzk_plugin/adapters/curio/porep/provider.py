@@ -11,13 +11,12 @@ for debugging.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk_plugin.adapters.curio.c1 import C1Error
-from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
-from cuzk_plugin.adapters.curio.porep import PCE_CIRCUITS, PorepPartition, ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, pce_enabled, plan_filecoin_key
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+from cuzk_plugin.adapters.curio.porep.job import PCE_CIRCUITS, PorepPartition, ensure_porep_pce, porep_partitions
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.synthesis import output_block
@@ -33,11 +32,6 @@ __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
 #: the host); larger ones take hours and tens of GB that way, so their test keys are made on the
 #: lanes from the pre-compiled circuit (:func:`porep_test_key_circuit`).
 TEST_KEY_SIZES = {"porep-2k": "2KiB"}
-
-
-def pce_enabled() -> bool:
-    """False when ``CUZK_DISABLE_PCE=1`` asks for the reference synthesis."""
-    return os.environ.get("CUZK_DISABLE_PCE", "").strip() not in ("1", "true", "yes")
 
 
 def warm_porep_worker() -> None:

@@ -17,10 +17,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, plan_filecoin_key
-from cuzk_plugin.adapters.curio.post import PostDecodeError
-from cuzk_plugin.adapters.curio.post_job import PostJob, PostPartition, PostRequestError
-from cuzk_plugin.adapters.curio.provider import pce_enabled
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, pce_enabled, plan_filecoin_key
+from cuzk_plugin.adapters.curio.post.job import PostJob, PostPartition, PostRequestError
+from cuzk_plugin.adapters.curio.post.vanilla import PostDecodeError
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.synthesis import output_block

@@ -26,7 +26,7 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING, Literal
 
 from cuzk_plugin.adapters.curio import json_pieces
-from cuzk_plugin.adapters.curio.c1 import (
+from cuzk_plugin.adapters.curio.porep.c1 import (
     C1Error,
     C1Output,
     ColumnProof,
