@@ -348,9 +348,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from cuzk_plugin.server.demo import run_demo
+    from cuzk_plugin.demo import run_daemon_demo
 
-    return run_demo(log2=args.log2, partitions=args.partitions, count=args.count, concurrency=args.concurrency,
+    return run_daemon_demo(log2=args.log2, partitions=args.partitions, count=args.count, concurrency=args.concurrency,
                     backend=args.backend, json_out=args.json)
 
 

@@ -215,9 +215,9 @@ def cmd_pce_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from cuzk_plugin.demo import run_demo
+    from cuzk_plugin.demo import run_in_process
 
-    return run_demo(log2=args.log2, backend_name=args.backend, partitions=args.partitions)
+    return run_in_process(log2=args.log2, backend_name=args.backend, partitions=args.partitions)
 
 
 def build_parser() -> argparse.ArgumentParser:
