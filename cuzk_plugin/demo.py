@@ -192,7 +192,7 @@ def run_in_process(log2: int = 12, backend_name: str = "auto", partitions: int =
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cuzk_plugin.server.demo", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m cuzk_plugin.demo", description=__doc__.splitlines()[0])
     p.add_argument("--log2", type=int, default=10)
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("-c", "--count", type=int, default=4)

@@ -31,7 +31,7 @@ def post_assignment(shape: PostShape, slots: list[SlotWitness] | SlotArrays, *, 
 
     ``into``: a new, zero shared-memory block of at least the aux's size; the aux is written at
     its start (the engine then exports it without a copy). ``pool``: forked processes that
-    compute runs of slots into it at once (:class:`~.post_pool.PostWitnessPool`). Slots given as
+    compute runs of slots into it at once (:class:`~.witness_pool.PostWitnessPool`). Slots given as
     the same :class:`SlotWitness` object (or the same row of :class:`SlotArrays`) are computed
     once per run and copied."""
     lay = post_layout(shape)

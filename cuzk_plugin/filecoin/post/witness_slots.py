@@ -1,20 +1,17 @@
-"""A Fallback PoSt partition's full assignment without linear combinations, vectorized.
-
-:func:`post_assignment` returns what synthesizing
-:func:`cuzk_plugin.filecoin.post.circuit.synthesize_post` into a witness constraint system
-returns (inputs with ONE first, aux), in the same variable order, computed for every slot and
-challenge at once: each slot is comm_r_last, comm_c, comm_r, the Poseidon-2 of comm_r, then
+"""The slots of a Fallback PoSt partition's assignment, computed for every slot and challenge at
+once (the entry, :func:`~cuzk_plugin.filecoin.post.witness.post_assignment`, is :mod:`.witness`),
+in :func:`cuzk_plugin.filecoin.post.circuit.synthesize_post`'s variable order: each slot is comm_r_last, comm_c, comm_r, the Poseidon-2 of comm_r, then
 per challenge its leaf and per tree_r_last level the index bits, siblings, insertion and
 Poseidon hash (post-facts.md section 4). Poseidon follows the gadget's schedule
-(:mod:`.poseidon`), insertion the gadget's pick order (:mod:`.porep`'s insert_8 / insert_2).
+(:mod:`cuzk_plugin.filecoin.witness.poseidon`), insertion the gadget's pick order (:mod:`cuzk_plugin.filecoin.witness.insertion`).
 
 The slots' values come as :class:`SlotArrays` ((..., 4) uint64 limb arrays, decoded once
 from the vanilla proofs' bytes): each tree level's hashes of every slot and challenge are one
-call of the C Poseidon (:mod:`.poseidon_cpu`, ~20x the Python-int schedule; that schedule
+call of the C Poseidon (:mod:`cuzk_plugin.filecoin.witness.poseidon_cpu`, ~20x the Python-int schedule; that schedule
 where no C compiler is found), which writes its aux straight into the assignment at each
 instance's offset. The aux may lie in a shared-memory block the caller gives (``into``: the
 engine exports it in place) and may be split by runs of slots over forked processes
-(:mod:`.post_pool`); both run :func:`write_run`, so the result is the same bit for bit.
+(:mod:`.witness_pool`, through :mod:`.witness`); both run :func:`write_run`, so the result is the same bit for bit.
 
 With every value computed this way, the only constraints vanilla proofs can violate are
 comm_r = Poseidon(comm_c, comm_r_last) and each path's computed root = comm_r_last; both are

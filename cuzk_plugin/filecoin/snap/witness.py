@@ -7,10 +7,11 @@ system returns (inputs with ONE first, aux), in the same variable order, compute
 for every instance at once: the apex tree level by level, then every challenge together (the
 high bits and rho, both TreeR paths level by level, the apex-leaf selection, the TreeD path to
 its apex leaf level by level). SHA-256 node hashes run the compression programs traced from
-the circuit's gadget (:mod:`.sha256`), Poseidon follows the gadget's schedule (:mod:`.poseidon`),
-insertion and picks the gadget's order (:mod:`.porep`'s insert_2 / insert_8). The header
+the circuit's gadget (:mod:`cuzk_plugin.filecoin.witness.sha256`), Poseidon follows the gadget's schedule
+(:mod:`cuzk_plugin.filecoin.witness.poseidon`),
+insertion and picks the gadget's order (:mod:`cuzk_plugin.filecoin.witness.insertion`). The header
 (:func:`write_header`) gives the few values the challenges need; any run of challenges is then
-computed on its own (:func:`write_challenges`), which :mod:`.snap_pool` spreads over processes.
+computed on its own (:func:`write_challenges`), which :mod:`.witness_pool` spreads over processes.
 
 Values are written in allocation order through a cursor (:class:`_Cursor`), which also counts
 constraints: the arithmetic layout (:func:`update_layout`) fixes the array sizes and is checked
@@ -377,7 +378,7 @@ def write_challenges(p: UpdateParams, header: UpdateHeader, challenges: Sequence
     """Challenges ``first`` on (``challenges``, a run of the partition's) into ``aux``
     (len(challenges), challenge_aux, 4), every one at once; the violated equalities, numbered
     as in the whole partition. A run depends only on the header and its own challenges, so
-    runs may be computed apart (:mod:`.snap_pool`)."""
+    runs may be computed apart (:mod:`.witness_pool`)."""
     lay = update_layout(p)
     n_ch, cbl = len(challenges), p.challenge_bit_len
     c_bits = header.challenge_bits[first:first + n_ch]
