@@ -1,5 +1,6 @@
 """Shared fixtures: a seeded RNG whose seed is printed on failure, the npm oracles, and the
-recorded porep-2k circuit (used by the Filecoin and the conformance tests)."""
+recorded porep-2k circuit (used by the Filecoin and the conformance tests); the sealed 2 KiB
+sector's fixtures come from :mod:`tests.sealed_sector` (Filecoin and adapter tests share them)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytest_plugins = ["tests.sealed_sector"]
 
 
 def pytest_addoption(parser):

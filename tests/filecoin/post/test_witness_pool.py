@@ -33,7 +33,7 @@ from cuzk_plugin.filecoin.post.witness_pool import PostWitnessPool
 from cuzk_plugin.filecoin.post.witness_pool import _run as _real_run
 from cuzk_plugin.filecoin.post.witness_slots import PostWitnessMismatch, SlotArrays, post_layout
 from cuzk_plugin.filecoin.witness.forked import plan_runs
-from tests.filecoin.post_data import sealed_post_sectors
+from tests.filecoin.post.post_data import sealed_post_sectors
 
 GIB32, GIB64 = 32 << 30, 64 << 30
 

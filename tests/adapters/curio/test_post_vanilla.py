@@ -14,7 +14,7 @@ from cuzk_plugin.adapters.curio.post.vanilla import PostDecodeError, decode_sect
 from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs, random_randomness
 from cuzk_plugin.filecoin.post.params import post_proof_by_number
 from cuzk_plugin.filecoin.post.vanilla import encode_sector_proof
-from tests.filecoin.post_data import sealed_post_sectors
+from tests.filecoin.post.post_data import sealed_post_sectors
 
 RAND = random_randomness(11)
 

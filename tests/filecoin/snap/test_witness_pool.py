@@ -22,7 +22,7 @@ from cuzk_plugin.filecoin.snap.witness import UpdateWitnessMismatch, update_assi
 from cuzk_plugin.filecoin.snap.witness_pool import SnapWitnessPool, shared_snap_pool
 from cuzk_plugin.filecoin.witness import forked as forked_module
 from cuzk_plugin.filecoin.witness.forked import WitnessWorkerDied
-from tests.filecoin.test_snap_witness import split_params
+from tests.filecoin.snap.test_witness import split_params
 
 _real_run = snap_pool._run
 

@@ -1,6 +1,7 @@
-"""Fixtures for the Filecoin circuit tests: one sealed 2 KiB sector, its C1 JSON and the reference
-syntheses of its PoRep partition and of its SnapDeals update per session (the recorded porep-2k
-circuit, ``porep_2k_pce_cache``, is in the tests' root conftest)."""
+"""Fixtures for the Filecoin circuit and Curio adapter tests (a plugin of the root conftest): one
+sealed 2 KiB sector, its C1 JSON and the reference syntheses of its PoRep partition and of its
+SnapDeals update per session (the recorded porep-2k circuit, ``porep_2k_pce_cache``, is in the
+tests' root conftest)."""
 
 from __future__ import annotations
 

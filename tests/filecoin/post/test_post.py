@@ -29,7 +29,7 @@ from cuzk_plugin.filecoin.proofs import prover_id_from_miner
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
-from tests.filecoin.post_data import sealed_post_sectors
+from tests.filecoin.post.post_data import sealed_post_sectors
 
 KIB2, MIB8, MIB512, GIB32, GIB64 = 2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30
 
