@@ -13,6 +13,6 @@ nproc | tee -a $OUT/gpu.txt; git log -1 --format=%h 2>/dev/null | tee -a $OUT/gp
 t0=$(date +%s); python3 -m cuzk_plugin.backends.cuda.build -j 16 > $OUT/cuda_build.log 2>&1; echo "build rc=$? in $(( $(date +%s) - t0 ))s"
 python3 -c "from cuzk_plugin.backends.registry import probe; print('cuda probe:', probe('cuda'))"
 export CUZK_DEMO_PARAM_CACHE=/tmp/params CUZK_BENCH_PARAMS=/tmp/params
-python3 -m cuzk_plugin.server.demo --backend cuda --log2 12 --partitions 4 -c 8 -j 4 2>&1 | tee $OUT/demo.txt
+python3 -m cuzk_plugin.demo --backend cuda --log2 12 --partitions 4 -c 8 -j 4 2>&1 | tee $OUT/demo.txt
 PY=python3 REPEAT=3 SHAPES="${SHAPES:-12:4:24:8 14:2:12:4 6:1:400:32}" timeout 420 bench/daemon-bench.sh cuda > $OUT/bench-cuda.jsonl 2> $OUT/bench-cuda.err
 echo "bench rc=$?"; cut -c1-300 $OUT/bench-cuda.jsonl; tail -5 $OUT/bench-cuda.err

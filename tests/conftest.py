@@ -1,5 +1,6 @@
 """Shared fixtures: a seeded RNG whose seed is printed on failure, the npm oracles, and the
-recorded porep-2k circuit (used by the Filecoin and the conformance tests)."""
+recorded porep-2k circuit (used by the Filecoin and the conformance tests); the sealed 2 KiB
+sector's fixtures come from :mod:`tests.sealed_sector` (Filecoin and adapter tests share them)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytest_plugins = ["tests.sealed_sector"]
 
 
 def pytest_addoption(parser):
@@ -74,7 +77,7 @@ def circom2() -> Path:
 def porep_2k_pce_cache(tmp_path_factory) -> Path:
     """A param cache holding the recorded porep-2k circuit (~5-8 s to record), shared read-only:
     every test that only reads the circuit uses this one recording."""
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce
 
     cache = tmp_path_factory.mktemp("porep-2k-pce")
     ensure_porep_pce("porep-2k", cache)

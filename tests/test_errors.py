@@ -8,10 +8,10 @@ import pickle
 import pytest
 
 from cuzk_plugin.adapters.curio.bincode import BincodeError
-from cuzk_plugin.adapters.curio.c1 import C1Error
-from cuzk_plugin.adapters.curio.post_job import PostRequestError
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+from cuzk_plugin.adapters.curio.post.job import PostRequestError
 from cuzk_plugin.errors import CuzkError, ParamsError
-from cuzk_plugin.filecoin.witness.porep import WitnessMismatch
+from cuzk_plugin.filecoin.porep.witness_parts import WitnessMismatch
 
 
 @pytest.mark.parametrize("exc", [

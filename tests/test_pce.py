@@ -167,9 +167,9 @@ def test_not_a_pce_file(tmp_path):
 
 @pytest.mark.slow
 def test_porep_8mib_counts_match_the_shape_pass(tmp_path):
-    from cuzk_plugin.filecoin.circuit import blank_partition, synthesize_partition
-    from cuzk_plugin.filecoin.count import count_partition
     from cuzk_plugin.filecoin.params import porep_params
+    from cuzk_plugin.filecoin.porep.circuit import blank_partition, synthesize_partition
+    from cuzk_plugin.filecoin.porep.count import count_partition
 
     params = porep_params("8MiB")
     path = tmp_path / "pce-porep-8m.pce"

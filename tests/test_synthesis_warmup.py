@@ -23,8 +23,8 @@ def test_providers_warm_every_synthesis_worker_as_it_starts(tmp_path):
     # when a worker starts, not in the first proof that worker takes
     from functools import partial
 
-    from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider, warm_post_worker
-    from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, warm_porep_worker
+    from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider, warm_porep_worker
+    from cuzk_plugin.adapters.curio.post.provider import PostCircuitProvider, warm_post_worker
     from cuzk_plugin.engine.synthesis import SynthesisPool
 
     registry = ProviderRegistry([PorepCircuitProvider(), PostCircuitProvider()], load_plugins=False)
@@ -42,8 +42,8 @@ def test_providers_warm_every_synthesis_worker_as_it_starts(tmp_path):
 
 
 def _layouts_in_this_worker() -> tuple[int, int]:
-    from cuzk_plugin.filecoin.witness.porep import porep_layout
-    from cuzk_plugin.filecoin.witness.snap import update_layout
+    from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+    from cuzk_plugin.filecoin.snap.witness import update_layout
 
     return porep_layout.cache_info().currsize, update_layout.cache_info().currsize
 
@@ -53,8 +53,8 @@ def test_workers_warm_the_layouts_of_the_circuits_in_the_param_cache(tmp_path, p
     """The PoRep and SnapDeals layouts (their SHA-256 programs: ~5 s of one core at 32 GiB) are
     made as a worker starts for each size whose pre-compiled circuit is in the param cache, not
     in the first proof after a start; a daemon without one (PoSt only, tests) makes none."""
-    from cuzk_plugin.adapters.curio.provider import warm_porep_worker
-    from cuzk_plugin.adapters.curio.snap import warm_snap_worker
+    from cuzk_plugin.adapters.curio.porep.provider import warm_porep_worker
+    from cuzk_plugin.adapters.curio.snap.provider import warm_snap_worker
     from cuzk_plugin.engine.synthesis import SynthesisPool
     from cuzk_plugin.formats.pce import pce_path
 

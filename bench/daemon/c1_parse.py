@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from body_parse import GilGaps
 
-from cuzk_plugin.adapters.curio.porep import porep_partitions
-from cuzk_plugin.filecoin.seal import c1_json
-from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
+from cuzk_plugin.filecoin.fixtures.seal import c1_json
+from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal
 
 
 def main() -> None:

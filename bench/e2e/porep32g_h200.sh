@@ -42,14 +42,14 @@ if [ "${PHASE:-prep}" = prep ]; then
     }
     pids=""
     for circuit in ${CIRCUITS:-porep-32g winning-32g snap-32g}; do extract "$circuit" & pids="$pids $!"; done
-    ( [ -s "$C1" ] || /usr/bin/time -v $PY -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out "$C1" \
+    ( [ -s "$C1" ] || /usr/bin/time -v $PY -m cuzk_plugin.filecoin.fixtures.seal --sector-size 32GiB --sparse --out "$C1" \
         >"$OUT/seal.txt" 2>&1; echo "seal rc=$? at $(stamp)" >>"$OUT/seal.txt" ) &
     seal=$!
-    ( [ -s "$CACHE/snap/snap-vproof.json" ] || /usr/bin/time -f "%e s wall, %M KB peak RSS" $PY -m cuzk_plugin.filecoin.snap_seal \
+    ( [ -s "$CACHE/snap/snap-vproof.json" ] || /usr/bin/time -f "%e s wall, %M KB peak RSS" $PY -m cuzk_plugin.filecoin.fixtures.snap_seal \
         --sector-size 32GiB --sparse --out "$CACHE/snap" >"$OUT/snap-data.txt" 2>&1; echo "snap data rc=$? at $(stamp)" >>"$OUT/snap-data.txt" ) &
     snap=$!
     mkdir -p "$CACHE/winning"
-    $PY -m cuzk_plugin.filecoin.post_seal --kind winning --sector-size 32GiB --sparse --first-sector 4242 --seed 2 \
+    $PY -m cuzk_plugin.filecoin.fixtures.post_seal --kind winning --sector-size 32GiB --sparse --first-sector 4242 --seed 2 \
         --out "$CACHE/winning/vanilla.json" >"$OUT/winning-data.txt" 2>&1
     grep '^cuzk-bench single' "$OUT/winning-data.txt" >"$CACHE/winning/cmd.txt"; tail -2 "$OUT/winning-data.txt"
     timeout "${TEST_TIMEOUT:-240}" $PY -m pytest tests/gpu -q -rfEs -p no:cacheprovider --backend cuda \

@@ -34,7 +34,7 @@ $PY -c "import cuzk_plugin.cli.daemon, cuzk_plugin.engine.engine" || {
     echo "the daemon's imports fail (tenacity, typing_extensions... missing? their wheels belong in .whl/)"; exit 1; }
 [ -z "${CUZK_CUDA_LIBRARY:-}" ] && [ -f "$PWD/.device-carry/cuda/libcuzk_cuda.so" ] \
     && export CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
-short=$($PY -c "from cuzk_plugin.filecoin.post_seal import parse_sector_size as p; from cuzk_plugin.filecoin.post_proofs \
+short=$($PY -c "from cuzk_plugin.filecoin.fixtures.post_seal import parse_sector_size as p; from cuzk_plugin.filecoin.post.params \
 import post_circuit_id as c, PostKind as K; print(c(K.WINNING, p('$SIZE')).split('-')[1])") || exit 1
 WIN=winning-$short; WPOST=wpost-$short
 SOCK=${SOCK:-/tmp/cuzk-post-$short.sock}; ADDR=unix://$SOCK
@@ -59,14 +59,14 @@ pce_wpost=""
 [ "$WPOST_RUNS" -gt 0 ] && { extract "$WPOST" & pce_wpost=$!; }
 seal() {  # kind out args...: the sparse TEST-FIXTURE set; its cuzk-bench command in out.cmd
     local kind=$1 out=$2; shift 2
-    /usr/bin/time -f "%e s wall, %M KB peak RSS" $PY -m cuzk_plugin.filecoin.post_seal --kind "$kind" --sector-size "$SIZE" \
+    /usr/bin/time -f "%e s wall, %M KB peak RSS" $PY -m cuzk_plugin.filecoin.fixtures.post_seal --kind "$kind" --sector-size "$SIZE" \
         --sparse --addr "$ADDR" --out "$out" "$@" >"$out.log" 2>&1 || { cat "$out.log"; return 1; }
     grep '^cuzk-bench single' "$out.log" | sed 's/^cuzk-bench //' >"$out.cmd"
     cat "$out.log"
 }
 seal winning "$DATA/winning-$short.json" --first-sector 4242 --seed 2 | tee "$OUT/data-winning.txt" || exit 1
-sectors=${WPOST_SECTORS:-$($PY -c "from cuzk_plugin.filecoin.post_proofs import WINDOW_SECTORS as W; \
-from cuzk_plugin.filecoin.post_seal import parse_sector_size as p; print(W[p('$SIZE')])")}
+sectors=${WPOST_SECTORS:-$($PY -c "from cuzk_plugin.filecoin.post.params import WINDOW_SECTORS as W; \
+from cuzk_plugin.filecoin.fixtures.post_seal import parse_sector_size as p; print(W[p('$SIZE')])")}
 seal window "$DATA/wpost-$short.json" --sectors "$sectors" --seed 3 | tee "$OUT/data-wpost.txt" || exit 1
 
 # -- 2. the daemon, the Winning key ---------------------------------------------------------

@@ -3,7 +3,7 @@ with a request (decode and check the vanilla proofs, build the task), the size o
 synthesis worker receives (pickled), and the worker's witness, written where the engine maps
 it, with 1 and N processes (bench/post/wpost-host-2026-12-03.md has the figures).
 
-    python -m cuzk_plugin.filecoin.post_seal --kind window --sector-size 32GiB --sparse --sectors 2349 --out /tmp/wpost.json
+    python -m cuzk_plugin.filecoin.fixtures.post_seal --kind window --sector-size 32GiB --sparse --sectors 2349 --out /tmp/wpost.json
     python bench/post/wpost_host.py /tmp/wpost.json --randomness HEX --processes 1 2 [--profile]
 
 Runs the tree it imports: PYTHONPATH=<older checkout> times that one (up to eb2d57a the task
@@ -29,8 +29,8 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 
 import cuzk_plugin
-from cuzk_plugin.adapters.curio.post_job import PostJob
-from cuzk_plugin.adapters.curio.post_provider import PostPartitionTask
+from cuzk_plugin.adapters.curio.post.job import PostJob
+from cuzk_plugin.adapters.curio.post.provider import PostPartitionTask
 
 NEW = "partition" in PostJob.__dataclass_fields__  # the task carries the decoded arrays
 
@@ -47,7 +47,7 @@ def _plan(number: int, rand: bytes, blobs: list[bytes]):
 def _hash_clock():
     """Yield a one-element list that receives the seconds the witness spends in poseidon_into
     (this process only) until the block ends."""
-    from cuzk_plugin.filecoin.witness import post
+    from cuzk_plugin.filecoin.post import witness_slots as post
 
     spent = [0.0]
     inner = post.poseidon_into
@@ -75,8 +75,8 @@ def _worker(blob: bytes, processes: int) -> dict:
     block = None
     try:
         if NEW:
-            from cuzk_plugin.filecoin.witness.post import post_layout
-            from cuzk_plugin.filecoin.witness.post_pool import shared_post_pool
+            from cuzk_plugin.filecoin.post.witness_slots import post_layout
+            from cuzk_plugin.filecoin.post.witness_pool import shared_post_pool
 
             pool = None
             if processes > 1:

@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from cuzk_plugin.adapters.curio.porep import porep_partitions
-from cuzk_plugin.adapters.curio.provider import PorepKeyGenerator
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
+from cuzk_plugin.adapters.curio.porep.provider import PorepKeyGenerator
 from cuzk_plugin.backends.registry import get_backend
-from cuzk_plugin.filecoin.variant_seal import VARIANT_PROOFS, seal_variant, variant_c1_json
+from cuzk_plugin.filecoin.fixtures.variant_seal import VARIANT_PROOFS, seal_variant, variant_c1_json
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.verifier import verify

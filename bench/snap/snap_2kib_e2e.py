@@ -19,13 +19,13 @@ from pathlib import Path
 sys.path.insert(0, "tests/daemon")
 from daemon_helpers import daemon_config
 
-from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
+from cuzk_plugin.adapters.curio.snap.provider import SnapCircuitProvider
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.engine import Engine
 from cuzk_plugin.engine.synthesis import SynthesisPool
-from cuzk_plugin.filecoin.seal import seal
-from cuzk_plugin.filecoin.snap_seal import snap_update, vanilla_proofs
+from cuzk_plugin.filecoin.fixtures.seal import seal
+from cuzk_plugin.filecoin.fixtures.snap_seal import snap_update, vanilla_proofs
 from cuzk_plugin.server.app import start_server
 from cuzk_plugin.server.client import aio_channel
 from cuzk_plugin.server.proto import cuzk_pb2 as pb

@@ -21,13 +21,13 @@ from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
+from cuzk_plugin.filecoin.fixtures.snap_seal import partition_proof, sparse_snap_update
+from cuzk_plugin.filecoin.fixtures.sparse_seal import seal_proof_for_size, sparse_seal
 from cuzk_plugin.filecoin.snap.circuit import witness_from_proof
 from cuzk_plugin.filecoin.snap.params import update_params
 from cuzk_plugin.filecoin.snap.vanilla import verify_partition
-from cuzk_plugin.filecoin.snap_seal import partition_proof, sparse_snap_update
-from cuzk_plugin.filecoin.sparse_seal import seal_proof_for_size, sparse_seal
-from cuzk_plugin.filecoin.witness.snap import update_assignment, update_layout
-from cuzk_plugin.filecoin.witness.snap_pool import SnapWitnessPool
+from cuzk_plugin.filecoin.snap.witness import update_assignment, update_layout
+from cuzk_plugin.filecoin.snap.witness_pool import SnapWitnessPool
 
 
 def _timed(compute, nbytes: int, runs: int, want: tuple[np.ndarray, np.ndarray] | None = None) -> list[float]:

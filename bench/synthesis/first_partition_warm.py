@@ -16,8 +16,8 @@ import time
 from functools import partial
 from pathlib import Path
 
-from cuzk_plugin.adapters.curio.porep import porep_partitions
-from cuzk_plugin.adapters.curio.provider import PorepPartitionTask, warm_porep_worker
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
+from cuzk_plugin.adapters.curio.porep.provider import PorepPartitionTask, warm_porep_worker
 from cuzk_plugin.engine.synthesis import SynthesisPool, discard, run_task
 
 

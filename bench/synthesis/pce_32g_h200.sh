@@ -16,10 +16,10 @@ export OCL_ICD_VENDORS=/tmp/icd CUZK_OPENCL_DEVICE=${CUZK_OPENCL_DEVICE:-H200}
 (date -u; git log -1 --format=%h; nvidia-smi -L; nproc; lscpu | grep 'Model name'; df -h /tmp | tail -1) 2>&1 | tee $R
 /usr/bin/time -v timeout ${EXTRACT_TIMEOUT:-330} python3 -m cuzk_plugin.cli.main pce extract --circuit porep-32g --param-cache /tmp/pc 2>&1 \
     | grep -E "pce|porep|Elapsed|Maximum resident" | tee -a $R
-timeout ${SEAL_TIMEOUT:-60} python3 -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out /tmp/c1-32g.json 2>&1 | tail -2 | tee -a $R
+timeout ${SEAL_TIMEOUT:-60} python3 -m cuzk_plugin.filecoin.fixtures.seal --sector-size 32GiB --sparse --out /tmp/c1-32g.json 2>&1 | tail -2 | tee -a $R
 timeout ${EVAL_TIMEOUT:-200} python3 - <<'PY' 2>&1 | grep -v Warning | tee -a $R
 import time, numpy as np
-from cuzk_plugin.adapters.curio.porep import porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.formats.pce import load_pce
 from cuzk_plugin.backends.opencl.backend import OpenclBackend
 t0 = time.perf_counter(); pce = load_pce("/tmp/pc/pce-porep-32g.pce"); print(f"load_pce {time.perf_counter()-t0:.2f} s")

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from cuzk_plugin.adapters.curio.porep import ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce, porep_partitions
 from cuzk_plugin.backends.registry import get_backend
 from cuzk_plugin.formats.pce import load_pce, pce_path
 
@@ -39,7 +39,7 @@ def main() -> None:
     if args.c1:
         c1 = open(args.c1, "rb").read()
     else:
-        from cuzk_plugin.filecoin.seal import c1_json, seal
+        from cuzk_plugin.filecoin.fixtures.seal import c1_json, seal
 
         c1 = c1_json(seal("StackedDrg2KiBV1_1", miner_id=1000, sector_id=7, data_seed=1))
     pce = load_pce(ensure_porep_pce("porep-2k", args.param_cache))

@@ -3,9 +3,9 @@ porep_partitions, parse, validate, every partition's witness built and checked; 
 snap_job, every PartitionProof decoded and checked), from the files the test sealers write.
 Run from the repository root:
 
-    python -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse --out /tmp/c1.json
+    python -m cuzk_plugin.filecoin.fixtures.seal --sector-size 32GiB --sparse --out /tmp/c1.json
     python bench/synthesis/plan_bench.py porep /tmp/c1.json [RUNS] [--profile]
-    python -m cuzk_plugin.filecoin.snap_seal --sector-size 32GiB --sparse --out /tmp/snap
+    python -m cuzk_plugin.filecoin.fixtures.snap_seal --sector-size 32GiB --sparse --out /tmp/snap
     python bench/synthesis/plan_bench.py snap /tmp/snap [RUNS] [--profile]
 
 Prints each run's seconds after a warm-up, and their median; with --profile a cProfile of one more.
@@ -23,14 +23,14 @@ from pathlib import Path
 
 
 def porep_plan(path: Path) -> tuple[str, Callable[[], object]]:
-    from cuzk_plugin.adapters.curio.porep import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
     raw = path.read_bytes()
     return f"C1 of {len(raw):,} bytes", lambda: porep_partitions(raw)
 
 
 def snap_plan(folder: Path) -> tuple[str, Callable[[], object]]:
-    from cuzk_plugin.adapters.curio.snap import snap_job
+    from cuzk_plugin.adapters.curio.snap.job import snap_job
     from cuzk_plugin.engine.types import ProofKind, ProofRequest
 
     blobs = tuple(base64.b64decode(s) for s in json.loads((folder / "snap-vproof.json").read_text()))

@@ -23,14 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cuzk_plugin.filecoin.witness import partition_assignment, porep_layout
+from cuzk_plugin.filecoin.porep.witness import partition_assignment
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
 
 
 def _load(args) -> tuple:
     if args.witnesses:
         with open(args.witnesses, "rb") as f:
             return pickle.load(f)
-    from cuzk_plugin.adapters.curio import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
     t = time.perf_counter()
     job = porep_partitions(Path(args.c1).read_bytes())
     print(f"parse C1: {time.perf_counter() - t:.2f} s", flush=True)

@@ -15,7 +15,7 @@ C1=${C1:-/tmp/witness-c1-32g.json}
     date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $(git rev-parse --short HEAD 2>/dev/null || cat .device-carry/commit.txt 2>/dev/null)"
     nproc; free -g | head -2; $PY -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)'
     if [ ! -s "$C1" ]; then
-        /usr/bin/time -f "seal: %e s wall, %M KiB peak" $PY -m cuzk_plugin.filecoin.seal --sector-size 32GiB --sparse \
+        /usr/bin/time -f "seal: %e s wall, %M KiB peak" $PY -m cuzk_plugin.filecoin.fixtures.seal --sector-size 32GiB --sparse \
             --out "$C1" || exit 1
     fi
     # shellcheck disable=SC2086  # BENCH_ARGS: more flags, e.g. --recycled

@@ -1,4 +1,4 @@
-"""Time one PoRep partition's witness with N worker processes (cuzk_plugin.filecoin.witness.pool).
+"""Time one PoRep partition's witness with N worker processes (cuzk_plugin.filecoin.porep.witness_pool).
 
     python bench/synthesis/witness_pool_bench.py --c1 c1.json --workers 1 4 8 16 [--repeat 3] [--partition K] [--recycled]
 
@@ -26,8 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cuzk_plugin.filecoin.witness import partition_assignment, porep_layout
-from cuzk_plugin.filecoin.witness.pool import WitnessPool
+from cuzk_plugin.filecoin.porep.witness import partition_assignment
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_pool import WitnessPool
 
 
 def _pss_kib(pid: int) -> int:
@@ -92,7 +93,7 @@ def main() -> int:
     ap.add_argument("--recycled", action="store_true")
     args = ap.parse_args()
 
-    from cuzk_plugin.adapters.curio import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
     t = time.perf_counter()
     job = porep_partitions(Path(args.c1).read_bytes())
     params, w = job.params, job.witness(args.partition)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cuzk_plugin.filecoin.witness.porep import Part, _header, compute_part, porep_layout, zeroed_aux
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_parts import Part, _header, compute_part, zeroed_aux
 
 
 def main() -> int:
@@ -28,7 +29,7 @@ def main() -> int:
     ap.add_argument("--partition", type=int, default=0)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
-    from cuzk_plugin.adapters.curio import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
     job = porep_partitions(Path(args.c1).read_bytes())
     params, w = job.params, job.witness(args.partition)
     cpp = params.challenges_per_partition

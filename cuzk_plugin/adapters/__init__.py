@@ -20,9 +20,9 @@ __all__ = ["builtin_providers"]
 def builtin_providers(srs: SrsConfig | None = None) -> list[CircuitProvider]:
     """Every provider this package ships: PoRep, PoSt, SnapDeals, synthetic, registered. ``srs``
     ([srs] of the config) says whether Filecoin circuits may use test keys (default: never)."""
-    from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider
-    from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider
-    from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
+    from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider
+    from cuzk_plugin.adapters.curio.post.provider import PostCircuitProvider
+    from cuzk_plugin.adapters.curio.snap.provider import SnapCircuitProvider
     from cuzk_plugin.adapters.registered import RegisteredCircuitProvider
     from cuzk_plugin.adapters.synthetic import SyntheticProvider
 

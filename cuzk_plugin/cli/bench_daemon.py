@@ -200,17 +200,17 @@ def request_public_inputs(req) -> list[list[int]]:
     from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
     if req.proof_kind == pb.POREP_SEAL_COMMIT:
-        from cuzk_plugin.adapters.curio.porep import porep_partitions
+        from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
         job = porep_partitions(req.vanilla_proof)
         return [job.public_inputs(k) for k in range(job.num_partitions)]
     if req.proof_kind in (pb.WINDOW_POST_PARTITION, pb.WINNING_POST):
-        from cuzk_plugin.adapters.curio.post_job import PostJob
+        from cuzk_plugin.adapters.curio.post.job import PostJob
 
         post = PostJob.from_fields(req.registered_proof, req.randomness, list(req.vanilla_proofs), req.partition_index)
         return [list(post.public_inputs)]
     if req.proof_kind == pb.SNAP_DEALS_UPDATE:
-        from cuzk_plugin.adapters.curio.snap import snap_job
+        from cuzk_plugin.adapters.curio.snap.job import snap_job
         from cuzk_plugin.server.convert import request_from_proto
 
         snap = snap_job(request_from_proto(req))
@@ -366,9 +366,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from cuzk_plugin.server.demo import run_demo
+    from cuzk_plugin.demo import run_daemon_demo
 
-    return run_demo(log2=args.log2, partitions=args.partitions, count=args.count, concurrency=args.concurrency,
+    return run_daemon_demo(log2=args.log2, partitions=args.partitions, count=args.count, concurrency=args.concurrency,
                     backend=args.backend, json_out=args.json)
 
 

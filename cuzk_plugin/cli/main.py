@@ -200,9 +200,9 @@ def cmd_params_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_pce_extract(args: argparse.Namespace) -> int:
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
-    from cuzk_plugin.adapters.curio.post_provider import ensure_post_pce
-    from cuzk_plugin.adapters.curio.snap import ensure_snap_pce
+    from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.post.provider import ensure_post_pce
+    from cuzk_plugin.adapters.curio.snap.job import ensure_snap_pce
     from cuzk_plugin.formats.pce import pce_path, read_header
 
     cache = Path(args.param_cache).expanduser()
@@ -220,9 +220,9 @@ def cmd_pce_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from cuzk_plugin.demo import run_demo
+    from cuzk_plugin.demo import run_in_process
 
-    return run_demo(log2=args.log2, backend_name=args.backend, partitions=args.partitions)
+    return run_in_process(log2=args.log2, backend_name=args.backend, partitions=args.partitions)
 
 
 def build_parser() -> argparse.ArgumentParser:

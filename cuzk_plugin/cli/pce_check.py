@@ -43,7 +43,7 @@ def check_partitions(c1: bytes, param_cache: Path, backend_name: str, partitions
     """Yield a :class:`PartitionCheck` per partition of the C1 (all, or ``partitions``)."""
     import numpy as np
 
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce, porep_partitions
+    from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce, porep_partitions
     from cuzk_plugin.backends.registry import get_backend
     from cuzk_plugin.formats.pce import load_pce
 

@@ -112,7 +112,7 @@ def _reference_of(pce: PrecompiledCircuit) -> R1CS:
 def porep_2k_case(porep_2k_pce_cache, session_seed):
     """The recorded 2 KiB PoRep circuit, a Filecoin-like z drawn from the session seed, and the
     reference a, b, c of it as limbs: ~10 s of Python-int work, made once for every backend."""
-    from cuzk_plugin.adapters.curio.porep import ensure_porep_pce
+    from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce
 
     pce = load_pce(ensure_porep_pce("porep-2k", porep_2k_pce_cache))
     rng = np.random.default_rng(session_seed ^ zlib.crc32(b"recorded porep-2k"))

@@ -76,8 +76,8 @@ async def test_invalid_requests_are_refused_with_the_field(make_daemon, rpc):
 async def test_missing_filecoin_circuit_fails_with_its_name(make_daemon):
     d = await make_daemon()
     stub = d.stub()
-    from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
-    from cuzk_plugin.filecoin.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs
+    from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs
+    from cuzk_plugin.filecoin.post.params import post_proof_by_number
 
     vanilla = post_vanilla_proofs(post_proof_by_number(13), [ProvenSector(1, post_test_sector(32 << 30))], b"r" * 32)
     wpost = pb.SubmitProofRequest(request_id="wdpost-1", proof_kind=pb.WINDOW_POST_PARTITION, vanilla_proofs=vanilla,

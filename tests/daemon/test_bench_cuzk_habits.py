@@ -43,10 +43,10 @@ def test_a_bad_verify_vk_is_one_line(capsys):
 
 
 @pytest.mark.parametrize("what", ["winning-post", "window-post", "snap-prove"])
-def test_gen_vanilla_makes_inputs_single_takes(what, tmp_path, capsys):
+def test_gen_vanilla_makes_inputs_single_takes(what, tmp_path, capfd):
     out = tmp_path / f"{what}.json"
     assert main(["gen-vanilla", what, "--out", str(out)]) == 0
-    command = capsys.readouterr().out.strip().splitlines()[-1]
+    command = capfd.readouterr().out.strip().splitlines()[-1]
     words = shlex.split(command)
     assert words[:2] == ["cuzk-bench", "single"]
     req = build_request(_parse(words[1:]), "gen")

@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider
+from cuzk_plugin.adapters.curio.post.provider import PostCircuitProvider
 from cuzk_plugin.engine.circuits import ProviderRegistry
-from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
-from cuzk_plugin.filecoin.post_seal import post_test_sectors, random_randomness
-from cuzk_plugin.filecoin.post_seal import post_vanilla_proofs as vanilla
+from cuzk_plugin.filecoin.fixtures.post_seal import post_test_sectors, random_randomness
+from cuzk_plugin.filecoin.fixtures.post_seal import post_vanilla_proofs as vanilla
+from cuzk_plugin.filecoin.post.params import post_proof_by_number
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
 RAND = random_randomness(3)

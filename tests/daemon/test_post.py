@@ -17,16 +17,16 @@ from pathlib import Path
 import grpc
 import pytest
 
-from cuzk_plugin.adapters.curio.post_provider import PostCircuitProvider
+from cuzk_plugin.adapters.curio.post.provider import PostCircuitProvider
 from cuzk_plugin.adapters.synthetic import SyntheticProvider
 from cuzk_plugin.cli.bench_daemon import request_public_inputs, verify_records
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.engine.types import Priority
 from cuzk_plugin.filecoin import param_files as pf
+from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_vanilla_proofs, random_randomness
+from cuzk_plugin.filecoin.fixtures.seal import seal
 from cuzk_plugin.filecoin.param_files import test_key_path
-from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
-from cuzk_plugin.filecoin.post_seal import ProvenSector, post_vanilla_proofs, random_randomness
-from cuzk_plugin.filecoin.seal import seal
+from cuzk_plugin.filecoin.post.params import post_proof_by_number
 from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import verify

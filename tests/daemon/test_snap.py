@@ -13,15 +13,15 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from cuzk_plugin.adapters.curio.snap import SnapCircuitProvider
+from cuzk_plugin.adapters.curio.snap.provider import SnapCircuitProvider
 from cuzk_plugin.adapters.synthetic import SyntheticProvider
 from cuzk_plugin.backends.registry import get_backend, probe
 from cuzk_plugin.cli.bench_daemon import request_public_inputs, verify_records
 from cuzk_plugin.engine.circuits import ProviderRegistry
 from cuzk_plugin.filecoin import param_files as pf
+from cuzk_plugin.filecoin.fixtures.seal import seal
+from cuzk_plugin.filecoin.fixtures.snap_seal import snap_update, vanilla_proofs
 from cuzk_plugin.filecoin.param_files import test_key_path
-from cuzk_plugin.filecoin.seal import seal
-from cuzk_plugin.filecoin.snap_seal import snap_update, vanilla_proofs
 from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.pce import pce_path
 from cuzk_plugin.formats.proof import decode_proofs
@@ -114,14 +114,14 @@ def test_client_derives_each_partitions_public_inputs(update):
 
 
 def test_sealer_cli_output_is_what_cuzk_bench_sends(tmp_path, capsys):
-    # python -m cuzk_plugin.filecoin.snap_seal writes Curio's snap-vproof.json (a JSON list of
+    # python -m cuzk_plugin.filecoin.fixtures.snap_seal writes Curio's snap-vproof.json (a JSON list of
     # base64 PartitionProofs) and prints the cuzk-bench command; the request it makes plans
     import shlex
 
-    from cuzk_plugin.adapters.curio.snap import snap_job
+    from cuzk_plugin.adapters.curio.snap.job import snap_job
     from cuzk_plugin.cli.bench_daemon import hex32, read_vanilla
     from cuzk_plugin.engine.types import ProofKind, ProofRequest
-    from cuzk_plugin.filecoin.snap_seal import _main
+    from cuzk_plugin.filecoin.fixtures.snap_seal import _main
 
     assert _main(["--out", str(tmp_path), "--sector-id", "3"]) == 0
     words = shlex.split(capsys.readouterr().out)

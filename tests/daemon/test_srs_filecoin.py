@@ -6,15 +6,15 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from cuzk_plugin.adapters.curio.provider import PorepCircuitProvider, PorepKeyGenerator
+from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider, PorepKeyGenerator
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.engine.srs import pin_verifying_key, vk_pin_path
 from cuzk_plugin.engine.types import ProofKind, ProofRequest
 from cuzk_plugin.errors import ParamsError
+from cuzk_plugin.filecoin.fixtures.seal import c1_json, seal
 from cuzk_plugin.filecoin.param_files import FILECOIN_CIRCUITS, KNOWN_DIGESTS, find_filecoin_params, params_digest
-from cuzk_plugin.filecoin.seal import c1_json, seal
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
@@ -121,7 +121,7 @@ def test_test_keys_only_when_allowed_and_named_so(fil_dir, tmp_path, c1_2k):
     # no test key can be made for a large size: still refused, naming the paths
     with pytest.raises(CircuitUnavailable, match="no test key can be made"):
         from cuzk_plugin.adapters.curio.keys import plan_filecoin_key
-        from cuzk_plugin.adapters.curio.provider import porep_test_key
+        from cuzk_plugin.adapters.curio.porep.provider import porep_test_key
         plan_filecoin_key("porep-32g", cache, allow_test_keys=True, make_test_key=porep_test_key)
 
 

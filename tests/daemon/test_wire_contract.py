@@ -168,8 +168,8 @@ async def test_spec_only_client_reads_every_field(make_daemon, transport):
     assert set(fields) == {f[0] for f in SPEC["AwaitProofResponse"]}
 
     # Prove with a Filecoin kind, spec-only: FAILED naming the missing circuit (no fake proof).
-    from cuzk_plugin.filecoin.post_proofs import post_proof_by_number
-    from cuzk_plugin.filecoin.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs
+    from cuzk_plugin.filecoin.fixtures.post_seal import ProvenSector, post_test_sector, post_vanilla_proofs
+    from cuzk_plugin.filecoin.post.params import post_proof_by_number
 
     vanilla = post_vanilla_proofs(post_proof_by_number(0), [ProvenSector(1, post_test_sector(2 << 10))], b"\x07" * 32)
     submit = classes["SubmitProofRequest"](request_id="winpost-1000-0102030405060708", proof_kind=4,

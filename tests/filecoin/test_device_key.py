@@ -24,7 +24,7 @@ from cuzk_plugin.formats.params import VerifyingKey
 from cuzk_plugin.formats.pce import MappedCircuit
 from cuzk_plugin.formats.proof import decode_proofs
 from cuzk_plugin.groth16.verifier import batch_verify, verify
-from tests.filecoin.test_porep_pce import PceTask, small_filecoin_circuit
+from tests.filecoin.porep.test_porep_pce import PceTask, small_filecoin_circuit
 
 CIRCUIT_ID = "pce-small-test-key"
 

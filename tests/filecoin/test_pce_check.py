@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuzk_plugin.adapters.curio.porep import ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import ensure_porep_pce, porep_partitions
 from cuzk_plugin.backends.cpu.backend import CpuBackend
 from cuzk_plugin.bls12_381.fields import ints_to_limbs
 from cuzk_plugin.cli.main import main

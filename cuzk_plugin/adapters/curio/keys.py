@@ -26,6 +26,7 @@ A provider calls two functions::
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,8 @@ from cuzk_plugin.filecoin.param_files import (
     test_key_path,
 )
 
-__all__ = ["plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "TestKeyCircuit", "CircuitFile", "BlankCircuitKey"]
+__all__ = ["pce_enabled", "plan_filecoin_key", "filecoin_key_source", "MakeTestKey", "TestKeyCircuit", "CircuitFile",
+           "BlankCircuitKey"]
 
 log = logging.getLogger(__name__)
 
@@ -169,3 +171,8 @@ def filecoin_key_source(circuit_id: str, param_cache: Path | None, *, kinds: tup
     if files is None:
         raise CircuitUnavailable(_missing(circuit, circuit_id, param_cache, allow_test_keys))
     return KeySource(circuit_id, files.params, filecoin=files)
+
+
+def pce_enabled() -> bool:
+    """False when ``CUZK_DISABLE_PCE=1`` asks for the reference synthesis."""
+    return os.environ.get("CUZK_DISABLE_PCE", "").strip() not in ("1", "true", "yes")

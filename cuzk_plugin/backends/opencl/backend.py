@@ -12,22 +12,23 @@ import threading
 import warnings
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from cuzk_plugin.backends.opencl.constants import LIMB_WIDTHS
 from cuzk_plugin.backends.opencl.device import (
     BuiltPrograms,
-    all_devices,
     default_limb_bits,
     device_errors,
     import_pyopencl,
+    probe_devices,
     select_device,
 )
 from cuzk_plugin.backends.opencl.fixed_base import FixedBaseDriver, table_bits
 from cuzk_plugin.backends.opencl.launch import download, upload
 from cuzk_plugin.backends.opencl.msm import MsmDriver
+from cuzk_plugin.backends.opencl.multi import OpenclDevices
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
@@ -44,9 +45,6 @@ from cuzk_plugin.errors import BackendUnavailable, EncodingError, ProveCancelled
 from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
-
-if TYPE_CHECKING:
-    from cuzk_plugin.backends.opencl.multi import OpenclDevices
 
 
 @dataclass
@@ -158,17 +156,10 @@ class OpenclBackend:
     @classmethod
     def probe(cls) -> str | None:
         """None when pyopencl imports and some OpenCL device exists, else the reason."""
-        try:
-            if not all_devices():
-                return "no OpenCL device found"
-        except BackendUnavailable as exc:
-            return str(exc)
-        return None
+        return probe_devices()
 
     def every_device(self) -> OpenclDevices:
         """This device and the host's other GPUs, one lane each (what the daemon proves on)."""
-        from cuzk_plugin.backends.opencl.multi import OpenclDevices
-
         return OpenclDevices.around(self)
 
     def devices(self) -> list[DeviceInfo]:

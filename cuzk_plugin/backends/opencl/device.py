@@ -68,6 +68,16 @@ def all_devices() -> list[tuple[int, int, Device]]:
     return found
 
 
+def probe_devices() -> str | None:
+    """None when pyopencl imports and some OpenCL device exists, else the reason."""
+    try:
+        if not all_devices():
+            return "no OpenCL device found"
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
 def describe(entries: list[tuple[int, int, Device]]) -> str:
     return ", ".join(f"{p}:{d} '{dev.name.strip()}' ({dev.platform.name.strip()})" for p, d, dev in entries) or "none"
 

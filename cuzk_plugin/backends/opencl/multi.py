@@ -1,7 +1,10 @@
 """`OpenclDevices`: every OpenCL device of a host as one Backend, a device index each.
 
-An :class:`OpenclBackend` drives one device; the engine makes a lane per device a backend
-reports, so the daemon proves with an ``OpenclDevices`` of one ``OpenclBackend`` per device.
+An :class:`~cuzk_plugin.backends.opencl.backend.OpenclBackend` drives one device; the engine
+makes a lane per device a backend reports, so the daemon proves with an ``OpenclDevices`` of one
+``OpenclBackend`` per device (``OpenclBackend.every_device``). The set owns its backends: it
+makes the other devices' backends of the first one's class and closes them all; it knows a
+device's backend only through :class:`DeviceBackend`, so it imports none.
 Handles made on a device (keys, circuits) remember their backend, so ``prove_start`` and
 ``evaluate_r1cs`` run on the device that holds them.
 
@@ -15,12 +18,11 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from cuzk_plugin.backends.opencl.backend import OpenclBackend
-from cuzk_plugin.backends.opencl.device import ENV_DEVICE, all_devices, describe, import_pyopencl
+from cuzk_plugin.backends.opencl.device import ENV_DEVICE, all_devices, describe, import_pyopencl, probe_devices
 from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
 from cuzk_plugin.errors import BackendUnavailable
 from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
@@ -28,6 +30,50 @@ from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 log = logging.getLogger(__name__)
+
+
+class DeviceBackend(Protocol):
+    """What the set uses of one OpenCL device's backend (an ``OpenclBackend``): its pyopencl
+    device and limb width, a constructor for another device of the host, and the Backend
+    calls the set forwards (handles are the device backend's own)."""
+
+    device: Any
+    limb_bits: int
+
+    def __init__(self, platform: int | str | None = None, device: int | str | None = None,
+                 limb_bits: int | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def devices(self) -> list[DeviceInfo]: ...
+
+    def load_srs(self, key: Any, device: int = 0, *, resident: Any = None, stream_chunk: int = 1 << 22) -> Any: ...
+
+    def device_memory(self, device: int = 0) -> tuple[int, int]: ...
+
+    def set_memory_limit(self, limit_bytes: int, device: int = 0) -> None: ...
+
+    def host_key(self, key: Any, device: int = 0) -> Any: ...
+
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> Any: ...
+
+    def evaluate_r1cs(self, circuit: Any, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def prove_start(self, srs: Any, part: SynthesizedPartition | WitnessPartition) -> Any: ...
+
+    def prove_finish(self, pending: Any) -> ProofSums: ...
+
+    def prove_cancel(self, pending: Any) -> None: ...
+
+    def generate_srs(self, circuit: Any, secrets: SetupSecrets) -> tuple[Any, np.ndarray]: ...
+
+    def ntt(self, x: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray: ...
+
+    def quotient_h(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray: ...
+
+    def msm_g1(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
+
+    def msm_g2(self, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
 
 
 def _is_gpu(device: Any) -> bool:
@@ -40,7 +86,7 @@ class OnDevice:
     """A handle (key or circuit) of one device's backend, with that backend."""
 
     inner: Any
-    backend: OpenclBackend
+    backend: DeviceBackend
     device: int
 
     @property
@@ -61,25 +107,25 @@ class OpenclDevices:
 
     name = "opencl"
 
-    def __init__(self, backends: list[OpenclBackend]):
+    def __init__(self, backends: list[DeviceBackend]):
         if not backends:
             raise BackendUnavailable("OpenclDevices: no device")
         self.backends = list(backends)
 
     @classmethod
     def probe(cls) -> str | None:
-        return OpenclBackend.probe()
+        return probe_devices()
 
     @classmethod
-    def around(cls, first: OpenclBackend) -> OpenclDevices:
+    def around(cls, first: DeviceBackend) -> OpenclDevices:
         """``first``'s device and, unless ``CUZK_OPENCL_DEVICE`` names one device or ``first``
-        is no GPU, every other GPU of the host (one OpenclBackend each, ``first`` reused)."""
+        is no GPU, every other GPU of the host (one backend of ``first``'s class each, ``first`` reused)."""
         if os.environ.get(ENV_DEVICE) or not _is_gpu(first.device):
             return cls([first])
         others = [e for e in all_devices() if _is_gpu(e[2]) and e[2] != first.device]
         if others:
             log.info("opencl: proving on every GPU: %s and %s", first.device.name.strip(), describe(others))
-        return cls([first] + [OpenclBackend(p, d, first.limb_bits) for p, d, _ in others])
+        return cls([first] + [type(first)(p, d, first.limb_bits) for p, d, _ in others])
 
     def __repr__(self) -> str:
         return f"OpenclDevices({self.backends!r})"
@@ -95,7 +141,7 @@ class OpenclDevices:
             out.append(DeviceInfo(index=i, name=info.name, memory_bytes=info.memory_bytes, kind=info.kind))
         return out
 
-    def _on(self, device: int) -> OpenclBackend:
+    def _on(self, device: int) -> DeviceBackend:
         if not 0 <= device < len(self.backends):
             raise BackendUnavailable(f"no OpenCL device {device} (devices 0..{len(self.backends) - 1})")
         return self.backends[device]
@@ -125,7 +171,7 @@ class OpenclDevices:
     def evaluate_r1cs(self, circuit: OnDevice, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return circuit.backend.evaluate_r1cs(circuit.inner, z)
 
-    def prove_start(self, srs: OnDevice, part: SynthesizedPartition | WitnessPartition) -> tuple[OpenclBackend, Any]:
+    def prove_start(self, srs: OnDevice, part: SynthesizedPartition | WitnessPartition) -> tuple[DeviceBackend, Any]:
         if isinstance(part, WitnessPartition):
             circuit = part.circuit
             if not isinstance(circuit, OnDevice) or circuit.device != srs.device:
@@ -133,11 +179,11 @@ class OpenclDevices:
             part = part.on(circuit.inner)
         return srs.backend, srs.backend.prove_start(srs.inner, part)
 
-    def prove_finish(self, pending: tuple[OpenclBackend, Any]) -> ProofSums:
+    def prove_finish(self, pending: tuple[DeviceBackend, Any]) -> ProofSums:
         backend, inner = pending
         return backend.prove_finish(inner)
 
-    def prove_cancel(self, pending: tuple[OpenclBackend, Any]) -> None:
+    def prove_cancel(self, pending: tuple[DeviceBackend, Any]) -> None:
         backend, inner = pending
         backend.prove_cancel(inner)
 

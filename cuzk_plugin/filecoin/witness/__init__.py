@@ -1,6 +1,5 @@
-"""A PoRep partition's full assignment (inputs and aux in the reference synthesis's order),
-computed gadget by gadget for all instances at once with numpy: see :mod:`.porep`."""
-
-from cuzk_plugin.filecoin.witness.porep import PorepLayout, WitnessMismatch, partition_assignment, porep_layout
-
-__all__ = ["partition_assignment", "porep_layout", "PorepLayout", "WitnessMismatch"]
+"""The witness engine every proof kind's vectorized witness runs on: traced gadget programs
+(``program``, ``sha256``), Poseidon on Python ints and in C (``poseidon``, ``poseidon_cpu``),
+value encodings (``encoding``), Merkle insertion (``insertion``) and forked processes that write
+one partition's aux in place (``forked``). The kinds' witnesses live in their own folders:
+``filecoin/porep/witness.py``, ``filecoin/post/witness.py``, ``filecoin/snap/witness.py``."""

@@ -15,6 +15,7 @@ leaving it waiting forever for a result that never comes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import mmap
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ import numpy as np
 
 from cuzk_plugin.errors import CircuitError
 
-__all__ = ["ForkedWorkers", "WitnessWorkerDied", "aux_in_block", "kept_pool", "mapped_aux"]
+__all__ = ["ForkedWorkers", "WitnessWorkerDied", "aux_in_block", "kept_pool", "mapped_aux", "plan_runs"]
 
 #: How often a wait looks at the workers' health.
 _POLL_S = 0.2
@@ -60,6 +61,15 @@ def mapped_aux(path: str, shape: tuple[int, ...]) -> Iterator[np.ndarray]:
     finally:
         with contextlib.suppress(BufferError):
             mm.close()
+
+
+def plan_runs(slots: int, workers: int) -> list[tuple[int, int]]:
+    """``workers`` runs (first slot, end) of about equal size covering ``slots`` slots."""
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    n = max(1, min(workers, slots))
+    bounds = [round(k * slots / n) for k in range(n + 1)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 class ForkedWorkers:

@@ -23,7 +23,7 @@ from cuzk_plugin.filecoin.gadgets.sha256 import IV, sha256_compression
 from cuzk_plugin.filecoin.gadgets.uint32 import UInt32
 from cuzk_plugin.filecoin.witness.program import Program, Tape, TraceCS, Traced, compile_program
 
-__all__ = ["CompressionTemplate", "compression_template", "sha256_signature", "sha256_templates", "sha256_many",
+__all__ = ["rbn_signature", "node_hash_signature", "CompressionTemplate", "compression_template", "sha256_signature", "sha256_templates", "sha256_many",
            "Sha256Result"]
 
 _IV_SIG = "".join("T" if (w >> i) & 1 else "F" for w in IV for i in range(32))
@@ -142,3 +142,13 @@ def sha256_many(message_sigs: list[str], group: np.ndarray, bits: np.ndarray) ->
         state = new_state
     digest = state.reshape(8, 32, n)[:, ::-1, :].reshape(256, n)
     return Sha256Result(blocks, digest)
+
+
+def rbn_signature(n_bits: int) -> str:
+    """Signature of reverse_bit_numbering(255 allocated bits): the pad bit lands at 248."""
+    assert n_bits == 255
+    return "I" * 248 + "F" + "I" * 7
+
+
+def node_hash_signature() -> str:
+    return rbn_signature(255) * 2

@@ -1,0 +1,130 @@
+"""The PoRep circuit provider for the engine (``cuzk_plugin.engine.circuits.CircuitProvider``).
+
+Register it with ``ProviderRegistry.register(PorepCircuitProvider())`` or the entry point
+``cuzk_plugin.circuit_providers``. A request's ``vanilla_proof`` (Curio's C1 envelope) is
+parsed and checked once in :meth:`plan`; each partition's checked witness then goes to a worker
+process, which computes its assignment: the backend evaluates a, b, c from the sector size's
+pre-compiled circuit (extracted into the param cache on first use). ``CUZK_DISABLE_PCE=1``
+falls back to the reference synthesis (every constraint built in Python, a, b, c on the host),
+for debugging.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, pce_enabled, plan_filecoin_key
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+from cuzk_plugin.adapters.curio.porep.job import PCE_CIRCUITS, PorepPartition, ensure_porep_pce, porep_partitions
+from cuzk_plugin.engine.circuits import JobPlan, KeySource
+from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.synthesis import output_block
+from cuzk_plugin.engine.types import ProofKind
+from cuzk_plugin.engine.workers import die_with_parent, task_processes, worker_param_cache
+from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
+from cuzk_plugin.filecoin.porep.witness_pool import shared_pool
+from cuzk_plugin.formats.pce import cached_circuits
+
+__all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
+
+#: Sector sizes whose test key is a file made here (a single-party setup of the blank circuit on
+#: the host); larger ones take hours and tens of GB that way, so their test keys are made on the
+#: lanes from the pre-compiled circuit (:func:`porep_test_key_circuit`).
+TEST_KEY_SIZES = {"porep-2k": "2KiB"}
+
+
+def warm_porep_worker() -> None:
+    """Run once in each synthesis worker as it starts: the partition layout of every PoRep size
+    whose pre-compiled circuit is in the param cache (the sizes this daemon proves), whose
+    SHA-256 compressions are otherwise traced and compiled in the worker's first partition: ~5
+    s of one core for 32 GiB (a fresh worker's first 32 GiB partition: 10.3 s without this, 3.2
+    s with it, bench/synthesis/README.md). A daemon without such a file (tests, PoSt-only)
+    pays nothing."""
+    from cuzk_plugin.filecoin.params import porep_params
+
+    for circuit_id in cached_circuits(worker_param_cache(), PCE_CIRCUITS):
+        porep_layout(porep_params(PCE_CIRCUITS[circuit_id]))
+
+
+@dataclass(frozen=True)
+class PorepPartitionTask:
+    """One partition of a C1 the plan parsed and checked (the partition's witness travels, ~0.9
+    MB at 32 GiB, not the ~50 MB C1); ``pce_cache`` is the param cache holding (or to hold) the
+    pre-compiled circuit ``circuit_id``, None for the reference path."""
+
+    partition: PorepPartition
+    circuit_id: str
+    pce_cache: str | None = None
+
+    def synthesize(self):
+        """(WitnessPartition on the mapped pre-compiled circuit, or SynthesizedPartition on the
+        reference path; public inputs without ONE). A corrupt C1 raises naming the partition."""
+        from cuzk_plugin.formats.partition import WitnessPartition
+        from cuzk_plugin.formats.pce import MappedCircuit
+
+        part = self.partition
+        if self.pce_cache is None or not pce_enabled() or self.circuit_id not in PCE_CIRCUITS:
+            return part.synthesize()
+        circuit = MappedCircuit.open(ensure_porep_pce(self.circuit_id, self.pce_cache))
+        processes = task_processes()
+        pool = shared_pool(part.params, processes, on_fork=die_with_parent) if processes > 1 else None
+        # the aux straight into the block the engine maps: 4.2 GB at 32 GiB, never copied
+        into = output_block(porep_layout(part.params).aux_nbytes)
+        inputs, aux = part.assignment(pool=pool, into=into)
+        return WitnessPartition(circuit, inputs, aux), list(part.public_inputs)
+
+
+@dataclass(frozen=True)
+class PorepKeyGenerator(BlankCircuitKey):
+    """A TEST key for a small PoRep circuit (see :class:`BlankCircuitKey`)."""
+
+    sector_size: str
+    path: Path
+
+    def synthesize_blank(self, cs) -> None:
+        from cuzk_plugin.filecoin.params import porep_params
+        from cuzk_plugin.filecoin.porep.circuit import blank_partition, synthesize_partition
+
+        params = porep_params(self.sector_size)
+        synthesize_partition(cs, params, blank_partition(params))
+
+
+def porep_test_key(circuit_id: str, path: Path) -> PorepKeyGenerator | None:
+    """The generator of a PoRep test key (``[srs] allow_test_keys``), where the size allows one."""
+    size = TEST_KEY_SIZES.get(circuit_id)
+    return PorepKeyGenerator(size, path) if size else None
+
+
+def porep_test_key_circuit(circuit_id: str, param_cache: Path) -> CircuitFile | None:
+    """Sizes without a file test key get one made on each lane from the pre-compiled circuit."""
+    if circuit_id in TEST_KEY_SIZES or circuit_id not in PCE_CIRCUITS or not pce_enabled():
+        return None
+    return CircuitFile(ensure_porep_pce, circuit_id, str(param_cache))
+
+
+class PorepCircuitProvider:
+    """POREP_SEAL_COMMIT: the stacked DRG PoRep circuit of every sector size, proved with
+    Filecoin's parameter files (a test key only with ``allow_test_keys``)."""
+
+    kinds: tuple[ProofKind, ...] = (ProofKind.POREP_SEAL_COMMIT,)
+    #: See :meth:`ProviderRegistry.worker_warmers`.
+    warm_worker = staticmethod(warm_porep_worker)
+
+    def __init__(self, *, allow_test_keys: bool = False):
+        self.allow_test_keys = allow_test_keys
+
+    def plan(self, request, param_cache: Path | None) -> JobPlan:
+        try:
+            job = porep_partitions(request.vanilla_proof)
+        except C1Error as exc:
+            raise InvalidRequest(f"vanilla_proof{exc.path[1:]}: {exc.message}") from None
+        circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
+                                       make_test_key=porep_test_key, test_key_circuit=porep_test_key_circuit)
+        pce_cache = str(param_cache) if param_cache is not None else None
+        tasks = tuple(PorepPartitionTask(job.partition(k), job.circuit_id, pce_cache) for k in range(job.num_partitions))
+        return JobPlan(circuit_id, tasks)
+
+    def key_source(self, circuit_id: str, param_cache: Path | None) -> KeySource | None:
+        return filecoin_key_source(circuit_id, param_cache, kinds=("porep",), allow_test_keys=self.allow_test_keys,
+                                   make_test_key=porep_test_key, test_key_circuit=porep_test_key_circuit)
