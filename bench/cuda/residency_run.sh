@@ -6,7 +6,8 @@
 # Build here first, then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build"]:
 #   .venv/bin/python -m cuzk_plugin.backends.cuda.build      # sm_90 (H100, H200)
 #   bash bench/cuda/residency_run.sh
-# PLANS="all h,l,a,b_g1 h,l none" picks the --resident values (all: the default, nothing streamed);
+# FULL_PLANS (default "all": nothing streamed) run on the whole device, then PLANS (default "h,l,a,b_g1 none")
+# under LIMIT_GIB;
 # TESTS=skip leaves the suite out; LOG2 (default 27), REPEAT (default 2); LIMIT_GIB (default 80) the
 # device memory left to the benchmark (the rest held by another process).
 set -u
@@ -36,9 +37,24 @@ print(f"pinned host -> device: {n / times[len(times) // 2] / 1e9:.1f} GB/s media
 EOF
 } 2>&1 | tee "$OUT/device.txt"
 if [ "${TESTS:-}" != skip ]; then
-    timeout ${TEST_TIMEOUT:-200} python3 -m pytest tests/gpu tests/test_params_test_key.py -q -rfEs -p no:cacheprovider >"$OUT/tests.txt" 2>&1
+    # The streamed-key tests first (the new code), then the rest of the GPU suite.
+    timeout 120 python3 -m pytest tests/gpu/test_cuda_residency.py tests/test_params_test_key.py \
+        "tests/conformance/test_residency_plans.py" --backend cuda -q -rfEs -p no:cacheprovider >"$OUT/tests-residency.txt" 2>&1
+    echo "residency tests rc=$?"; tail -8 "$OUT/tests-residency.txt"
+    timeout ${TEST_TIMEOUT:-200} python3 -m pytest tests/gpu -q -rfEs -p no:cacheprovider \
+        --deselect tests/gpu/test_cuda_residency.py >"$OUT/tests.txt" 2>&1
     echo "tests rc=$?"; tail -12 "$OUT/tests.txt"
 fi
+bench_plan() {  # $1: --resident value, or "all"
+    echo "# prove 2^${LOG2:-27}, resident: $1" | tee -a "$OUT/bench.txt"
+    args=()
+    [ "$1" != all ] && args=(--resident "$1")
+    timeout ${BENCH_TIMEOUT:-120} python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op prove --log2 "${LOG2:-27}" \
+        --repeat "${REPEAT:-2}" "${args[@]}" 2>&1 | tee -a "$OUT/bench.txt"
+    echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
+}
+# The baseline on the whole device, then the smaller card.
+for plan in ${FULL_PLANS:-all}; do bench_plan "$plan"; done
 # A smaller card emulated: another process holds all but LIMIT_GIB of the device's free memory
 # (default 80: an H100's), so an overrun fails instead of using it.
 holder=
@@ -50,13 +66,6 @@ if [ "$hold_mib" -gt 1024 ]; then
     sleep 8
 fi
 nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv | tee -a "$OUT/bench.txt"
-for plan in ${PLANS:-all h,l,a,b_g1 h,l none}; do
-    echo "# prove 2^${LOG2:-27}, resident: $plan" | tee -a "$OUT/bench.txt"
-    args=()
-    [ "$plan" != all ] && args=(--resident "$plan")
-    timeout ${BENCH_TIMEOUT:-120} python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op prove --log2 "${LOG2:-27}" \
-        --repeat "${REPEAT:-2}" "${args[@]}" 2>&1 | tee -a "$OUT/bench.txt"
-    echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
-done
+for plan in ${PLANS:-h,l,a,b_g1 none}; do bench_plan "$plan"; done
 [ -n "$holder" ] && kill "$holder"
 date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"
