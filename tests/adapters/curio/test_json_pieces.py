@@ -223,9 +223,8 @@ def test_a_body_that_is_not_an_object_is_refused_as_a_c1_at_once():
     million objects) before being refused; now its first byte refuses it."""
     import time
 
-    from cuzk_plugin.adapters.curio.c1 import C1Error
-
-    from cuzk_plugin.adapters.curio.porep import porep_partitions
+    from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
     body = memoryview(b"  \n[" + b"1," * (50 << 20) + b"1]")
     t0 = time.perf_counter()
