@@ -1,0 +1,59 @@
+"""[gpus] device_memory_limit through the daemon: a limit below what a key's partitions need is
+refused at PreloadSRS with the figures (RESOURCE_EXHAUSTED, nothing left loaded); a limit that
+holds only part of the key proves with the rest streamed from one host copy shared by the
+lanes, and GetStatus shows each lane's plan."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from daemon_helpers import synthetic_request
+
+from cuzk_plugin.engine.residency import CONTEXT_BYTES, PartitionShape, vector_bytes
+from cuzk_plugin.server.proto import cuzk_pb2 as pb
+from tests.test_residency import FakeStreamingBackend
+
+
+async def _counts(make_daemon, circuit_id: str) -> dict[str, int]:
+    probe = await make_daemon()
+    await probe.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id=circuit_id))
+    return probe.engine.srs._entries[circuit_id].key.counts()
+
+
+async def test_a_limit_below_the_floor_is_refused_at_preload_with_the_figures(make_daemon):
+    d = await make_daemon(backends=[FakeStreamingBackend(free=1 << 40)], gpus={"device_memory_limit": "64MiB"})
+    stub = d.stub()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k6"))
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "cannot be proved on fake:0" in err.value.details() and "may use 0.1 GB" in err.value.details()
+    status = await stub.GetStatus(pb.GetStatusRequest())
+    assert [g.device_budget_bytes for g in status.gpus] == [64 << 20, 64 << 20]
+    assert not any(g.key_residency or g.resident_srs for g in status.gpus)  # nothing on a device
+    assert all(s.tier != pb.SRSStatus.HOT for s in status.loaded_srs)
+
+
+async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon):
+    counts = await _counts(make_daemon, "synthetic-k6")
+    shape, sizes = PartitionShape.of_key(counts), vector_bytes(counts)
+    chunk = 16  # points a streamed chunk (the lanes' 2^22 would hold this small key whole)
+    # Room for one partition in flight beside h and l: a, b_g1 and b_g2 stream.
+    limit = CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(chunk, True, False) + sizes["h"] + sizes["l"]
+    backend = FakeStreamingBackend(free=1 << 40)
+    d = await make_daemon(backends=[backend], gpus={"device_memory_limit": limit, "gpu_workers_per_device": 1})
+    for lane in d.engine.lanes:
+        object.__setattr__(lane, "stream_chunk", chunk)
+    stub = d.stub()
+    await stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k6"))
+    res = (await stub.Prove(pb.ProveRequest(submit=synthetic_request("k6", log2=6)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED  # the daemon verified it before answering
+    status = await stub.GetStatus(pb.GetStatusRequest())
+    plans = [list(g.key_residency) for g in status.gpus]
+    assert all(len(p) == 1 and p[0].circuit_id == "synthetic-k6" for p in plans)
+    assert all(list(p[0].resident) == ["h", "l"] and list(p[0].streamed) == ["a", "b_g1", "b_g2"] for p in plans)
+    assert plans[0][0].streamed_bytes_per_partition == sizes["a"] + sizes["b_g1"] + sizes["b_g2"]
+    assert len(backend.host_copies) == 1  # one host copy for both lanes
+    (loaded,) = status.loaded_srs
+    mapped = d.engine.srs._entries["synthetic-k6"].warm_bytes  # the .params file, mapped
+    # The mapped file, each lane's resident h and l, the host copy once.
+    assert loaded.size_bytes == mapped + 2 * (sizes["h"] + sizes["l"]) + sum(sizes.values())
