@@ -77,6 +77,8 @@ class Lane:
     #: The key copies alive on this lane, and their residency plans by circuit id.
     _keys: weakref.WeakSet = field(default_factory=weakref.WeakSet, compare=False, hash=False, repr=False)
     plans: dict[str, ResidencyPlan] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    #: Guards _keys and plans: keys of several circuits load on one lane at once (worker threads).
+    _keys_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, hash=False, repr=False)
 
     @property
     def streams_keys(self) -> bool:
@@ -85,7 +87,18 @@ class Lane:
 
     def resident_bytes(self, exclude: LaneKey | None = None) -> int:
         """Device bytes of the key copies (and their circuits) alive on this lane."""
-        return sum(k.device_bytes for k in list(self._keys) if k is not exclude and not k.released)
+        with self._keys_lock:
+            keys = list(self._keys)
+        return sum(k.device_bytes for k in keys if k is not exclude and not k.released)
+
+    def key_plans(self) -> tuple[ResidencyPlan, ...]:
+        """The residency plans of the keys loaded on this lane (for status)."""
+        with self._keys_lock:
+            return tuple(self.plans.values())
+
+    def _record_plan(self, circuit_id: str, plan: ResidencyPlan) -> None:
+        with self._keys_lock:
+            self.plans[circuit_id] = plan
 
     def plan(self, circuit_id: str, counts: Mapping[str, int], circuit_bytes: int = 0,
              exclude: LaneKey | None = None) -> ResidencyPlan | None:
@@ -107,7 +120,7 @@ class Lane:
         name = circuit_id or (key.path.name if key.path else "key")
         plan = self.plan(name, key.counts(), circuit_bytes)
         if plan is not None:
-            self.plans[name] = plan
+            self._record_plan(name, plan)
         if plan is None or plan.all_resident:
             return LaneKey(self, self.backend.load_srs(key, self.device.index), plan, name)
         handle = LaneKey(self, None, plan, name)
@@ -149,7 +162,7 @@ class Lane:
             handle.plan = self.plan(key.circuit_id, {"ic": key.mapped.circuit.num_inputs, **key.counts()},
                                     exclude=handle)
             if handle.plan is not None:
-                self.plans[key.circuit_id] = handle.plan
+                self._record_plan(key.circuit_id, handle.plan)
             if handle.plan is not None and self.host_keys.existing(key) is not None:
                 self._attach(handle, key, lambda: None)  # another lane made it: no second generation
                 log.info("srs %s: TEST KEY attached on %s to the host copy another lane made (%.2fs)", key.circuit_id,
@@ -191,7 +204,8 @@ class LaneKey:
         self.released = False
         self._circuits: dict[str, Any] = {}  # a backend's CircuitHandle, or the CPU's host copy
         self._lock = threading.Lock()
-        lane._keys.add(self)
+        with lane._keys_lock:
+            lane._keys.add(self)
 
     @property
     def nbytes(self) -> int:
@@ -263,8 +277,9 @@ class LaneKey:
             copies, key = self.host_key
             self.host_key = None
             copies.release(key)
-        if self.lane.plans.get(self.circuit_id) is self.plan:
-            self.lane.plans.pop(self.circuit_id, None)
+        with self.lane._keys_lock:
+            if self.lane.plans.get(self.circuit_id) is self.plan:
+                self.lane.plans.pop(self.circuit_id, None)
 
 
 class _HostCircuit:
