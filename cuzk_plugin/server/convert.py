@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cuzk_plugin.engine.engine import EngineStatus
 from cuzk_plugin.engine.errors import InvalidRequest
+from cuzk_plugin.engine.status import EngineStatus
 from cuzk_plugin.engine.types import JobResult, Priority, ProofKind, ProofRequest, RegisteredInput, SyntheticInput
 from cuzk_plugin.server import wire
 from cuzk_plugin.server.proto import cuzk_pb2 as pb

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cuzk_plugin.engine.engine import Engine, EngineStatus
+from cuzk_plugin.engine.engine import Engine
 from cuzk_plugin.engine.job import Job
+from cuzk_plugin.engine.status import EngineStatus
 from cuzk_plugin.engine.types import JobStatus
 from cuzk_plugin.server.convert import status_to_json
 

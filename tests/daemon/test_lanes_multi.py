@@ -163,7 +163,7 @@ async def test_a_failing_lane_moves_its_partitions_to_the_others(make_daemon, fa
 
 
 async def test_a_lane_that_keeps_failing_is_set_aside(make_daemon):
-    from cuzk_plugin.engine.engine import LANE_STRIKES
+    from cuzk_plugin.engine.gpu_stage import LANE_STRIKES
 
     backend = MultiDeviceBackend(2, fail={1: BackendError("injected: device 1 lost")})
     d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1})

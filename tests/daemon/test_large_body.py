@@ -53,7 +53,7 @@ async def test_get_status_answers_while_a_200_mb_body_is_parsed(make_daemon):
         sender.stdin.flush()
         done = loop.run_in_executor(None, sender.wait, 120)
         worst, calls = 0.0, 0
-        while not done.done() or "huge-200" not in d.engine._jobs:
+        while not done.done() or "huge-200" not in d.engine.jobs:
             t0 = time.monotonic()
             await stub.GetStatus(pb.GetStatusRequest(), timeout=5)
             worst = max(worst, time.monotonic() - t0)

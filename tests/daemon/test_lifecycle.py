@@ -85,7 +85,7 @@ async def test_client_disconnect_cancels_the_job(make_daemon):
     d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1})
     stub = d.stub()
     call = stub.Prove(pb.ProveRequest(submit=synthetic_request("gone", log2=4, partitions=6)))
-    await _until(lambda: "gone" in d.engine._jobs and d.engine.job("gone").status == JobStatus.RUNNING)
+    await _until(lambda: "gone" in d.engine.jobs and d.engine.job("gone").status == JobStatus.RUNNING)
     call.cancel()
     await _until(lambda: d.engine.job("gone").status == JobStatus.CANCELLED, timeout=2)
     await _until(lambda: d.engine.status().gpus[0].current_job_id == "")
@@ -121,7 +121,7 @@ async def test_repeated_request_id_attaches(make_daemon):
     stub = d.stub()
     req = synthetic_request("porep-1000-7", log2=4, partitions=2, seed=9)
     first = asyncio.ensure_future(stub.Prove(pb.ProveRequest(submit=req)))
-    await _until(lambda: "porep-1000-7" in d.engine._jobs)
+    await _until(lambda: "porep-1000-7" in d.engine.jobs)
     second = asyncio.ensure_future(stub.Prove(pb.ProveRequest(submit=req)))
     sub = await stub.SubmitProof(req)
     assert sub.job_id == "porep-1000-7"

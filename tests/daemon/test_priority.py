@@ -120,10 +120,10 @@ async def test_planning_budget_serves_higher_priorities_first(make_daemon, monke
     import threading
 
     from cuzk_plugin.adapters.synthetic import SyntheticProvider
-    from cuzk_plugin.engine import engine as engine_module
+    from cuzk_plugin.engine import admission
     from cuzk_plugin.engine.circuits import ProviderRegistry
 
-    monkeypatch.setattr(engine_module, "PLANNING_BYTES_AT_ONCE", 1000)
+    monkeypatch.setattr(admission, "PLANNING_BYTES_AT_ONCE", 1000)
     release = threading.Event()
     order: list[str] = []
 

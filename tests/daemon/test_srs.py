@@ -91,7 +91,7 @@ async def test_a_key_another_daemon_is_making_is_waited_for_and_used(make_daemon
         preload = asyncio.ensure_future(d.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k5")))
         await asyncio.sleep(1.0)
         assert not preload.done() and not key.exists(), "generated a key while another process held its lock"
-        generate = d.engine._key_source("synthetic-k5").generate
+        generate = d.engine.keys.source("synthetic-k5").generate
         await asyncio.get_running_loop().run_in_executor(None, generate)  # the other daemon's key
         made = key.read_bytes()
     res = await asyncio.wait_for(preload, 30)

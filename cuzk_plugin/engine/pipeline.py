@@ -1,0 +1,170 @@
+"""The partition pipeline: a planned job's partitions from synthesis to a verified proof.
+
+    job --> key WARM (shared by the job's partitions)
+        --> partition 0..n-1, each: window slot (lookahead) -> synthesis slot -> worker process
+            (shared memory back) -> shapes checked against the key -> GPU stage (:mod:`.gpu_stage`)
+    --> batch verification of all partitions -> COMPLETED (never on a failed check)
+
+Every wait is ordered by (priority, job age, partition): a CRITICAL partition takes the next free
+slot of each stage, and one that finds the lookahead window full takes a slot of its own reserve
+(bounded, so memory stays bounded too). [pipeline] synthesis_concurrency bounds the jobs with
+partitions in synthesis at once. A failed partition fails the job and cancels its others; a
+cancelled job cancels its waits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+
+from cuzk_plugin.engine.device_key import DeviceKey
+from cuzk_plugin.engine.errors import CircuitUnavailable, SelfVerificationFailed
+from cuzk_plugin.engine.gpu_stage import GpuStage
+from cuzk_plugin.engine.host_blocks import HostBlockPool
+from cuzk_plugin.engine.job import Job
+from cuzk_plugin.engine.job_book import JobBook, failure_text
+from cuzk_plugin.engine.metrics import EngineMetrics
+from cuzk_plugin.engine.sched import JobGate, JobTicket, PrioritySemaphore, order_key
+from cuzk_plugin.engine.srs import SrsManager
+from cuzk_plugin.engine.synthesis import SharedPartition, SynthesisFailed, SynthesisPool
+from cuzk_plugin.engine.types import JobStatus, Priority, loggable
+from cuzk_plugin.errors import BackendError, CuzkError
+from cuzk_plugin.formats.params import ProvingKey
+from cuzk_plugin.formats.proof import Proof, encode_proofs
+from cuzk_plugin.groth16.prover import check_shapes
+from cuzk_plugin.groth16.verifier import batch_verify, verify
+
+log = logging.getLogger(__name__)
+
+
+class PartitionPipeline:
+    """Runs planned jobs of ``jobs`` through the lookahead ``window`` (or, for CRITICAL partitions,
+    ``critical_reserve``), ``synth_slots`` of ``pool`` and ``gpu``; ``host_threads`` gives the
+    threads for a priority's self-verification."""
+
+    def __init__(self, jobs: JobBook, gpu: GpuStage, pool: SynthesisPool, host_blocks: HostBlockPool,
+                 srs: SrsManager, metrics: EngineMetrics, *, window: PrioritySemaphore,
+                 critical_reserve: PrioritySemaphore, synth_slots: PrioritySemaphore, synth_jobs: JobGate,
+                 host_threads: Callable[[Priority], Executor]):
+        self.jobs = jobs
+        self.gpu = gpu
+        self.pool = pool
+        self.host_blocks = host_blocks
+        self.srs = srs
+        self.metrics = metrics
+        self._window = window
+        self._critical_reserve = critical_reserve
+        self._synth_slots = synth_slots
+        self._synth_jobs = synth_jobs
+        self._synth_tickets: dict[Job, JobTicket] = {}
+        self._host_threads = host_threads
+
+    async def run(self, job: Job) -> None:
+        """Prove a planned job's partitions, verify them and end the job (COMPLETED, FAILED or,
+        when cancelled, CANCELLED)."""
+        assert job.plan is not None
+        self._synth_tickets[job] = self._synth_jobs.ticket(len(job.plan.tasks), exempt=job.priority >= Priority.CRITICAL)
+        key_task = asyncio.create_task(self._warm_key(job))
+        parts = [asyncio.create_task(self._run_partition(job, p, task, key_task)) for p, task in enumerate(job.plan.tasks)]
+        try:
+            results = await asyncio.gather(*parts)
+            proofs = [proof for proof, _ in results]
+            await self._self_verify(job, await key_task, proofs, [inputs for _, inputs in results])
+            self.jobs.finish(job, JobStatus.COMPLETED, proof=encode_proofs(proofs))
+        except asyncio.CancelledError:
+            self._cancel_all(parts, key_task)
+            if not job.cancel_requested:
+                raise
+            self.jobs.finish(job, JobStatus.CANCELLED, error="cancelled")
+        except Exception as exc:
+            job.cancel_flag.set()  # the other partitions' running backend calls are of no use now
+            self._cancel_all(parts, key_task)
+            if not isinstance(exc, (BackendError, SelfVerificationFailed)) and not _is_expected(exc):
+                log.exception("job %s: unexpected error", loggable(job.id))
+            self.jobs.finish(job, JobStatus.FAILED, error=failure_text(exc))
+        finally:
+            self._synth_tickets.pop(job).leave()
+
+    @staticmethod
+    def _cancel_all(parts: list[asyncio.Task], key_task: asyncio.Task) -> None:
+        for t in [*parts, key_task]:
+            t.cancel()
+            t.add_done_callback(_consume)  # the job already has its answer; no "never retrieved" noise
+
+    async def _warm_key(self, job: Job) -> ProvingKey | DeviceKey:
+        t0 = time.perf_counter()
+        key = await self.srs.warm(job.circuit_id)
+        t1 = time.perf_counter()
+        job.timings.srs_load_sum += t1 - t0
+        job.event("srs", -1, "host", t0, t1)
+        self.metrics.stage.labels("srs_warm").observe(t1 - t0)
+        return key
+
+    async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int]]:
+        okey = order_key(job.priority, job.seq, p)
+        window = self._window
+        if job.priority >= Priority.CRITICAL and not window.free:
+            window = self._critical_reserve
+        await window.acquire(okey)  # every priority inside a bounded window; CRITICAL goes first
+        try:
+            shared = await self._synthesize(job, p, task, okey)
+            try:
+                key = await asyncio.shield(key_task)
+                try:
+                    check_shapes(key, shared.partition)
+                except ValueError as exc:
+                    raise CircuitUnavailable(f"partition {p}: {exc}") from None
+                proof = await self.gpu.prove(job, p, shared, key, okey)
+                return proof, shared.ref.public_inputs
+            finally:
+                shared.release()
+        finally:
+            window.release()
+
+    async def _synthesize(self, job: Job, p: int, task, okey: tuple) -> SharedPartition:
+        ticket = self._synth_tickets[job]
+        await ticket.enter(okey)
+        await self._synth_slots.acquire(okey)
+        try:
+            t0 = job.synthesizing[p] = time.perf_counter()
+            job.mark_started(t0)
+            shared = await self.pool.run(task, self.host_blocks, job.circuit_id)
+            t1 = time.perf_counter()
+        finally:
+            job.synthesizing.pop(p, None)
+            self._synth_slots.release()
+            ticket.partition_done()
+        job.timings.synthesis_sum += shared.ref.seconds
+        job.event("synthesis", p, f"synth/{shared.ref.pid}", t0, t1)
+        self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
+        return shared
+
+    async def _self_verify(self, job: Job, key: ProvingKey | DeviceKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        threads = self._host_threads(job.priority)
+        ok = await loop.run_in_executor(threads, batch_verify, key.vk, proofs, inputs)
+        if not ok:
+            bad = [i for i, (pr, x) in enumerate(zip(proofs, inputs, strict=True))
+                   if not await loop.run_in_executor(threads, verify, key.vk, pr, x)]
+            self.metrics.self_verify_failures.inc()
+            raise SelfVerificationFailed(
+                f"self-verification failed: the proof of partition(s) {bad or 'unknown'} from lane(s) "
+                f"{', '.join(sorted(job.lanes_used))} does not verify against {job.circuit_id}'s key; not returned"
+            )
+        t1 = time.perf_counter()
+        job.timings.verify = t1 - t0
+        job.event("verify", -1, "host", t0, t1)
+        self.metrics.stage.labels("verify").observe(t1 - t0)
+
+
+def _consume(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _is_expected(exc: Exception) -> bool:
+    return isinstance(exc, (CuzkError, SynthesisFailed, FileNotFoundError))
