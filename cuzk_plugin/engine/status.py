@@ -109,7 +109,7 @@ class StatusReport:
                                  partitions_proved=int(proved.get(lane.name, 0)),
                                  partitions_failed=int(failed.get(lane.name, 0)),
                                  resting=self.lane_resting(lane.name), device_budget_bytes=lane.device_budget,
-                                 key_residency=tuple(lane.plans.values())))
+                                 key_residency=lane.key_plans()))
         queues: dict[str, list[int]] = {}
         for job in self.jobs:
             if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
