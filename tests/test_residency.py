@@ -5,7 +5,6 @@ their matrices do not fit. The streamed kernels themselves: tests/gpu/test_cuda_
 
 from __future__ import annotations
 
-import itertools
 import random
 import threading
 from dataclasses import dataclass, field
@@ -54,18 +53,16 @@ def test_a_large_card_keeps_the_whole_key_and_circuit():
 
 
 @pytest.mark.parametrize("gb", [80, 64, 56, 48])
-def test_a_smaller_card_streams_the_fewest_bytes_that_fit(gb):
-    """The resident set is the largest that fits beside the circuit and the working set: adding
-    any streamed vector would overrun the device."""
+def test_a_smaller_card_streams_only_what_does_not_fit(gb):
+    """The plan fits, and no streamed vector would fit in the room the resident ones leave
+    (keeping one more resident always saves streaming time)."""
     plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=gb * GB, in_flight=1,
                           circuit_bytes=9_170_000_000)
     sizes = vector_bytes(POREP_32G)
-    assert fits(plan) and plan.streamed
+    assert fits(plan) and plan.streamed and plan.stream_seconds > 0
     assert plan.resident_bytes + plan.streamed_bytes == sum(sizes.values())
-    room = plan.available_bytes - CONTEXT_BYTES - plan.circuit_bytes - plan.working_bytes
-    best = max(sum(sizes[v] for v in r) for k in range(6) for r in itertools.combinations(VECTORS, k)
-               if sum(sizes[v] for v in r) <= room)
-    assert plan.resident_bytes == best
+    room = plan.available_bytes - CONTEXT_BYTES - plan.circuit_bytes - plan.working_bytes - plan.resident_bytes
+    assert all(sizes[v] > room for v in plan.streamed)
     assert "streamed" in plan.describe() and "GB a partition" in plan.describe()
 
 
@@ -107,7 +104,7 @@ def test_more_memory_never_streams_more():
         floor = CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(1 << 18, True, False)
         budgets = sorted(rng.randrange(floor, floor + 3 * sum(vector_bytes(counts).values()) + 2) for _ in range(2))
         small, large = (plan_residency("c", "l", counts, available_bytes=b, in_flight=1) for b in budgets)
-        assert large.streamed_bytes <= small.streamed_bytes, (counts, budgets)
+        assert large.stream_seconds <= small.stream_seconds, (counts, budgets)
         assert fits(small) and fits(large)
 
 

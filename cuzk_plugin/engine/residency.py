@@ -29,10 +29,16 @@ FR_BYTES = 32
 #: Device memory a context holds beside any proof (streams, staging, CUB's scratch, the pool's
 #: rounding): left out of every plan.
 CONTEXT_BYTES = 768 << 20
-#: Points a streamed chunk holds (two chunks a streamed MSM: 768 MB in G1, 1.5 GB in G2), and
+#: Points a streamed chunk holds (two chunks a streamed MSM: 3.2 GB in G1, 6.4 GB in G2), and
 #: the fewest a plan goes down to where memory is short.
-STREAM_CHUNK = 1 << 22
+STREAM_CHUNK = 1 << 24
 MIN_STREAM_CHUNK = 1 << 18
+#: What streaming costs a partition, measured on the H200 (bench/residency/README.md): page-locked
+#: host memory copies at ~54 GB/s, and each chunk is an MSM of its own, ~0.08 s beyond its copy
+#: (a 2^27 key streamed whole: 2.35 s a partition in 2^24-point chunks, 13.3 s in 2^22-point
+#: ones, against 1.36 s resident).
+LINK_BYTES_PER_S = 50e9
+CHUNK_SECONDS = 0.08
 
 
 class DeviceMemoryTooSmall(CuzkError):
@@ -127,6 +133,8 @@ class ResidencyPlan:
     #: Partitions in flight and the working set of the one computing, bytes.
     working_bytes: int
     stream_chunk: int
+    #: The streaming's estimated cost a partition, seconds (LINK_BYTES_PER_S, CHUNK_SECONDS).
+    stream_seconds: float = 0.0
 
     @property
     def all_resident(self) -> bool:
@@ -137,7 +145,7 @@ class ResidencyPlan:
         where = ("all resident" if self.all_resident else
                  f"resident {'+'.join(self.resident) or 'none'} ({self.resident_bytes / gb:.1f} GB), streamed "
                  f"{'+'.join(self.streamed)} ({self.streamed_bytes / gb:.1f} GB a partition, chunks of "
-                 f"{self.stream_chunk:,} points)")
+                 f"{self.stream_chunk:,} points, ~{self.stream_seconds:.1f} s)")
         circuit = ("circuit a, b, c on the host" if self.circuit_on_host else
                    f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
         return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; working set {self.working_bytes / gb:.1f} GB; "
@@ -154,8 +162,8 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
 
     Every vector resident where the key, the circuit and the working set fit; else the circuit
     stays if it fits beside a fully streamed key, and the vectors that fit in what is left
-    stay resident (the largest total: the fewest bytes over PCIe), the rest stream, in chunks
-    as large as that allows."""
+    stay resident (those that save the most streaming time: bytes over PCIe and chunks), the
+    rest stream, in the chunk size that costs least."""
     shape = PartitionShape.of_key(counts)
     sizes = vector_bytes(counts)
     stream_chunk = max(1, min(stream_chunk, max(int(counts[v]) for v in VECTORS)))  # no chunk beyond a vector
@@ -168,19 +176,25 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
         wit = witness and not on_host  # a, b, c evaluated on the host come with each partition
         return flights * shape.upload_bytes(wit) + shape.compute_bytes(chunk, streaming, wit)
 
+    def stream_seconds(resident: tuple[str, ...], chunk: int) -> float:
+        streamed = [v for v in VECTORS if v not in resident]
+        chunks = sum(-(-int(counts[v]) // chunk) for v in streamed)
+        return sum(sizes[v] for v in streamed) / LINK_BYTES_PER_S + chunks * CHUNK_SECONDS
+
     def plan(resident: tuple[str, ...], chunk: int, on_host: bool) -> ResidencyPlan:
         streamed = tuple(v for v in VECTORS if v not in resident)
         return ResidencyPlan(circuit_id, lane, available_bytes, resident, streamed,
                              sum(sizes[v] for v in resident), sum(sizes[v] for v in streamed),
                              0 if on_host else circuit_bytes, on_host and circuit_bytes > 0,
-                             working(chunk, bool(streamed), on_host), chunk)
+                             working(chunk, bool(streamed), on_host), chunk,
+                             stream_seconds(resident, chunk) if streamed else 0.0)
 
     whole = working(stream_chunk, False, False)
     if key_bytes + circuit_bytes + whole <= free:
         return plan(VECTORS, stream_chunk, False)
     # Every feasible (chunk, circuit placement, resident set); the best keeps the circuit on the
-    # device, then moves the fewest bytes a partition, then uses the largest chunks. A larger
-    # budget only adds options, so it never streams more.
+    # device, then costs the least streaming time a partition (bytes over the link, and a fixed
+    # cost a chunk), then uses the largest chunks. A larger budget only adds options.
     options = []
     chunk = stream_chunk
     while True:
@@ -188,9 +202,9 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
             room = free - working(chunk, True, on_host) - (0 if on_host else circuit_bytes)
             if room < 0:
                 continue
-            best = max((r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)
-                        if sum(sizes[v] for v in r) <= room), key=lambda r: sum(sizes[v] for v in r))
-            options.append((on_host, key_bytes - sum(sizes[v] for v in best), -chunk, best))
+            best = min((r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)
+                        if sum(sizes[v] for v in r) <= room), key=lambda r: stream_seconds(r, chunk))
+            options.append((on_host, stream_seconds(best, chunk), -chunk, best))
         if chunk <= MIN_STREAM_CHUNK:
             break
         chunk = max(MIN_STREAM_CHUNK, chunk // 2)
