@@ -48,7 +48,7 @@ fi
 bench_plan() {  # $1: --resident value, or "all"
     echo "# prove 2^${LOG2:-27}, resident: $1" | tee -a "$OUT/bench.txt"
     args=()
-    [ "$1" != all ] && args=(--resident "$1" --stream-chunk-log2 "${STREAM_CHUNK_LOG2:-22}")
+    [ "$1" != all ] && args=(--resident "$1" --stream-chunk-log2 "${STREAM_CHUNK_LOG2:-24}")
     timeout ${BENCH_TIMEOUT:-120} python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op prove --log2 "${LOG2:-27}" \
         --repeat "${REPEAT:-2}" "${args[@]}" 2>&1 | tee -a "$OUT/bench.txt"
     echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"

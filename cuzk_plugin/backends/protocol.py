@@ -98,7 +98,7 @@ class KeyStreaming(Protocol):
         ...
 
     def load_srs(self, key: Any, device: int = 0, *, resident: Iterable[str] | None = None,
-                 stream_chunk: int = 1 << 22) -> SrsHandle:
+                 stream_chunk: int = 1 << 24) -> SrsHandle:
         """The key on ``device`` with the vectors named in ``resident`` on it (None: all), the
         others streamed from the host copy ``key`` in chunks of ``stream_chunk`` points."""
         ...

@@ -57,7 +57,7 @@ def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resident", type=_vector_list, default=None, metavar="VECTORS",
                    help="prove: the key vectors kept in device memory, comma separated (h,l,a,b_g1,b_g2; "
                         "'none' streams them all); the others stream from a page-locked host copy. Default: all resident")
-    p.add_argument("--stream-chunk-log2", type=int, default=22, help="prove: points a streamed chunk (2^K, default 22)")
+    p.add_argument("--stream-chunk-log2", type=int, default=24, help="prove: points a streamed chunk (2^K, default 24)")
     p.set_defaults(handler=run_kernels)
 
 
@@ -114,7 +114,7 @@ class HostBench:
 
     def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
                     frac_bits: float = 0.95, resident: tuple[str, ...] | None = None,
-                    stream_chunk: int = 1 << 22) -> tuple[list[Any], dict[str, float]]:
+                    stream_chunk: int = 1 << 24) -> tuple[list[Any], dict[str, float]]:
         """Partitions of the benchmark circuit (bench_circuit: key built on the CPU, so keep
         log_n small) proved through load_srs / prove_start / prove_finish (``resident``: the key
         vectors kept on the device, for a backend that streams the others)."""
@@ -241,7 +241,7 @@ def _vector_list(text: str) -> tuple[str, ...]:
 
 
 def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int = 3,
-            resident: tuple[str, ...] | None = None, stream_chunk: int = 1 << 22) -> tuple[list[float], str]:
+            resident: tuple[str, ...] | None = None, stream_chunk: int = 1 << 24) -> tuple[list[float], str]:
     """Times in ms and a one-line note (self-check or stage split)."""
     if op == "pipeline":
         if not hasattr(bench, "bench_pipeline"):
@@ -272,7 +272,7 @@ def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
 
 
 def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tuple[str, ...] | None = None,
-                  stream_chunk: int = 1 << 22) -> tuple[list[float], str]:
+                  stream_chunk: int = 1 << 24) -> tuple[list[float], str]:
     """Device times of the benchmark circuit's partitions; every proof is assembled and checked
     by the CPU verifier afterwards (and a tampered copy must fail). ``resident``: the key
     vectors kept on the device (None: all), the others streamed."""

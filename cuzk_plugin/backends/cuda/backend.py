@@ -398,7 +398,7 @@ class CudaBackend:
         return CudaHostSrs(handle=handle, nbytes=nbytes.value, counts=counts)
 
     def load_srs(self, key: ProvingKey | CudaHostSrs, device: int | None = None, *,
-                 resident: Iterable[str] | None = None, stream_chunk: int = 1 << 22) -> CudaSrs:
+                 resident: Iterable[str] | None = None, stream_chunk: int = 1 << 24) -> CudaSrs:
         """The key on ``device``: every vector resident (``resident`` None), or only those named,
         the others streamed from a host copy in chunks of ``stream_chunk`` points. A
         :class:`CudaHostSrs` is shared (it must outlive the key); from a ProvingKey with streamed

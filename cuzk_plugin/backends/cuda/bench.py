@@ -85,7 +85,7 @@ class CudaBench:
 
     def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
                     frac_bits: float = 0.95, resident: tuple[str, ...] | None = None,
-                    stream_chunk: int = 1 << 22) -> tuple[list[BenchProveRun], dict[str, float]]:
+                    stream_chunk: int = 1 << 24) -> tuple[list[BenchProveRun], dict[str, float]]:
         """``repeat`` whole 2^log_n-constraint partitions of the benchmark circuit
         (``kernels/bench/instance.cuh``: key from ``secrets``, ``(5, 4) uint64`` tau, alpha, beta,
         gamma, delta; a fresh witness a run, made on the device) after one warm-up: each run's

@@ -265,7 +265,7 @@ class OpenclBackend:
                              nbytes=sum(int(v.nbytes) for v in vectors.values()))
 
     def load_srs(self, key: ProvingKey | OpenclHostKey, device: int = 0, *, resident=None,
-                 stream_chunk: int = 1 << 22) -> OpenclSrs:
+                 stream_chunk: int = 1 << 24) -> OpenclSrs:
         """Decode the key's vectors chunk by chunk straight into device buffers (host memory
         holds one chunk, not a second copy of the key) and check every point is on its curve
         (the subgroup check is skipped, as production readers do). With ``resident`` (or from

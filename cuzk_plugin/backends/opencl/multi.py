@@ -47,7 +47,7 @@ class DeviceBackend(Protocol):
 
     def devices(self) -> list[DeviceInfo]: ...
 
-    def load_srs(self, key: Any, device: int = 0, *, resident: Any = None, stream_chunk: int = 1 << 22) -> Any: ...
+    def load_srs(self, key: Any, device: int = 0, *, resident: Any = None, stream_chunk: int = 1 << 24) -> Any: ...
 
     def device_memory(self, device: int = 0) -> tuple[int, int]: ...
 
@@ -158,7 +158,7 @@ class OpenclDevices:
         inner = key.inner if isinstance(key, OnDevice) else key
         return self._on(device).host_key(inner)
 
-    def load_srs(self, key: Any, device: int = 0, *, resident=None, stream_chunk: int = 1 << 22) -> OnDevice:
+    def load_srs(self, key: Any, device: int = 0, *, resident=None, stream_chunk: int = 1 << 24) -> OnDevice:
         backend = self._on(device)
         if resident is None and isinstance(key, ProvingKey):
             return OnDevice(backend.load_srs(key), backend, device)
