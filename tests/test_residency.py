@@ -295,3 +295,31 @@ def test_a_test_key_too_large_to_make_on_the_lane_is_refused_with_the_way_out(sm
     with pytest.raises(DeviceMemoryTooSmall, match=r"100\.5 GB.*cuzk params write-test-key"):
         lane.load_srs(key)
     assert lane.resident_bytes() == 0
+
+
+def test_a_key_made_on_the_lane_plans_with_its_circuit(small_key, tmp_path):
+    """A TEST key made on the lane loads its circuit first: the plan counts that circuit (and
+    witness partitions), so it never promises the circuit's room to the key."""
+    from cuzk_plugin.engine.device_key import DeviceKey
+    from cuzk_plugin.formats.params import SetupSecrets
+
+    key, r1cs, _, _ = small_key
+    path = tmp_path / "small.pce"
+    save_pce(path, precompile_r1cs(r1cs, "small"))
+    made = DeviceKey.draw("small-test-key", MappedCircuit.open(path))
+
+    class MakesKeys(FakeStreamingBackend):
+        def load_circuit(self, pce, device: int = 0):
+            circuit = CpuBackend.load_circuit(self, pce)
+            circuit.nbytes = 10 << 20  # as a device copy would hold it
+            return circuit
+
+        def generate_srs(self, circuit, secrets: SetupSecrets):
+            from cuzk_plugin.backends.cpu.keygen import input_sums, qap_from_pce
+
+            return FakeSrs(None, key.vectors_nbytes, VECTORS), input_sums(qap_from_pce(circuit.circuit, secrets))
+
+    (lane, _) = lanes_of(MakesKeys(free=1 << 40), 1 << 40)
+    handle = lane.load_srs(made)
+    assert handle.plan is not None and handle.plan.circuit_bytes == 10 << 20
+    handle.release()

@@ -159,8 +159,9 @@ class Lane:
             circuit = handle.circuit(key.mapped)
             if isinstance(circuit, _HostCircuit):  # a backend that makes keys from the host's copy
                 circuit = circuit.handle
+            # The circuit just loaded is this handle's: the plan counts it as the key's circuit.
             handle.plan = self.plan(key.circuit_id, {"ic": key.mapped.circuit.num_inputs, **key.counts()},
-                                    exclude=handle)
+                                    circuit_bytes=handle.device_bytes, exclude=handle)
             if handle.plan is not None:
                 self._record_plan(key.circuit_id, handle.plan)
             if handle.plan is not None and self.host_keys.existing(key) is not None:
