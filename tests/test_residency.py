@@ -41,7 +41,7 @@ POREP_32G = {"ic": 328, "h": (1 << 27) - 1, "l": 130_169_893, "a": 129_753_292 +
              "b_g2": 33_112_281 + 1}
 
 
-def fits(plan, in_flight: int = 2) -> bool:
+def fits(plan) -> bool:
     return CONTEXT_BYTES + plan.resident_bytes + plan.circuit_bytes + plan.working_bytes <= plan.available_bytes
 
 

@@ -92,12 +92,15 @@ class KeySupply:
         """``lane.load_srs`` told the key's circuit id and the device bytes of the circuit its
         partitions load beside it (the partition's own, or the pre-compiled circuit of that name
         in the param cache), so the residency plan leaves room for it."""
-        if isinstance(part, WitnessPartition):
-            circuit_bytes = circuit_device_bytes(part.circuit.circuit)
-        else:
-            path = pce_path(self.param_cache, circuit_id)
-            circuit_bytes = path.stat().st_size if path.is_file() else 0
-        return partial(lane.load_srs, circuit_id=circuit_id, circuit_bytes=circuit_bytes)
+        def load(key: Any) -> Any:  # only when the key is not HOT on the lane yet (off the event loop)
+            if isinstance(part, WitnessPartition):
+                circuit_bytes = circuit_device_bytes(part.circuit.circuit)
+            else:
+                path = pce_path(self.param_cache, circuit_id)
+                circuit_bytes = path.stat().st_size if path.is_file() else 0
+            return lane.load_srs(key, circuit_id=circuit_id, circuit_bytes=circuit_bytes)
+
+        return load
 
     async def preload(self, circuit_id: str) -> tuple[bool, float]:
         """Make a key HOT on every lane: (already_loaded, seconds)."""

@@ -137,7 +137,7 @@ class Lane:
         plan = handle.plan
         assert plan is not None
         host = self.host_keys.acquire(key, make_host)
-        handle.host_key = (self.host_keys, key)
+        handle.streams_from = key
         resident = None if plan.all_resident else plan.resident
         streaming = cast(KeyStreaming, self.backend)
         handle.srs = streaming.load_srs(host, self.device.index, resident=resident, stream_chunk=plan.stream_chunk)
@@ -200,8 +200,8 @@ class LaneKey:
         self.srs = srs
         self.plan = plan
         self.circuit_id = circuit_id
-        #: (the lane's HostKeyCopies, the key) while this copy streams from the key's host copy.
-        self.host_key: tuple[HostKeyCopies, Any] | None = None
+        #: The key whose host copy (in the lane's HostKeyCopies) this copy streams from, or None.
+        self.streams_from: Any = None
         self.released = False
         self._circuits: dict[str, Any] = {}  # a backend's CircuitHandle, or the CPU's host copy
         self._lock = threading.Lock()
@@ -222,7 +222,7 @@ class LaneKey:
     @property
     def host_copy(self) -> Any:
         """The page-locked host copy this key streams from (shared with other lanes), or None."""
-        return None if self.host_key is None else self.host_key[0].existing(self.host_key[1])
+        return None if self.streams_from is None else self.lane.host_keys.existing(self.streams_from)
 
     @property
     def evaluates_on_device(self) -> bool:
@@ -274,10 +274,9 @@ class LaneKey:
             self._circuits.clear()
         if self.srs is not None:
             self.srs.release()
-        if self.host_key is not None:
-            copies, key = self.host_key
-            self.host_key = None
-            copies.release(key)
+        if self.streams_from is not None:
+            key, self.streams_from = self.streams_from, None
+            self.lane.host_keys.release(key)
         with self.lane._keys_lock:
             if self.lane.plans.get(self.circuit_id) is self.plan:
                 self.lane.plans.pop(self.circuit_id, None)
