@@ -13,6 +13,12 @@
 #               defaults need more than one 10-minute call. The daemon's config: SYNTH_THREADS and
 #               PARALLEL_SYNTHESIS (partitions synthesized at once, 4), WITNESS_PROCESSES (4 each),
 #               GPU_WORKERS (2), LOOKAHEAD (2), BUDGET (the key budget, 120GiB).
+#               LIMIT_GIB: a smaller card emulated (issue 26): `[gpus] device_memory_limit` and another
+#               process holding the rest of the device's free memory, so that an overrun fails.
+#   PHASE=testkey  `cuzk params write-test-key --circuit porep-32g` (the key made on the whole GPU,
+#               written in Filecoin's .params layout); the e2e phase then loads that file as it loads
+#               Filecoin's own (streamed from one page-locked host copy where the limit asks).
+# TEST_LIMIT_GIB (prep): the GPU tests under the same emulation.
 # Device tool: run with carry [".whl", ".device-carry"], command
 #   PHASE=prep bash bench/e2e/porep32g_h200.sh   then   PHASE=e2e bash bench/e2e/porep32g_h200.sh
 # .device-carry/cuda holds the library built here:
@@ -24,10 +30,31 @@ export PYTHONUNBUFFERED=1
 if [ ! -d /tmp/site/grpc ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site:$PWD CUZK_CUDA_LIBRARY=$PWD/.device-carry/cuda/libcuzk_cuda.so
+export PYTHONPATH=/tmp/site:$PWD CUZK_CUDA_LIBRARY=${CUDA_LIB:-$PWD/.device-carry/cuda/libcuzk_cuda.so}
 PY=python3
 C1=$CACHE/c1-32g.json
 stamp() { date -u +%H:%M:%S; }
+# hold GIB: another process holds all but GIB of the device's free memory (sets $holder).
+holder=
+hold() {
+    local free_mib hold_mib
+    free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)
+    hold_mib=$(( free_mib - $1 * 1024 ))
+    [ "$hold_mib" -gt 1024 ] || return 0
+    $PY -c "import cupy as cp, time; x = cp.empty($hold_mib << 20, cp.uint8); print('holding $hold_mib MiB', flush=True); time.sleep(3600)" &
+    holder=$!
+    sleep 8
+    nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv,noheader
+}
+unhold() { [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null; holder=; }
+
+if [ "${PHASE:-prep}" = testkey ]; then
+    /usr/bin/time -v $PY -m cuzk_plugin.cli.main params write-test-key --circuit porep-32g --param-cache "$PARAMS" \
+        >"$OUT/write-test-key.txt" 2>&1
+    echo "write-test-key rc=$? at $(stamp)"; grep -vE "^\s" "$OUT/write-test-key.txt" | tail -15 | cut -c1-300
+    grep -E "Elapsed|Maximum resident" "$OUT/write-test-key.txt"; ls -l "$PARAMS"; df -h "$PARAMS" | tail -1
+    exit 0
+fi
 
 if [ "${PHASE:-prep}" = prep ]; then
     {
@@ -52,9 +79,11 @@ if [ "${PHASE:-prep}" = prep ]; then
     $PY -m cuzk_plugin.filecoin.fixtures.post_seal --kind winning --sector-size 32GiB --sparse --first-sector 4242 --seed 2 \
         --out "$CACHE/winning/vanilla.json" >"$OUT/winning-data.txt" 2>&1
     grep '^cuzk-bench single' "$OUT/winning-data.txt" >"$CACHE/winning/cmd.txt"; tail -2 "$OUT/winning-data.txt"
+    [ -n "${TEST_LIMIT_GIB:-}" ] && hold "$TEST_LIMIT_GIB"
     timeout "${TEST_TIMEOUT:-240}" $PY -m pytest tests/gpu -q -rfEs -p no:cacheprovider --backend cuda \
         ${TEST_K:+-k "$TEST_K"} >"$OUT/tests.txt" 2>&1
-    echo "gpu tests rc=$? at $(stamp)"; tail -6 "$OUT/tests.txt"
+    echo "gpu tests rc=$? at $(stamp) (${TEST_LIMIT_GIB:-whole device})"; tail -6 "$OUT/tests.txt"
+    unhold
     wait $seal; tail -3 "$OUT/seal.txt"
     if [ "${WITNESS_BENCH:-1}" = 1 ] && [ -f bench/synthesis/witness_h200.sh ]; then
         C1="$C1" timeout 150 bash bench/synthesis/witness_h200.sh >"$OUT/witness.txt" 2>&1
@@ -86,6 +115,7 @@ total_budget = "${BUDGET:-120GiB}"
 safety_margin = "0"
 [gpus]
 backend = "cuda"
+${LIMIT_GIB:+device_memory_limit = "${LIMIT_GIB}GiB"}
 gpu_workers_per_device = ${GPU_WORKERS:-2}
 [synthesis]
 threads = ${SYNTH_THREADS:-4}
@@ -98,6 +128,7 @@ cat "$CACHE/daemon.toml" >"$OUT/daemon.toml"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 500 >"$OUT/gpu-mem.csv" 2>/dev/null &
 smi=$!
 rm -f "$SOCK"
+[ -n "${LIMIT_GIB:-}" ] && hold "$LIMIT_GIB"
 CUZK_TIMING=1 /usr/bin/time -v $PY -m cuzk_plugin.cli.daemon -c "$CACHE/daemon.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!
 t_start=$(date +%s%N)
@@ -109,7 +140,7 @@ echo "daemon up in $(( ($(date +%s%N) - t_start) / 1000000 )) ms at $(stamp)"
 BENCH="$PY -m cuzk_plugin.cli.bench"
 if [ "${SINGLE_RUNS:-3}" -gt 0 ] || [ "${BATCH_COUNT:-4}" -gt 0 ]; then  # PoRep (both 0: SnapDeals / WinningPoSt only)
 VK=$PARAMS/porep-32g-test-key.vk
-rm -f "$VK"
+[ -f "$PARAMS/porep-32g-test-key.params" ] || rm -f "$VK"  # else written with the key's file (PHASE=testkey)
 t0=$(date +%s%N)
 $BENCH preload -a "$ADDR" -c porep-32g-test-key --timeout 600 --json | tee "$OUT/preload.json"
 echo "cold start (daemon start -> key on the GPU): $(( ($(date +%s%N) - t_start) / 1000000 )) ms; preload $(( ($(date +%s%N) - t0) / 1000000 )) ms"
@@ -190,6 +221,7 @@ $BENCH metrics -a "$ADDR" >"$OUT/metrics.txt" 2>&1
 # SIGTERM to the daemon itself, not to /usr/bin/time (which would die without its figures)
 kill -TERM "$(pgrep -P $daemon)"; wait $daemon; echo "daemon rc=$?"
 kill $smi 2>/dev/null
+unhold
 grep -E "Maximum resident|Elapsed" "$OUT/daemon.log"
 echo "device memory peak: $(sort -t, -k2 -n "$OUT/gpu-mem.csv" | tail -1)"
 grep -E "TEST KEY|keygen|srs porep|CUZK_TIMING" "$OUT/daemon.log" | head -40 | cut -c1-300
