@@ -24,6 +24,26 @@ if TYPE_CHECKING:
     from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 
+#: Rows of a streamed circuit's matrices copied to the device at a time (each of A, B, C).
+CIRCUIT_CHUNK_ROWS = 1 << 22
+
+
+def streamed_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> int:
+    """Device bytes of ``pce`` loaded streamed: its coefficient table (canonical and Montgomery
+    Fr, one kind byte each), its densities, and two chunk buffers, each holding for A, B and C
+    ``chunk_rows + 1`` row pointers (uint64) and the most terms (uint32 column and coefficient
+    index) any chunk of that many rows has."""
+    m = pce.num_constraints
+    chunk_rows = max(1, min(chunk_rows, m))
+    most_terms = 0
+    for mat in (pce.a, pce.b, pce.c):
+        starts = np.asarray(mat.row_ptr[0:m + 1:chunk_rows], dtype=np.int64)
+        ends = np.append(starts[1:], np.int64(mat.row_ptr[m]))
+        most_terms += int((ends - starts).max(initial=0))
+    tables = int(pce.coeffs.shape[0]) * (2 * 32 + 1) + 2 * pce.num_aux + pce.num_inputs
+    return tables + 2 * (3 * (chunk_rows + 1) * 8 + most_terms * 8)
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """One device a backend can run on."""
@@ -131,9 +151,14 @@ class Backend(Protocol):
         thread; idempotent, and a no-op once the work is done or finished."""
         ...
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> CircuitHandle:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0, *, streamed: bool = False) -> CircuitHandle:
         """Make a pre-compiled circuit resident on ``device`` for :meth:`evaluate_r1cs` and
-        WitnessPartitions."""
+        WitnessPartitions. ``streamed``: only its coefficient table and densities go to the
+        device; the matrices stay in page-locked host memory and each evaluation copies their
+        rows in chunks of :data:`CIRCUIT_CHUNK_ROWS` (the copy of chunk i + 1 beside the
+        evaluation of chunk i), for a device too small to hold them beside the key. The handle's
+        ``nbytes`` is its device bytes (:func:`streamed_circuit_device_bytes` when streamed),
+        ``host_bytes`` its page-locked host bytes (0 when resident)."""
         ...
 
     def evaluate_r1cs(self, circuit: CircuitHandle, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
