@@ -23,6 +23,7 @@ from cuzk_plugin.engine.lanes import Lane, on_lane
 from cuzk_plugin.engine.residency import (
     CONTEXT_BYTES,
     VECTORS,
+    CircuitFootprint,
     DeviceMemoryTooSmall,
     PartitionShape,
     plan_residency,
@@ -46,18 +47,18 @@ def fits(plan) -> bool:
 
 
 def test_a_large_card_keeps_the_whole_key_and_circuit():
-    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=139 * GB, circuit_bytes=9_170_000_000)
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=139 * GB, circuit=CircuitFootprint(9_170_000_000))
     assert plan.all_resident and plan.resident == VECTORS and plan.streamed_bytes == 0
     assert plan.resident_bytes == sum(vector_bytes(POREP_32G).values())
     assert not plan.circuit_on_host and plan.circuit_bytes == 9_170_000_000
 
 
-@pytest.mark.parametrize("gb", [80, 64, 56, 48])
+@pytest.mark.parametrize("gb", [72, 64, 56, 48])
 def test_a_smaller_card_streams_only_what_does_not_fit(gb):
     """The plan fits, and no streamed vector would fit in the room the resident ones leave
     (keeping one more resident always saves streaming time)."""
     plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=gb * GB, in_flight=1,
-                          circuit_bytes=9_170_000_000)
+                          circuit=CircuitFootprint(9_170_000_000))
     sizes = vector_bytes(POREP_32G)
     assert fits(plan) and plan.streamed and plan.stream_seconds > 0
     assert plan.resident_bytes + plan.streamed_bytes == sum(sizes.values())
@@ -71,17 +72,43 @@ def test_the_circuit_goes_to_the_host_before_the_card_is_refused():
     shape = PartitionShape.of_key(POREP_32G)
     working = 2 * shape.upload_bytes(False) + shape.compute_bytes(1 << 22, True, False)
     plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=working + CONTEXT_BYTES + 1 * GB,
-                          circuit_bytes=40 * GB)
+                          circuit=CircuitFootprint(40 * GB))
     assert plan.circuit_on_host and plan.circuit_bytes == 0 and fits(plan)
 
 
 def test_witness_partitions_need_no_room_for_a_b_c_in_flight():
     """a, b, c of a witness partition are made on the device when it computes (and freed after
     H), so only its assignment waits in flight: a 32 GiB PoRep keeps more of its key resident."""
-    with_circuit = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB, circuit_bytes=9_170_000_000)
-    synthesized = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB + 9_170_000_000)
+    with_circuit = plan_residency("porep-32g", "l", POREP_32G, available_bytes=64 * GB, circuit=CircuitFootprint(9_170_000_000))
+    synthesized = plan_residency("porep-32g", "l", POREP_32G, available_bytes=64 * GB + 9_170_000_000)
     assert with_circuit.working_bytes < synthesized.working_bytes
     assert with_circuit.resident_bytes > synthesized.resident_bytes
+
+
+#: The 32 GiB PoRep circuit's device bytes: resident (matrices and tables), and streamed by rows
+#: (tables, densities and two chunk buffers; about what streamed_circuit_device_bytes gives it).
+POREP_32G_CIRCUIT = CircuitFootprint(9_170_000_000, 1_500_000_000)
+
+
+def test_an_80_gib_card_keeps_the_whole_key_and_streams_the_circuit_rows():
+    """Streaming the 9.2 GB of matrices (~0.2 s a partition) costs less than streaming any of
+    the key: the whole key stays, two partitions in flight, the MSMs side by side."""
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=80 << 30, in_flight=2, min_in_flight=1,
+                          circuit=POREP_32G_CIRCUIT)
+    assert plan.all_resident and plan.circuit_streamed and not plan.circuit_on_host and fits(plan)
+    assert plan.circuit_bytes == POREP_32G_CIRCUIT.streamed and plan.in_flight == 2 and not plan.msm_in_turn
+    assert "circuit streamed by rows" in plan.describe()
+
+
+def test_a_24_gib_card_streams_everything_with_one_partition_in_flight():
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=24 << 30, in_flight=2, min_in_flight=1,
+                          circuit=POREP_32G_CIRCUIT)
+    assert plan.resident == () and plan.circuit_streamed and plan.in_flight == 1 and plan.msm_in_turn and fits(plan)
+    assert plan.streamed_bytes == sum(vector_bytes(POREP_32G).values())
+    # A lane that cannot hold fewer partitions in flight (min_in_flight = 2) is refused instead.
+    with pytest.raises(DeviceMemoryTooSmall, match=r"2 in flight"):
+        plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=24 << 30, in_flight=2,
+                       circuit=POREP_32G_CIRCUIT)
 
 
 def test_a_card_too_small_even_streamed_is_refused_with_the_figures():
@@ -196,7 +223,7 @@ def budget_streaming_all_but(key, keep: tuple[str, ...]) -> int:
     counts = key.counts()
     shape = PartitionShape.of_key(counts)
     sizes = vector_bytes(counts)
-    return CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(TEST_CHUNK, True, False) + sum(sizes[v] for v in keep)
+    return CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(TEST_CHUNK, True, False, roomy=False) + sum(sizes[v] for v in keep)
 
 
 def test_two_lanes_share_one_host_copy_counted_once(small_key):
@@ -256,6 +283,47 @@ def test_a_circuit_that_does_not_fit_is_evaluated_on_the_host(small_key, tmp_pat
     proof = prove(key, part, backend, srs=handle.srs)
     assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
     handle.release()
+
+
+def test_a_circuit_streamed_by_rows_and_one_partition_in_flight_reach_the_backend(small_key, tmp_path):
+    """Room for the key and a streamed circuit, not for the circuit's matrices or a second
+    partition: the lane loads the circuit with streamed=True, tells the backend one partition
+    at a time, and goes back to two once the key is released."""
+    key, r1cs, inputs, aux = small_key
+    path = tmp_path / "small.pce"
+    save_pce(path, precompile_r1cs(r1cs, "small"))
+    mapped = MappedCircuit.open(path)
+
+    class StreamsCircuits(FakeStreamingBackend):
+        def __init__(self, free: int):
+            super().__init__(free)
+            self.loads: list[bool] = []
+            self.in_flight: list[int] = []
+
+        def load_circuit(self, pce, device: int = 0, *, streamed: bool = False):
+            self.loads.append(streamed)
+            return CpuBackend.load_circuit(self, pce)
+
+        def set_partitions_in_flight(self, count: int, device: int = 0) -> None:
+            self.in_flight.append(count)
+
+    counts = key.counts()
+    shape, sizes = PartitionShape.of_key(counts), vector_bytes(counts)
+    footprint = CircuitFootprint(resident=50 << 20, streamed=1 << 20)  # matrices far beyond the room
+    budget = (CONTEXT_BYTES + shape.upload_bytes(True) + shape.compute_bytes(TEST_CHUNK, False, True, roomy=False)
+              + sum(sizes.values()) + footprint.streamed)
+    backend = StreamsCircuits(free=1 << 40)
+    lane = Lane("fake:0", backend, backend.devices()[0], device_budget=budget, in_flight=2, stream_chunk=TEST_CHUNK)
+    handle = lane.load_srs(key, circuit_id="small", circuit=footprint)
+    plan = handle.plan
+    assert plan is not None and plan.all_resident and plan.circuit_streamed and plan.in_flight == 1 and fits(plan)
+    assert backend.in_flight == [1]
+    part = on_lane(lane, handle, WitnessPartition(mapped, inputs, aux))
+    assert backend.loads == [True] and isinstance(part, WitnessPartition)
+    proof = prove(key, part, backend, srs=handle.srs)
+    assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
+    handle.release()
+    assert backend.in_flight == [1, 2] and not lane.plans
 
 
 def test_device_memory_limit_caps_the_lane_and_reaches_the_backend(tmp_path):

@@ -24,14 +24,14 @@ from cuzk_plugin.config import Config
 from cuzk_plugin.engine.circuits import KeySource, ProviderRegistry
 from cuzk_plugin.engine.errors import CircuitUnavailable, InvalidRequest
 from cuzk_plugin.engine.lanes import Lane
-from cuzk_plugin.engine.residency import circuit_device_bytes
+from cuzk_plugin.engine.residency import CircuitFootprint
 from cuzk_plugin.engine.sched import PrioritySemaphore, order_key
 from cuzk_plugin.engine.srs import SrsManager
 from cuzk_plugin.engine.types import Priority, circuit_id_problem
 from cuzk_plugin.engine.workers import run_killable
 from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
 from cuzk_plugin.formats.partition import WitnessPartition
-from cuzk_plugin.formats.pce import pce_path
+from cuzk_plugin.formats.pce import load_pce, pce_path
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +93,14 @@ class KeySupply:
         partitions load beside it (the partition's own, or the pre-compiled circuit of that name
         in the param cache), so the residency plan leaves room for it."""
         def load(key: Any) -> Any:  # only when the key is not HOT on the lane yet (off the event loop)
+            circuit = None
             if isinstance(part, WitnessPartition):
-                circuit_bytes = circuit_device_bytes(part.circuit.circuit)
+                circuit = CircuitFootprint.of(part.circuit.circuit)
             else:
                 path = pce_path(self.param_cache, circuit_id)
-                circuit_bytes = path.stat().st_size if path.is_file() else 0
-            return lane.load_srs(key, circuit_id=circuit_id, circuit_bytes=circuit_bytes)
+                if path.is_file():  # mapped, not read: its header and row pointers size it
+                    circuit = CircuitFootprint.of(load_pce(path, verify=False))
+            return lane.load_srs(key, circuit_id=circuit_id, circuit=circuit)
 
         return load
 

@@ -39,9 +39,9 @@ from cuzk_plugin.engine.host_keys import HostKeyCopies
 from cuzk_plugin.engine.residency import (
     CONTEXT_BYTES,
     STREAM_CHUNK,
+    CircuitFootprint,
     DeviceMemoryTooSmall,
     ResidencyPlan,
-    circuit_device_bytes,
     plan_residency,
 )
 from cuzk_plugin.errors import DeviceOutOfMemory, ProveCancelled
@@ -99,26 +99,48 @@ class Lane:
     def _record_plan(self, circuit_id: str, plan: ResidencyPlan) -> None:
         with self._keys_lock:
             self.plans[circuit_id] = plan
+        self._apply_in_flight()
 
-    def plan(self, circuit_id: str, counts: Mapping[str, int], circuit_bytes: int = 0,
+    def _forget_plan(self, circuit_id: str, plan: ResidencyPlan | None) -> None:
+        with self._keys_lock:
+            if self.plans.get(circuit_id) is plan:
+                self.plans.pop(circuit_id, None)
+        self._apply_in_flight()
+
+    @property
+    def _sets_in_flight(self) -> Callable[..., Any] | None:
+        fn = getattr(self.backend, "set_partitions_in_flight", None)
+        return fn if callable(fn) else None
+
+    def _apply_in_flight(self) -> None:
+        """The device keeps as many partitions at once as the tightest plan of the lane allows."""
+        if self._sets_in_flight is None or not self.streams_keys:
+            return
+        with self._keys_lock:
+            count = min([self.in_flight, 2, *(p.in_flight for p in self.plans.values())])
+        self._sets_in_flight(max(1, count), self.device.index)
+
+    def plan(self, circuit_id: str, counts: Mapping[str, int], circuit: CircuitFootprint | None = None,
              exclude: LaneKey | None = None) -> ResidencyPlan | None:
         """The residency plan of a key of ``counts`` here (None where keys are not planned);
         DeviceMemoryTooSmall, with the figures, where even a streamed key cannot be proved."""
         if not self.streams_keys:
             return None
         plan = plan_residency(circuit_id, self.name, counts, available_bytes=self.device_budget,
-                              in_flight=self.in_flight, circuit_bytes=circuit_bytes,
-                              other_resident_bytes=self.resident_bytes(exclude), stream_chunk=self.stream_chunk)
+                              in_flight=self.in_flight, min_in_flight=1 if self._sets_in_flight else self.in_flight,
+                              circuit=circuit, other_resident_bytes=self.resident_bytes(exclude),
+                              stream_chunk=self.stream_chunk)
         (log.info if plan.all_resident else log.warning)("residency %s", plan.describe())
         return plan
 
-    def load_srs(self, key: ProvingKey | DeviceKey, *, circuit_id: str = "", circuit_bytes: int = 0) -> LaneKey:
-        """``key``'s copy on this lane, as its residency plan says (``circuit_bytes``: the device
-        bytes of the circuit its partitions will load beside it, where known)."""
+    def load_srs(self, key: ProvingKey | DeviceKey, *, circuit_id: str = "",
+                 circuit: CircuitFootprint | None = None) -> LaneKey:
+        """``key``'s copy on this lane, as its residency plan says (``circuit``: the device bytes
+        of the circuit its partitions will load beside it, where known)."""
         if isinstance(key, DeviceKey):
             return self._make_key(key)
         name = circuit_id or (key.path.name if key.path else "key")
-        plan = self.plan(name, key.counts(), circuit_bytes)
+        plan = self.plan(name, key.counts(), circuit)
         if plan is not None:
             self._record_plan(name, plan)
         if plan is None or plan.all_resident:
@@ -161,7 +183,7 @@ class Lane:
                 circuit = circuit.handle
             # The circuit just loaded is this handle's: the plan counts it as the key's circuit.
             handle.plan = self.plan(key.circuit_id, {"ic": key.mapped.circuit.num_inputs, **key.counts()},
-                                    circuit_bytes=handle.device_bytes, exclude=handle)
+                                    circuit=CircuitFootprint(handle.device_bytes), exclude=handle)
             if handle.plan is not None:
                 self._record_plan(key.circuit_id, handle.plan)
             if handle.plan is not None and self.host_keys.existing(key) is not None:
@@ -210,8 +232,10 @@ class LaneKey:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of this copy (counted in the memory budget): the resident vectors, the circuits."""
-        return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) for c in self._circuits.values())
+        """Bytes of this copy (counted in the memory budget): the resident vectors, the circuits
+        (a streamed one's page-locked host copy too)."""
+        return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) + int(getattr(c, "host_bytes", 0))
+                                                         for c in self._circuits.values())
 
     @property
     def device_bytes(self) -> int:
@@ -239,15 +263,19 @@ class LaneKey:
             if handle is None:
                 t0 = time.perf_counter()
                 on_device = self.evaluates_on_device and self._circuit_fits(pce)
-                if on_device:
+                if on_device and self.plan is not None and self.plan.circuit_streamed:
+                    handle = self.lane.backend.load_circuit(pce, self.lane.device.index, streamed=True)
+                elif on_device:
                     handle = self.lane.backend.load_circuit(pce, self.lane.device.index)
                 else:
                     from cuzk_plugin.backends.cpu.backend import CpuBackend
 
                     handle = _HostCircuit(CpuBackend().load_circuit(pce))
                 self._circuits[pce.digest] = handle
-                log.info("pce %s: loaded for %s%s (%.1f MB) in %.3fs", pce.name, self.lane.name,
-                         "" if on_device else " (a, b, c on the host)",
+                how = (" (a, b, c on the host)" if not on_device else
+                       f" (rows streamed from {getattr(handle, 'host_bytes', 0) / 1e6:.1f} MB of page-locked host memory)"
+                       if getattr(handle, "host_bytes", 0) else "")
+                log.info("pce %s: loaded for %s%s (%.1f MB on the device) in %.3fs", pce.name, self.lane.name, how,
                          getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
             return handle
 
@@ -256,7 +284,8 @@ class LaneKey:
         working set (always, where keys are not planned)."""
         if self.plan is None:
             return True
-        need = circuit_device_bytes(pce)
+        footprint = CircuitFootprint.of(pce)
+        need = footprint.streamed if self.plan.circuit_streamed else footprint.resident
         room = self.lane.device_budget - CONTEXT_BYTES - self.lane.resident_bytes() - self.plan.working_bytes
         if need <= room:
             return True
@@ -277,9 +306,7 @@ class LaneKey:
         if self.streams_from is not None:
             key, self.streams_from = self.streams_from, None
             self.lane.host_keys.release(key)
-        with self.lane._keys_lock:
-            if self.lane.plans.get(self.circuit_id) is self.plan:
-                self.lane.plans.pop(self.circuit_id, None)
+        self.lane._forget_plan(self.circuit_id, self.plan)
 
 
 class _HostCircuit:

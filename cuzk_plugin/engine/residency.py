@@ -20,6 +20,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes
 from cuzk_plugin.errors import CuzkError
 
 #: A key's vectors, in the library's order, and the device bytes of one point of each.
@@ -89,17 +90,23 @@ class PartitionShape:
         abc = 0 if witness else 3 * self.domain
         return (abc + self.num_inputs + self.num_aux) * FR_BYTES + 2 * self.num_aux + self.num_inputs
 
-    def compute_bytes(self, stream_chunk: int, streaming: bool, witness: bool) -> int:
-        """The partition that computes, MSMs in turn, at the larger of its two peaks: H (a, b, c
-        where made on the device, H, the NTT's twiddles, the dense A and B scalars) and the MSMs
-        (H, the twiddles, the scalars, the largest MSM's scratch, H's with every value large,
-        and, where vectors stream, its two chunks of G2 points). a, b, c are freed after H."""
+    def compute_bytes(self, stream_chunk: int, streaming: bool, witness: bool, *, roomy: bool = True) -> int:
+        """The partition that computes, at the larger of its two peaks (kernels/prove.cu), H made
+        in b's buffer, a and c freed after it. ``roomy``: the dense A and B scalars and the
+        transforms' twiddles sit beside a, b, c during H, and the MSMs beside them, the H MSM
+        whole. Else (a small device) H first, the twiddles freed after it, then the scalars, and
+        the MSMs in turn, each in pieces of at most ``stream_chunk`` points. Where vectors
+        stream, two chunks of G2 points."""
         n = self.domain
         scalars = (self.a_count + self.b_count) * FR_BYTES
-        h_phase = ((3 * n if witness else 0) + 2 * n) * FR_BYTES + scalars
-        stream = 2 * stream_chunk * POINT_BYTES["b_g2"] if streaming else 0
-        msm_phase = 2 * n * FR_BYTES + scalars + msm_scratch_bytes(n, n, 96) + stream
-        return max(h_phase, msm_phase)
+        twiddles = n * FR_BYTES  # N/2 entries each way
+        abc = 3 * n * FR_BYTES if witness else 0  # else uploaded with the partition (upload_bytes)
+        piece = min(stream_chunk, n)
+        stream = 2 * piece * POINT_BYTES["b_g2"] if streaming else 0
+        if roomy:
+            return max(abc + scalars + twiddles,
+                       n * FR_BYTES + scalars + twiddles + msm_scratch_bytes(n, n, 96) + stream)
+        return max(abc + twiddles, n * FR_BYTES + scalars + msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"]) + stream)
 
 
 def vector_bytes(counts: Mapping[str, int]) -> dict[str, int]:
@@ -111,6 +118,19 @@ def circuit_device_bytes(circuit) -> int:
     """Device bytes of a pre-compiled circuit resident for its partitions (its matrices and
     densities, the coefficient table in both forms)."""
     return int(circuit.nbytes) + int(circuit.coeffs.nbytes)
+
+
+@dataclass(frozen=True)
+class CircuitFootprint:
+    """Device bytes of the pre-compiled circuit a key's partitions load beside it: resident,
+    and streamed (its rows copied in chunks each partition; 0 where it cannot stream)."""
+
+    resident: int
+    streamed: int = 0
+
+    @classmethod
+    def of(cls, pce) -> CircuitFootprint:
+        return cls(circuit_device_bytes(pce), streamed_circuit_device_bytes(pce))
 
 
 @dataclass(frozen=True)
@@ -135,6 +155,12 @@ class ResidencyPlan:
     stream_chunk: int
     #: The streaming's estimated cost a partition, seconds (LINK_BYTES_PER_S, CHUNK_SECONDS).
     stream_seconds: float = 0.0
+    #: The circuit's matrices stay in host memory and stream by rows each partition.
+    circuit_streamed: bool = False
+    #: Partitions on the device at once (the next uploads while one computes: 2).
+    in_flight: int = 2
+    #: The MSMs run one after another (in pieces where needed), not side by side.
+    msm_in_turn: bool = False
 
     @property
     def all_resident(self) -> bool:
@@ -145,79 +171,95 @@ class ResidencyPlan:
         where = ("all resident" if self.all_resident else
                  f"resident {'+'.join(self.resident) or 'none'} ({self.resident_bytes / gb:.1f} GB), streamed "
                  f"{'+'.join(self.streamed)} ({self.streamed_bytes / gb:.1f} GB a partition, chunks of "
-                 f"{self.stream_chunk:,} points, ~{self.stream_seconds:.1f} s)")
+                 f"{self.stream_chunk:,} points)")
         circuit = ("circuit a, b, c on the host" if self.circuit_on_host else
-                   f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
-        return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; working set {self.working_bytes / gb:.1f} GB; "
-                f"{self.available_bytes / gb:.1f} GB usable")
+                   f"circuit streamed by rows ({self.circuit_bytes / gb:.1f} GB on the device)" if self.circuit_streamed
+                   else f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
+        turns = "; MSMs in turn" if self.msm_in_turn else ""
+        cost = f"; streaming ~{self.stream_seconds:.1f} s a partition" if self.stream_seconds else ""
+        return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; {self.in_flight} partition(s) in flight{turns}; "
+                f"working set {self.working_bytes / gb:.1f} GB{cost}; {self.available_bytes / gb:.1f} GB usable")
+
+
+#: Estimated costs a partition of the choices a small device forces, beyond the streamed bytes
+#: (models, not measurements): the five MSMs one after another instead of overlapping H and
+#: each other; a, b, c evaluated on the host (minutes of CPU at 2^27) and uploaded.
+IN_TURN_SECONDS = 0.3
+HOST_EVALUATION_SECONDS = 10.0
 
 
 def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, available_bytes: int,
-                   in_flight: int = 2, circuit_bytes: int = 0, other_resident_bytes: int = 0,
-                   stream_chunk: int = STREAM_CHUNK) -> ResidencyPlan:
+                   in_flight: int = 2, min_in_flight: int | None = None, circuit: CircuitFootprint | None = None,
+                   other_resident_bytes: int = 0, stream_chunk: int = STREAM_CHUNK) -> ResidencyPlan:
     """The plan for a key of ``counts`` (``ProvingKey.counts()``) on a lane with
     ``available_bytes`` usable, ``other_resident_bytes`` of it held by other keys' copies. A
-    key whose partitions come with a circuit (``circuit_bytes``) proves witness partitions
-    (a, b, c made on the device); else a, b, c come from the host with each partition.
+    key whose partitions come with a ``circuit`` proves witness partitions (a, b, c made on the
+    device from the circuit, resident or streamed by rows); else, or with the circuit's a, b, c
+    on the host, they come from the host with each partition. ``min_in_flight``: the fewest
+    partitions the lane can keep on the device at once (default ``in_flight``).
 
-    Every vector resident where the key, the circuit and the working set fit; else the circuit
-    stays if it fits beside a fully streamed key, and the vectors that fit in what is left
-    stay resident (those that save the most streaming time: bytes over PCIe and chunks), the
-    rest stream, in the chunk size that costs least."""
+    Every choice that fits is weighed by its estimated cost a partition: the key's streamed
+    bytes and chunks, the circuit's streamed rows, the MSMs in turn, an upload no longer
+    overlapped, a, b, c on the host. The cheapest wins (ties: more in flight, larger chunks);
+    on a large device that is everything resident at no cost."""
     shape = PartitionShape.of_key(counts)
     sizes = vector_bytes(counts)
     stream_chunk = max(1, min(stream_chunk, max(int(counts[v]) for v in VECTORS)))  # no chunk beyond a vector
-    key_bytes = sum(sizes.values())
     free = available_bytes - CONTEXT_BYTES - other_resident_bytes
-    witness = circuit_bytes > 0
-    flights = max(1, in_flight)
+    flights_tried = sorted({max(1, in_flight), max(1, min(in_flight, min_in_flight or in_flight))}, reverse=True)
+    chunks = [stream_chunk]
+    while chunks[-1] > MIN_STREAM_CHUNK:
+        chunks.append(max(MIN_STREAM_CHUNK, chunks[-1] // 2))
+    # (placement, device bytes, witness partitions, seconds a partition)
+    placements = [("none", 0, False, 0.0)]
+    if circuit is not None and circuit.resident:
+        placements = [("device", circuit.resident, True, 0.0)]
+        if circuit.streamed:
+            placements.append(("streamed", circuit.streamed, True, circuit.resident / LINK_BYTES_PER_S))
+        placements.append(("host", 0, False, HOST_EVALUATION_SECONDS))
 
-    def working(chunk: int, streaming: bool, on_host: bool) -> int:
-        wit = witness and not on_host  # a, b, c evaluated on the host come with each partition
-        return flights * shape.upload_bytes(wit) + shape.compute_bytes(chunk, streaming, wit)
-
-    def stream_seconds(resident: tuple[str, ...], chunk: int) -> float:
+    def key_seconds(resident: tuple[str, ...], chunk: int) -> float:
         streamed = [v for v in VECTORS if v not in resident]
-        chunks = sum(-(-int(counts[v]) // chunk) for v in streamed)
-        return sum(sizes[v] for v in streamed) / LINK_BYTES_PER_S + chunks * CHUNK_SECONDS
+        n_chunks = sum(-(-int(counts[v]) // chunk) for v in streamed)
+        return sum(sizes[v] for v in streamed) / LINK_BYTES_PER_S + n_chunks * CHUNK_SECONDS if streamed else 0.0
 
-    def plan(resident: tuple[str, ...], chunk: int, on_host: bool) -> ResidencyPlan:
+    subsets = [r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)]
+    best: tuple | None = None
+    for flights in flights_tried:
+        for where, circuit_dev, witness, circuit_seconds in placements:
+            upload = shape.upload_bytes(witness)
+            serial = (in_flight - flights) * upload / LINK_BYTES_PER_S
+            for roomy in (True, False):
+                for chunk in chunks:
+                    for resident in subsets:
+                        streaming = len(resident) < len(VECTORS)
+                        if not streaming and chunk != chunks[0]:
+                            continue
+                        working = flights * upload + shape.compute_bytes(chunk, streaming, witness, roomy=roomy)
+                        if sum(sizes[v] for v in resident) + working + circuit_dev > free:
+                            continue
+                        cost = (key_seconds(resident, chunk) + circuit_seconds + serial
+                                + (0.0 if roomy else IN_TURN_SECONDS))
+                        rank = (round(cost, 6), -flights, -chunk)
+                        if best is None or rank < best[0]:
+                            best = (rank, resident, chunk, where, circuit_dev, working, flights, roomy, cost)
+    if best is not None:
+        _, resident, chunk, where, circuit_dev, working, flights, roomy, cost = best
         streamed = tuple(v for v in VECTORS if v not in resident)
-        return ResidencyPlan(circuit_id, lane, available_bytes, resident, streamed,
-                             sum(sizes[v] for v in resident), sum(sizes[v] for v in streamed),
-                             0 if on_host else circuit_bytes, on_host and circuit_bytes > 0,
-                             working(chunk, bool(streamed), on_host), chunk,
-                             stream_seconds(resident, chunk) if streamed else 0.0)
-
-    whole = working(stream_chunk, False, False)
-    if key_bytes + circuit_bytes + whole <= free:
-        return plan(VECTORS, stream_chunk, False)
-    # Every feasible (chunk, circuit placement, resident set); the best keeps the circuit on the
-    # device, then costs the least streaming time a partition (bytes over the link, and a fixed
-    # cost a chunk), then uses the largest chunks. A larger budget only adds options.
-    options = []
-    chunk = stream_chunk
-    while True:
-        for on_host in (False, True) if circuit_bytes else (False,):
-            room = free - working(chunk, True, on_host) - (0 if on_host else circuit_bytes)
-            if room < 0:
-                continue
-            best = min((r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)
-                        if sum(sizes[v] for v in r) <= room), key=lambda r: stream_seconds(r, chunk))
-            options.append((on_host, stream_seconds(best, chunk), -chunk, best))
-        if chunk <= MIN_STREAM_CHUNK:
-            break
-        chunk = max(MIN_STREAM_CHUNK, chunk // 2)
-    if options:
-        on_host, _, neg_chunk, best = min(options)
-        return plan(tuple(best), -neg_chunk, on_host)
-    # Refused: the least it would take is every vector streamed, the circuit's a, b, c on the
-    # host (synthesized partitions, then), the smallest chunks.
-    need = CONTEXT_BYTES + other_resident_bytes + min(working(MIN_STREAM_CHUNK, True, True),
-                                                      working(MIN_STREAM_CHUNK, True, False) + circuit_bytes)
+        return ResidencyPlan(circuit_id, lane, available_bytes, tuple(resident), streamed,
+                             sum(sizes[v] for v in resident), sum(sizes[v] for v in streamed), circuit_dev,
+                             where == "host", working, chunk, key_seconds(resident, chunk) if streamed else 0.0,
+                             circuit_streamed=where == "streamed", in_flight=flights, msm_in_turn=not roomy)
+    # Refused: the least it would take is every vector streamed in the smallest chunks, the
+    # fewest partitions in flight, the MSMs in turn, the circuit where it weighs least.
+    flights = flights_tried[-1]
+    need = CONTEXT_BYTES + other_resident_bytes + min(
+        flights * shape.upload_bytes(witness) + shape.compute_bytes(MIN_STREAM_CHUNK, True, witness, roomy=False)
+        + circuit_dev for _, circuit_dev, witness, _ in placements)
     gb = 1e9
     raise DeviceMemoryTooSmall(
-        f"key of '{circuit_id}' cannot be proved on {lane}: even with its {key_bytes / gb:.1f} GB of points streamed, "
-        f"a partition needs {need / gb:.1f} GB of device memory ({flights} in flight, a 2^{shape.domain.bit_length() - 1} "
-        f"domain, circuit {circuit_bytes / gb:.1f} GB, other keys {other_resident_bytes / gb:.1f} GB); "
-        f"the lane may use {available_bytes / gb:.1f} GB ([gpus] device_memory_limit or the free memory at start)")
+        f"key of '{circuit_id}' cannot be proved on {lane}: even with its {sum(sizes.values()) / gb:.1f} GB of points "
+        f"streamed, a partition needs {need / gb:.1f} GB of device memory ({flights} in flight, a "
+        f"2^{shape.domain.bit_length() - 1} domain, circuit {(circuit.resident if circuit else 0) / gb:.1f} GB, "
+        f"other keys {other_resident_bytes / gb:.1f} GB); the lane may use {available_bytes / gb:.1f} GB "
+        "([gpus] device_memory_limit or the free memory at start)")

@@ -106,7 +106,9 @@ def _residency(plan) -> dict:
     return {"circuit_id": plan.circuit_id, "resident": list(plan.resident), "streamed": list(plan.streamed),
             "resident_bytes": plan.resident_bytes, "streamed_bytes_per_partition": plan.streamed_bytes,
             "circuit_bytes": plan.circuit_bytes, "circuit_on_host": plan.circuit_on_host,
-            "working_bytes": plan.working_bytes, "stream_chunk_points": plan.stream_chunk}
+            "working_bytes": plan.working_bytes, "stream_chunk_points": plan.stream_chunk,
+            "circuit_streamed": plan.circuit_streamed, "partitions_in_flight": plan.in_flight,
+            "msm_in_turn": plan.msm_in_turn}
 
 
 def _srs_to_proto(s) -> pb.SRSStatus:

@@ -38,7 +38,7 @@ async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon
     shape, sizes = PartitionShape.of_key(counts), vector_bytes(counts)
     chunk = 16  # points a streamed chunk (the lanes' 2^22 would hold this small key whole)
     # Room for one partition in flight beside h and l: a, b_g1 and b_g2 stream.
-    limit = CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(chunk, True, False) + sizes["h"] + sizes["l"]
+    limit = CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(chunk, True, False, roomy=False) + sizes["h"] + sizes["l"]
     backend = FakeStreamingBackend(free=1 << 40)
     d = await make_daemon(backends=[backend], gpus={"device_memory_limit": limit, "gpu_workers_per_device": 1})
     for lane in d.engine.lanes:

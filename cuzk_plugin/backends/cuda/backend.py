@@ -328,6 +328,11 @@ class CudaBackend:
         limit): where the MSMs would not fit side by side under it, they run in turn."""
         call("cz_context_set_memory_limit", self.context(device), int(limit_bytes))
 
+    def set_partitions_in_flight(self, count: int, device: int | None = None) -> None:
+        """Partitions on ``device`` at once (1 or 2): 1 where the residency plan has no room for
+        a second partition's assignment (the next one uploads once this one has finished)."""
+        call("cz_context_set_partitions_in_flight", self.context(device), int(count))
+
     def devices(self) -> list[DeviceInfo]:
         count = ctypes.c_int(0)
         call("cz_device_count", ctypes.byref(count))

@@ -248,6 +248,15 @@ cz_status cz_context_set_memory_limit(cz_context* ctx, uint64_t limit_bytes) {
     return cz_guard([&] { ctx->memory_limit = (size_t)limit_bytes; });
 }
 
+// Partitions on the device at once (cz_context::partitions_in_flight): 1 or 2.
+cz_status cz_context_set_partitions_in_flight(cz_context* ctx, uint32_t count) {
+    return cz_guard([&] {
+        CZ_REQUIRE(count == 1 || count == 2, "partitions in flight must be 1 or 2");
+        std::lock_guard<std::mutex> lock(ctx->upload_lock);
+        ctx->partitions_in_flight = (int)count;
+    });
+}
+
 // A host copy (page-locked, shared by every device) of a key from its raw encodings, converted
 // and checked through ctx's device a chunk at a time; nbytes: its host bytes.
 cz_status cz_host_srs_from_raw(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,

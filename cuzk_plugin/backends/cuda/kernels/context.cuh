@@ -37,6 +37,10 @@ struct cz_context {
     // usable_device_bytes() keeps transient work under both.
     size_t baseline_used = 0;
     size_t memory_limit = 0;
+    // Partitions on the device at once: 2 (one computes while the next uploads), or 1 on a
+    // device too small for a second partition's assignment (the next uploads once this one's
+    // buffers are freed).
+    int partitions_in_flight = 2;
     cz_staging staging;
     // Partitions started together run on library threads: `upload_lock` gives one of them
     // upload_stream and the staging buffers, `compute_lock` gives one caller at a time

@@ -301,6 +301,15 @@ fr_t fr_root_of_unity(int log_n) {
 
 fr_t fr_coset_shift() { return fr_from_u64(7); }
 
+bool twiddles_cached(const cz_context& ctx, int log_n) {
+    return log_n == 0 || (ctx.twiddles.count({log_n, false}) && ctx.twiddles.count({log_n, true}));
+}
+
+void twiddles_release(cz_context& ctx) {
+    for (auto& kv : ctx.twiddles) CZ_CHECK(cudaFreeAsync(kv.second, ctx.stream));
+    ctx.twiddles.clear();
+}
+
 void ntt_dif(cz_context& ctx, fr_t* d, int log_n, bool inverse) { run_stages(ctx, d, log_n, inverse, false); }
 void ntt_dit(cz_context& ctx, fr_t* d, int log_n, bool inverse) { run_stages(ctx, d, log_n, inverse, true); }
 

@@ -23,7 +23,13 @@ fr_t fr_coset_shift();             // 7, Filecoin's coset generator
 void ntt_natural(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool coset);
 // Filecoin's H: coefficients (N of them, the last one 0 for a satisfied circuit) of
 // (A B - C) / Z on the coset, from evaluations a, b, c (canonical, N each, zero padded).
-// a, b, c are overwritten; h receives the result (canonical, natural order). No Montgomery
+// a, b, c are overwritten; h receives the result (canonical, natural order; h may be b, which
+// the last step no longer reads: a proof needs no fourth vector). No Montgomery
 // conversion passes: transforms and scalings by Montgomery constants are linear, so canonical
 // values stay canonical; only the pointwise product needs a correction (quotient_kernel).
 void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int log_n);
+
+// Whether both twiddle tables of a 2^log_n transform are cached on the context, and the cache
+// emptied (in the main stream's order) where a small device needs their N entries of room.
+bool twiddles_cached(const cz_context& ctx, int log_n);
+void twiddles_release(cz_context& ctx);

@@ -10,12 +10,52 @@
 
 namespace {
 
-// An MSM over a key vector: resident (`dev`), or streamed from `host` in chunks.
+// Room left beside a stage's own buffers for what the stage allocates besides (sort scratch,
+// power tables, the pool's rounding).
+constexpr size_t kRoomMargin = size_t(256) << 20;
+// The fewest points a resident MSM run in pieces takes at a time.
+constexpr size_t kMinMsmPiece = size_t(1) << 18;
+
+// Points of a resident vector's MSM to run at a time so that its scratch fits what the device
+// has left now: all n where it fits, else the largest power of two that does.
+size_t resident_msm_piece(cz_context& ctx, size_t n, size_t point_bytes) {
+    const size_t usable = usable_device_bytes(ctx);
+    auto fits = [&](size_t k) { return msm_scratch_bytes(k, k, point_bytes) + kRoomMargin <= usable; };
+    if (fits(n)) return n;
+    size_t piece = size_t(1) << (63 - __builtin_clzll(n));  // below n: n did not fit
+    while (piece > kMinMsmPiece && !fits(piece)) piece >>= 1;
+    return piece;
+}
+
+// The most device memory a streamed vector's MSM takes: two chunks of points and a chunk's scratch.
+size_t streamed_msm_bytes(const cz_srs& srs) {
+    const size_t g1 = sizeof(affine_t<fq_t>), g2 = sizeof(affine_t<fq2_t>);
+    const std::pair<const void*, std::pair<size_t, size_t>> vectors[] = {
+        {srs.h, {srs.n_h, g1}}, {srs.l, {srs.n_l, g1}}, {srs.a, {srs.n_a, g1}}, {srs.b_g1, {srs.n_b_g1, g1}},
+        {srs.b_g2, {srs.n_b_g2, g2}}};
+    size_t most = 0;
+    for (const auto& [dev, v] : vectors) {
+        const auto [count, point] = v;
+        if (dev || count == 0) continue;
+        const size_t k = std::min(std::max<size_t>(srs.stream_chunk, 1), count);
+        most = std::max(most, msm_scratch_bytes(k, k, point) + (count > k ? 2 : 1) * k * point);
+    }
+    return most;
+}
+
+// An MSM over a key vector: resident (`dev`), or streamed from `host` in chunks. `in_pieces`:
+// the MSMs run in turn on a device short of memory, so a resident vector's MSM whose scratch
+// does not fit runs in pieces (resident_msm_piece), the sums added on the host.
 template <class F>
 xyzz_t<F> msm_key(cz_context& ctx, cudaStream_t stream, const affine_t<F>* dev, const affine_t<F>* host, size_t chunk,
-                  const fr_t* scalars, size_t n, const msm_options& opt) {
-    if (dev || n == 0) return msm_device<F>(ctx, stream, dev, scalars, n, opt);
-    return msm_streamed<F>(ctx, stream, host, chunk, scalars, n, opt);
+                  const fr_t* scalars, size_t n, const msm_options& opt, bool in_pieces = false) {
+    if (n == 0) return xyzz_t<F>::identity();
+    if (!dev) return msm_streamed<F>(ctx, stream, host, chunk, scalars, n, opt);
+    const size_t piece = in_pieces ? resident_msm_piece(ctx, n, sizeof(affine_t<F>)) : n;
+    xyzz_t<F> acc = xyzz_t<F>::identity();
+    for (size_t off = 0; off < n; off += piece)
+        acc = acc.add(msm_device<F>(ctx, stream, dev + off, scalars + off, std::min(piece, n - off), opt));
+    return acc;
 }
 
 // msm_key on `stream` from a host thread of its own (an MSM synchronises its stream).
@@ -57,78 +97,94 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     const size_t n = 1ull << part.log_n;
     CZ_REQUIRE(srs.n_h + 1 == n || (n == 1 && srs.n_h == 0), "the key's H vector does not match the domain");
     CZ_REQUIRE(srs.n_l == part.n_aux, "the key's L vector does not match the aux count");
+    CZ_REQUIRE(srs.n_a >= part.n_inputs, "the key's A vector is shorter than the inputs");
 
     // Scalars of the A and B queries: selected by density, inputs first (as a_scalars(), b_scalars()).
-    dev_buf<fr_t> a_scalars(srs.n_a, s), b_scalars(srs.n_b_g1, s);
-    CZ_REQUIRE(srs.n_a >= part.n_inputs, "the key's A vector is shorter than the inputs");
-    CZ_CHECK(cudaMemcpyAsync(a_scalars.get(), part.inputs, part.n_inputs * sizeof(fr_t), cudaMemcpyDeviceToDevice, s));
-    size_t na = part.n_inputs + select_flagged(s, part.aux, part.a_aux_density, part.n_aux, a_scalars.get() + part.n_inputs);
-    CZ_REQUIRE(na == srs.n_a, "A density does not match the key's A vector");
-    size_t nb_in = select_flagged(s, part.inputs, part.b_input_density, part.n_inputs, b_scalars.get());
-    CZ_REQUIRE(nb_in <= srs.n_b_g1, "B density does not match the key's B vectors");
-    size_t nb = nb_in + select_flagged(s, part.aux, part.b_aux_density, part.n_aux, b_scalars.get() + nb_in);
-    CZ_REQUIRE(nb == srs.n_b_g1 && nb == srs.n_b_g2, "B density does not match the key's B vectors");
+    dev_buf<fr_t> a_scalars, b_scalars;
+    size_t na = 0, nb = 0;
+    auto select_scalars = [&] {
+        a_scalars = dev_buf<fr_t>(srs.n_a, s);
+        b_scalars = dev_buf<fr_t>(srs.n_b_g1, s);
+        CZ_CHECK(cudaMemcpyAsync(a_scalars.get(), part.inputs, part.n_inputs * sizeof(fr_t), cudaMemcpyDeviceToDevice,
+                                 s));
+        na = part.n_inputs + select_flagged(s, part.aux, part.a_aux_density, part.n_aux, a_scalars.get() + part.n_inputs);
+        CZ_REQUIRE(na == srs.n_a, "A density does not match the key's A vector");
+        size_t nb_in = select_flagged(s, part.inputs, part.b_input_density, part.n_inputs, b_scalars.get());
+        CZ_REQUIRE(nb_in <= srs.n_b_g1, "B density does not match the key's B vectors");
+        nb = nb_in + select_flagged(s, part.aux, part.b_aux_density, part.n_aux, b_scalars.get() + nb_in);
+        CZ_REQUIRE(nb == srs.n_b_g1 && nb == srs.n_b_g2, "B density does not match the key's B vectors");
+    };
+    // A device with room for the dense scalars beside a, b, c and the transforms' twiddles
+    // selects them first, so that B in G2, L and A can overlap H. A small one computes H first
+    // (a and c freed after it, the twiddles too), then selects the scalars in that room and
+    // runs the MSMs in turn, a resident vector's MSM in pieces where its scratch does not fit.
+    const size_t g1 = sizeof(affine_t<fq_t>), g2_bytes = sizeof(affine_t<fq2_t>);
+    const size_t chunk = srs.stream_chunk;
+    const size_t twiddle_bytes = twiddles_cached(ctx, part.log_n) ? 0 : n * sizeof(fr_t);  // N/2 each way
+    // Roomy: the scalars and twiddles beside a, b, c, and afterwards, with a and c freed, a
+    // streamed MSM's two chunks and scratch beside them.
+    const size_t streamed_msm = streamed_msm_bytes(srs), freed_after_h = 2 * n * sizeof(fr_t);
+    const bool roomy = usable_device_bytes(ctx) >= (srs.n_a + srs.n_b_g1) * sizeof(fr_t) + twiddle_bytes + kRoomMargin +
+                                                      (streamed_msm > freed_after_h ? streamed_msm - freed_after_h : 0);
+    if (roomy) select_scalars();
+    CZ_CHECK(cudaStreamSynchronize(s));
+    throw_if_cancelled(cancel);
 
     // B in G2, L and A overlap H and the other MSMs, B in G1 the H MSM: each on its own stream
     // and host thread (an MSM synchronises its stream between phases), so their small kernels,
     // sorts and tails fill what the others leave idle; the main stream (H, then the H MSM: the
-    // longest chain) has the highest priority. Everything they read is on the device now, but for
-    // key vectors streamed from the host copy (msm_streamed).
-    // Where the device lacks the memory for all five at once (a 73 GB WindowPoSt key beside a
-    // 2^27 partition), they run one after another on the main stream instead, after H.
-    CZ_CHECK(cudaStreamSynchronize(s));
-    throw_if_cancelled(cancel);
-    const size_t free_bytes = usable_device_bytes(ctx);
-    const size_t g1 = sizeof(affine_t<fq_t>), g2_bytes = sizeof(affine_t<fq2_t>);
-    const size_t chunk = srs.stream_chunk;
-    // An MSM's peak: its scratch, or a chunk's scratch and two chunks of points where streamed.
-    auto msm_bytes = [chunk](size_t count, size_t large, size_t point, bool streamed) {
-        if (!streamed || count <= chunk) return msm_scratch_bytes(count, large, point) + (streamed ? count * point : 0);
-        return msm_scratch_bytes(chunk, std::min(large, chunk), point) + 2 * chunk * point;
-    };
-    const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
-    const size_t side_by_side_bytes =
-        msm_bytes(nb, b_large, g2_bytes, !srs.b_g2) + msm_bytes(nb, b_large, g1, !srs.b_g1) +
-        msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l) +
-        msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a) +
-        msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + 2 * n * sizeof(fr_t);  // H: every value large
-    const bool side_by_side = side_by_side_bytes <= free_bytes;
+    // longest chain) has the highest priority. Where the device lacks the memory for all five at
+    // once (a 73 GB WindowPoSt key beside a 2^27 partition, any small card), they run one after
+    // another on the main stream instead, after H.
+    bool side_by_side = false;
+    if (roomy) {
+        // An MSM's peak: its scratch, or a chunk's scratch and two chunks of points where streamed.
+        auto msm_bytes = [chunk](size_t count, size_t large, size_t point, bool streamed) {
+            if (!streamed || count <= chunk) return msm_scratch_bytes(count, large, point) + (streamed ? count * point : 0);
+            return msm_scratch_bytes(chunk, std::min(large, chunk), point) + 2 * chunk * point;
+        };
+        const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
+        const size_t side_by_side_bytes =
+            msm_bytes(nb, b_large, g2_bytes, !srs.b_g2) + msm_bytes(nb, b_large, g1, !srs.b_g1) +
+            msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l) +
+            msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a) +
+            msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + twiddle_bytes;  // H: every value large
+        side_by_side = side_by_side_bytes <= usable_device_bytes(ctx);
+    }
     if (timings) timings->msm_in_turn = side_by_side ? 0 : 1;
     msm_options opt;
     opt.cancel = cancel;
-    const fr_t* b_ptr = b_scalars.get();
-    const fr_t* a_ptr = a_scalars.get();
     std::future<xyzz_t<fq2_t>> g2;
     std::future<xyzz_t<fq_t>> l, a, b1;
     if (side_by_side) {
-        g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_ptr, nb, opt);
+        g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
         l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
-        a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_ptr, na, opt);
+        a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_scalars.get(), na, opt);
     }
 
     proof_sums out;
     try {
         auto th = std::chrono::steady_clock::now();
-        {
-            dev_buf<fr_t> hbuf(n, s);
-            quotient_h_device(ctx, part.a, part.b, part.c, hbuf.get(), part.log_n);  // canonical in and out
-            if (part.release_abc) {  // the MSMs below have their room
-                part.release_abc();
-                part.a = part.b = part.c = nullptr;
-            }
-            wait_stream(s, cancel);
-            if (timings) timings->h_ms = ms_since(th);
-            if (side_by_side) b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_ptr, nb, opt);
-            out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, hbuf.get(), srs.n_h, opt);
-        }
+        const fr_t* h = part.b;  // H is made in b's buffer
+        quotient_h_device(ctx, part.a, part.b, part.c, part.b, part.log_n);  // canonical in and out
+        part.release(0);  // the MSMs below have their room
+        part.release(2);
+        if (!roomy) twiddles_release(ctx);
+        wait_stream(s, cancel);
+        if (timings) timings->h_ms = ms_since(th);
+        if (!roomy) select_scalars();
+        if (side_by_side)
+            b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt);
+        out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side);
+        part.release(1);
         if (side_by_side) {
             out.b_g1 = b1.get();
             out.l = l.get();
             out.a = a.get();
         } else {
-            out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_ptr, nb, opt);
-            out.l = msm_key<fq_t>(ctx, s, srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
-            out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_ptr, na, opt);
+            out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt, true);
+            out.l = msm_key<fq_t>(ctx, s, srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt, true);
+            out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_scalars.get(), na, opt, true);
         }
         if (timings) timings->g1_msm_ms = ms_since(th) - timings->h_ms;
     } catch (...) {
@@ -141,7 +197,8 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     }
     auto tw = std::chrono::steady_clock::now();
     try {
-        out.b_g2 = side_by_side ? g2.get() : msm_key<fq2_t>(ctx, s, srs.b_g2, srs.host_b_g2, chunk, b_ptr, nb, opt);
+        out.b_g2 = side_by_side ? g2.get()
+                                : msm_key<fq2_t>(ctx, s, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt, true);
     } catch (...) {
         sync_compute_streams(ctx);
         throw;

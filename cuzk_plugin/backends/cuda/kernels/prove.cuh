@@ -50,9 +50,15 @@ struct partition_device {
     fr_t* aux = nullptr;
     size_t n_aux = 0;
     const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
-    // Frees a, b, c in the main stream's order once H is computed (set where the partition owns
-    // them: they are the largest buffers of a proof, and the MSMs never read them).
-    std::function<void()> release_abc;
+    // Frees one of a, b, c (0, 1, 2) in the main stream's order (set where the partition owns
+    // them: they are the largest buffers of a proof). H is made in b's buffer: a and c go once H
+    // is computed, b once the H MSM has read it.
+    std::function<void(int)> release_abc;
+    void release(int which) {
+        fr_t** v[3] = {&a, &b, &c};
+        if (release_abc && *v[which]) release_abc(which);
+        if (release_abc) *v[which] = nullptr;
+    }
 };
 
 // A partition's device buffers and the view of them prove_device reads (uploaded from the host,

@@ -202,9 +202,9 @@ void own_abc(cz_context& ctx, partition_buffers& up) {
     if (up.abc.empty())
         for (int i = 0; i < 3; i++) up.abc.emplace_back(n, ctx.stream);
     up.part.a = up.abc[0].get(), up.part.b = up.abc[1].get(), up.part.c = up.abc[2].get();
-    up.part.release_abc = [&ctx, &up] {
-        for (auto& b : up.abc) b.stream = ctx.stream;
-        up.abc.clear();  // frees in the main stream's order, after H's kernels
+    up.part.release_abc = [&ctx, &up](int which) {
+        dev_buf<fr_t> gone = std::move(up.abc[which]);
+        gone.stream = ctx.stream;  // freed here, in the main stream's order, after the kernels reading it
     };
 }
 
@@ -229,7 +229,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     t.upload_ms = ms_since(tu);
     auto tq = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> compute_lock = lock_unless_cancelled(ctx.compute_lock, cancel);
-    upload_lock.unlock();
+    if (ctx.partitions_in_flight > 1) upload_lock.unlock();
     t.queue_ms = waited_ms + ms_since(tq);
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
@@ -249,6 +249,10 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         throw;
     }
     free_after_compute(ctx, up);
+    if (ctx.partitions_in_flight <= 1) {  // the next partition uploads into this one's room
+        up.fr_bufs.clear(), up.flag_bufs.clear(), up.abc.clear();
+        CZ_CHECK(cudaStreamSynchronize(ctx.stream));
+    }
     return sums;
 }
 
