@@ -1,5 +1,6 @@
 """Full proofs on the core circuit shapes: byte-identical to the cpu backend with fixed r, s;
-valid with fresh r, s; the SRS handle reused across partitions; bad keys refused on load."""
+valid with fresh r, s; the SRS handle reused across partitions; bad keys refused on load; a
+WitnessPartition on a streamed circuit proves what it does on the resident circuit."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import pytest
 
 from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
 from cuzk_plugin.circuit.examples import CORE_CIRCUITS, filecoin_like
+from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.errors import EncodingError
+from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.groth16.prover import assemble, prove
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
 from tests.conformance.checks import check_proof_bytes
+from tests.conformance.test_r1cs_eval import load_streamed
 
 CIRCUITS = dict(CORE_CIRCUITS)
 #: Large enough for a 2^10 domain and an MSM window width above the minimum.
@@ -77,3 +81,23 @@ def test_load_srs_refuses_a_point_off_the_curve(backend):
     broken = dataclasses.replace(key, h=h)
     with pytest.raises(EncodingError, match=r"h\[0\]"):
         backend.load_srs(broken).release()
+
+
+def test_witness_partition_on_a_streamed_circuit_proves_the_resident_proof(backend, seed):
+    """The same assignment as a WitnessPartition of the circuit loaded resident and loaded
+    streamed in chunks of 7 rows (~150 chunks): the same proof bytes with the same r and s,
+    and the proof verifies."""
+    key = _key("filecoin_like_1000")
+    r1cs, inputs, aux = CIRCUITS["filecoin_like_1000"](seed).finish()
+    pce = precompile_r1cs(r1cs, "filecoin_like_1000")
+    rnd = random.Random(seed)
+    r, s = rnd.randrange(R), rnd.randrange(R)
+    proofs = []
+    for handle in (backend.load_circuit(pce), load_streamed(backend, pce, 7)[0]):
+        try:
+            proofs.append(prove(key, WitnessPartition(handle, inputs, aux), backend, r=r, s=s))
+        finally:
+            handle.release()
+    resident, streamed = proofs
+    assert streamed.to_bytes() == resident.to_bytes()
+    assert verify(key.vk, streamed, limbs_to_ints(inputs)[1:])

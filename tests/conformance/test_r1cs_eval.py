@@ -1,14 +1,17 @@
 """R1CS evaluation conformance: a = A z, b = B z, c = C z from a pre-compiled circuit resident on
 the backend equal the reference (``R1CS.evaluate`` on Python ints), for random sparse matrices
-with Filecoin-like coefficients and values and for the recorded 2 KiB PoRep circuit."""
+with Filecoin-like coefficients and values and for the recorded 2 KiB PoRep circuit; a circuit
+loaded streamed (its rows copied in chunks) gives the resident circuit's rows exactly."""
 
 from __future__ import annotations
 
+import inspect
 import zlib
 
 import numpy as np
 import pytest
 
+from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, streamed_circuit_device_bytes
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix
@@ -73,6 +76,53 @@ def check_evaluation(backend, pce: PrecompiledCircuit, reference: R1CS, z: np.nd
 def test_random_circuits_match_reference(backend, rng, shape):
     r1cs, z = random_circuit(rng, *shape)
     check_evaluation(backend, precompile_r1cs(r1cs, "random"), r1cs, z)
+
+
+def load_streamed(backend, pce: PrecompiledCircuit, chunk_rows: int):
+    """``pce`` loaded streamed, in chunks of ``chunk_rows`` rows where the backend lets a caller
+    choose (else its default); the handle and the chunk size asked for. Skips a backend whose
+    load_circuit has no streamed mode."""
+    params = inspect.signature(backend.load_circuit).parameters
+    if "streamed" not in params:
+        pytest.skip(f"{backend.name}.load_circuit has no streamed mode")
+    if "chunk_rows" not in params:
+        return backend.load_circuit(pce, streamed=True), CIRCUIT_CHUNK_ROWS
+    return backend.load_circuit(pce, streamed=True, chunk_rows=chunk_rows), chunk_rows
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 64, 1 << 20], ids=["rows1", "rows3", "rows64", "rows_past_m"])
+def test_streamed_circuit_equals_resident_and_reference(backend, rng, chunk_rows):
+    """Chunks of one row, of a few, and one chunk larger than the circuit (rows of hundreds of
+    terms make the chunks' term counts uneven); two evaluations on the same handle (its chunk
+    buffers reused); the device bytes are the protocol's figure, the host bytes the matrices'."""
+    r1cs, z = random_circuit(rng, 200, 5, 180)
+    pce = precompile_r1cs(r1cs, "streamed")
+    resident = backend.load_circuit(pce)
+    try:
+        want = backend.evaluate_r1cs(resident, z)
+    finally:
+        resident.release()
+    other = z.copy()
+    other[1:] = other[:0:-1]  # the same values in another order, ONE still first
+    handle, asked = load_streamed(backend, pce, chunk_rows)
+    try:
+        got = backend.evaluate_r1cs(handle, z)
+        got_other = backend.evaluate_r1cs(handle, other)
+        if handle.streamed:
+            assert handle.nbytes == streamed_circuit_device_bytes(pce, asked)
+            assert handle.host_bytes == pce.a.nbytes + pce.b.nbytes + pce.c.nbytes
+        else:
+            assert handle.host_bytes == 0
+    finally:
+        handle.release()
+    reference = r1cs.with_input_constraints()
+    for what, rows, wanted in (
+            ("resident", got, want),
+            ("reference", got, [ints_to_limbs(w) for w in reference.evaluate(limbs_to_objects(z))]),
+            ("reference, second z", got_other, [ints_to_limbs(w) for w in reference.evaluate(limbs_to_objects(other))])):
+        for name, g, w in zip("abc", rows, wanted, strict=True):
+            bad = np.flatnonzero((g != w).any(axis=1))
+            assert bad.size == 0, f"{name} vs {what}: {bad.size} rows differ, first {bad[:5].tolist()}"
 
 
 def test_row_sums_that_wrap_many_times(backend, rng):

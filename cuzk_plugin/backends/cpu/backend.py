@@ -109,6 +109,9 @@ class CpuCircuit:
     table: CoefficientTable
     split: tuple
     nbytes: int
+    #: Never: the host is the device here, so nothing streams.
+    streamed: bool = False
+    host_bytes: int = 0
 
     def release(self) -> None:
         self.split = ()
@@ -170,7 +173,9 @@ class CpuBackend:
             nbytes=key.vectors_nbytes,
         )
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> CpuCircuit:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0, *, streamed: bool = False) -> CpuCircuit:
+        """The circuit prepared for evaluation; ``streamed`` changes nothing (the matrices are
+        read in place from host memory either way)."""
         split = (SplitMatrix.of(pce.a), SplitMatrix.of(pce.b), SplitMatrix.of(pce.c))
         return CpuCircuit(pce, CoefficientTable(pce.coeffs), split, sum(m.nbytes for m in split) + pce.coeffs.nbytes)
 

@@ -31,7 +31,7 @@ from cuzk_plugin.backends.opencl.msm import MsmDriver
 from cuzk_plugin.backends.opencl.multi import OpenclDevices
 from cuzk_plugin.backends.opencl.ntt import NttDriver, log2_exact
 from cuzk_plugin.backends.opencl.r1cs import OpenclCircuit, R1csDriver
-from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import FR_LIMBS
 from cuzk_plugin.bls12_381.points import (
     g1_from_limbs,
@@ -348,12 +348,15 @@ class OpenclBackend:
             total = part if total is None else total + part
         return drv.identity() if total is None else to_limbs(total)
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> OpenclCircuit:
-        """Upload the circuit's matrices and coefficient table (resident until ``release``)."""
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0, *, streamed: bool = False,
+                     chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> OpenclCircuit:
+        """Upload the circuit's coefficient table and its matrices (resident until ``release``),
+        or, ``streamed``, two buffers of ``chunk_rows`` rows that each evaluation copies the
+        matrices through from the circuit's own host arrays."""
         if device != 0:
             raise BackendUnavailable(f"this OpenclBackend drives one device (index 0), not {device}")
         with self._lock, device_errors(f"load_circuit {pce.name}"):
-            return self._r1cs.load(pce)
+            return self._r1cs.load(pce, streamed=streamed, chunk_rows=chunk_rows)
 
     def evaluate_r1cs(self, circuit: OpenclCircuit, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         m = circuit.circuit.num_constraints

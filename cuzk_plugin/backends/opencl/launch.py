@@ -19,13 +19,15 @@ def u32(value: int) -> np.uint32:
     return np.uint32(value)
 
 
-def launch(queue, kernel, n: int, *args, local: int = WORK_GROUP, offset: int = 0) -> None:
+def launch(queue, kernel, n: int, *args, local: int = WORK_GROUP, offset: int = 0, wait_for=None):
     """Run ``kernel`` over ``n`` work-items (n >= 1), rounded up to whole work-groups; their
-    global ids start at ``offset`` (a slice of a larger launch)."""
+    global ids start at ``offset`` (a slice of a larger launch). It starts after the events
+    ``wait_for`` (work on another queue); returns its event."""
     global_size = -(-max(n, 1) // local) * local
     kernel.set_args(*args)
-    import_pyopencl().enqueue_nd_range_kernel(queue, kernel, (global_size,), (local,),
-                                              global_work_offset=(offset,) if offset else None)
+    return import_pyopencl().enqueue_nd_range_kernel(queue, kernel, (global_size,), (local,),
+                                                     global_work_offset=(offset,) if offset else None,
+                                                     wait_for=wait_for)
 
 
 def upload(context, queue, array: np.ndarray):

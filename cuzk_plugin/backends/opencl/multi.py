@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cuzk_plugin.backends.opencl.device import ENV_DEVICE, all_devices, describe, import_pyopencl, probe_devices
-from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, DeviceInfo, ProofSums
 from cuzk_plugin.errors import BackendUnavailable
 from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
@@ -55,7 +55,8 @@ class DeviceBackend(Protocol):
 
     def host_key(self, key: Any, device: int = 0) -> Any: ...
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> Any: ...
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0, *, streamed: bool = False,
+                     chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> Any: ...
 
     def evaluate_r1cs(self, circuit: Any, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
@@ -97,6 +98,16 @@ class OnDevice:
     def circuit(self) -> PrecompiledCircuit:
         """The circuit a circuit handle holds (what WitnessPartition.on checks)."""
         return self.inner.circuit
+
+    @property
+    def streamed(self) -> bool:
+        """A circuit handle's matrices stream from the host."""
+        return bool(self.inner.streamed)
+
+    @property
+    def host_bytes(self) -> int:
+        """A circuit handle's host bytes (its streamed matrices; 0 resident)."""
+        return int(self.inner.host_bytes)
 
     def release(self) -> None:
         self.inner.release()
@@ -164,9 +175,10 @@ class OpenclDevices:
             return OnDevice(backend.load_srs(key), backend, device)
         return OnDevice(backend.load_srs(key, resident=resident, stream_chunk=stream_chunk), backend, device)
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0) -> OnDevice:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int = 0, *, streamed: bool = False,
+                     chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> OnDevice:
         backend = self._on(device)
-        return OnDevice(backend.load_circuit(pce), backend, device)
+        return OnDevice(backend.load_circuit(pce, streamed=streamed, chunk_rows=chunk_rows), backend, device)
 
     def evaluate_r1cs(self, circuit: OnDevice, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return circuit.backend.evaluate_r1cs(circuit.inner, z)

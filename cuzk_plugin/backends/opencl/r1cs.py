@@ -1,9 +1,12 @@
 """a, b, c of a pre-compiled circuit on the device, driving ``r1cs.cl``.
 
-:meth:`R1csDriver.load` uploads the matrices and the coefficient table once
-(:class:`OpenclCircuit`, resident until released); :meth:`R1csDriver.evaluate` uploads z and
-runs one launch per matrix, writing either canonical rows (``evaluate_r1cs``) or Montgomery
-rows zero-padded to the NTT domain, which the quotient H takes without leaving the device.
+:meth:`R1csDriver.load` uploads the coefficient tables once and either the matrices too
+(resident) or, for a device too small to hold them beside the key, only two chunk buffers
+(streamed): each evaluation then copies the host matrices through them a chunk of rows at a
+time. Either way it is an :class:`OpenclCircuit`, on the device until released.
+:meth:`R1csDriver.evaluate` uploads z and runs the row kernel per matrix (per chunk when
+streamed), writing either canonical rows (``evaluate_r1cs``) or Montgomery rows zero-padded to
+the NTT domain, which the quotient H takes without leaving the device.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cuzk_plugin.backends.opencl.device import import_pyopencl
 from cuzk_plugin.backends.opencl.launch import empty, fr_mont_limbs, launch, u32, upload
+from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, streamed_circuit_device_bytes
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_ints
-from cuzk_plugin.formats.pce import PrecompiledCircuit
+from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
 if TYPE_CHECKING:
     from pyopencl import Buffer  # imported lazily at run time: pyopencl is optional
@@ -24,57 +29,118 @@ FR_BYTES = 32
 
 
 @dataclass
+class ChunkBuffers:
+    """One of a streamed circuit's two chunk buffers: per matrix, device buffers for a chunk's
+    row pointers, columns and coefficient indices; ``readers``, the kernels that last read
+    them, which a copy into them waits for."""
+
+    matrices: list
+    readers: list = field(default_factory=list)
+
+    def release(self) -> None:
+        for bufs in self.matrices:
+            for b in bufs:
+                b.release()
+        self.matrices, self.readers = [], []
+
+
+@dataclass
 class OpenclCircuit:
-    """A pre-compiled circuit's matrices and coefficient tables in device memory."""
+    """A pre-compiled circuit on the device: its coefficient tables and either its matrices
+    (resident) or two chunk buffers its host matrices stream through (``streamed``)."""
 
     circuit: PrecompiledCircuit
-    #: per matrix: (row_ptr, cols, coeff_idx) buffers
+    #: resident: per matrix (row_ptr, cols, coeff_idx) buffers; streamed: none
     matrices: list
     coeffs_plain: Buffer
     coeffs_mont: Buffer
     nbytes: int
+    streamed: bool = False
+    #: Host bytes of the streamed matrices (the circuit's own arrays, read in place); 0 resident.
+    host_bytes: int = 0
+    #: Rows a streamed chunk holds.
+    chunk_rows: int = 0
+    chunks: list[ChunkBuffers] = field(default_factory=list)
     released: bool = field(default=False)
 
     def release(self) -> None:
         for bufs in self.matrices:
             for b in bufs:
                 b.release()
+        for chunk in self.chunks:
+            chunk.release()
         for b in (self.coeffs_plain, self.coeffs_mont):
             b.release()
-        self.matrices = []
+        self.matrices, self.chunks = [], []
         self.released = True
 
 
+def _most_chunk_terms(mat: CsrMatrix, rows: int, chunk_rows: int) -> int:
+    """The most terms any chunk of ``chunk_rows`` of the matrix's ``rows`` rows holds."""
+    starts = np.asarray(mat.row_ptr[0:rows + 1:chunk_rows], dtype=np.int64)
+    ends = np.append(starts[1:], np.int64(mat.row_ptr[rows]))
+    return int((ends - starts).max(initial=0))
+
+
 class R1csDriver:
-    """Sparse matrix-vector products over Fr on one OpenCL queue (the caller serialises use)."""
+    """Sparse matrix-vector products over Fr on one OpenCL queue (the caller serialises use); a
+    streamed circuit's chunks are copied on a second queue of the same device."""
 
     def __init__(self, context, queue, program):
         self.context, self.queue = context, queue
+        self.copy_queue = import_pyopencl().CommandQueue(context, queue.device)
         self.kernel = program.r1cs_spmv
 
-    def load(self, pce: PrecompiledCircuit) -> OpenclCircuit:
+    def load(self, pce: PrecompiledCircuit, *, streamed: bool = False,
+             chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> OpenclCircuit:
         if pce.num_constraints >= 1 << 32:
             raise ValueError(f"circuit {pce.name}: {pce.num_constraints} rows do not fit the kernel's 32-bit row index")
+        if chunk_rows < 1:
+            raise ValueError(f"load_circuit: chunk_rows must be at least 1, got {chunk_rows}")
         coeffs = np.ascontiguousarray(pce.coeffs, dtype=np.uint64).reshape(-1, FR_LIMBS)
         if coeffs.shape[0] == 0:
             coeffs = np.zeros((1, FR_LIMBS), np.uint64)  # no terms at all: a placeholder entry
-        plain = upload(self.context, self.queue, coeffs)
-        mont = upload(self.context, self.queue, fr_mont_limbs(limbs_to_ints(coeffs)))
-        matrices, nbytes = [], 2 * coeffs.nbytes
+        made = [upload(self.context, self.queue, coeffs)]
         try:
+            made.append(upload(self.context, self.queue, fr_mont_limbs(limbs_to_ints(coeffs))))
+            if streamed:
+                return self._streamed(pce, chunk_rows, made)
+            matrices, nbytes = [], 2 * coeffs.nbytes
             for mat in (pce.a, pce.b, pce.c):
-                bufs = tuple(upload(self.context, self.queue, np.ascontiguousarray(arr))
-                             for arr in (mat.row_ptr, mat.cols, mat.coeff_idx))
-                matrices.append(bufs)
+                bufs = []
+                for arr in (mat.row_ptr, mat.cols, mat.coeff_idx):
+                    bufs.append(upload(self.context, self.queue, np.ascontiguousarray(arr)))
+                    made.append(bufs[-1])
+                matrices.append(tuple(bufs))
                 nbytes += mat.nbytes
-        except Exception:
-            for bufs in matrices:
-                for b in bufs:
-                    b.release()
-            plain.release()
-            mont.release()
+            return OpenclCircuit(pce, matrices, made[0], made[1], nbytes)
+        except BaseException:
+            for b in made:
+                b.release()
             raise
-        return OpenclCircuit(pce, matrices, plain, mont, nbytes)
+
+    def _streamed(self, pce: PrecompiledCircuit, chunk_rows: int, made: list) -> OpenclCircuit:
+        """The circuit with two chunk buffers for its host matrices, sized as
+        :func:`streamed_circuit_device_bytes` counts them (appended to ``made`` as allocated,
+        for the caller to release on a failure)."""
+        m = pce.num_constraints
+        rows = max(1, min(chunk_rows, m))
+        mats = (pce.a, pce.b, pce.c)
+        terms = [_most_chunk_terms(mat, m, rows) for mat in mats]
+        chunks = []
+        for _ in range(2):
+            matrices = []
+            for t in terms:
+                bufs = (empty(self.context, (rows + 1) * 8), empty(self.context, t * 4), empty(self.context, t * 4))
+                made.extend(bufs)
+                matrices.append(bufs)
+            chunks.append(ChunkBuffers(matrices))
+        # The protocol's figure, which the engine budgets with: what is allocated here, plus a
+        # kind byte per coefficient and the densities, which OpenCL does not hold on the device
+        # (the kernel tests z for 0 and 1 itself; the densities are read on the host).
+        nbytes = streamed_circuit_device_bytes(pce, rows)
+        return OpenclCircuit(pce, [], made[0], made[1], nbytes, streamed=True,
+                             host_bytes=sum(mat.nbytes for mat in mats), chunk_rows=rows, chunks=chunks)
 
     def upload_z(self, circuit: OpenclCircuit, z: np.ndarray):
         pce = circuit.circuit
@@ -89,20 +155,60 @@ class R1csDriver:
             raise ValueError("evaluate_r1cs: the circuit handle has been released")
         m = circuit.circuit.num_constraints
         n = m if pad_to is None else pad_to
-        outs = []
-        for row_ptr, cols, cidx in circuit.matrices:
-            out = empty(self.context, n * FR_BYTES)
-            if n > m:
+        outs = [empty(self.context, n * FR_BYTES) for _ in range(3)]
+        if n > m:
+            for out in outs:
                 _fill_zero(self.queue, out, m * FR_BYTES, (n - m) * FR_BYTES)
-            if m:
+        if m and circuit.streamed:
+            self._stream_rows(circuit, d_z, outs, to_mont)
+        elif m:
+            for (row_ptr, cols, cidx), out in zip(circuit.matrices, outs, strict=True):
                 launch(self.queue, self.kernel, m, row_ptr, cols, cidx, circuit.coeffs_plain, circuit.coeffs_mont,
-                       d_z, out, u32(m), u32(int(to_mont)))
-            outs.append(out)
+                       d_z, out, u32(m), u32(int(to_mont)), u32(0), np.uint64(0))
         return outs
+
+    def _stream_rows(self, circuit: OpenclCircuit, d_z, outs: list, to_mont: bool) -> None:
+        """The rows chunk by chunk, through the two chunk buffers in turn: chunk i + 1's copies
+        are enqueued (on the copy queue, after the kernels that last read its buffer) before
+        chunk i's kernels, which wait for chunk i's copies, so the device copies one chunk
+        while it evaluates the other."""
+        pce = circuit.circuit
+        m, rows = pce.num_constraints, circuit.chunk_rows
+        mats = (pce.a, pce.b, pce.c)
+        copied = self._copy_chunk(circuit, 0)
+        for i, r0 in enumerate(range(0, m, rows)):
+            r1 = min(m, r0 + rows)
+            following = self._copy_chunk(circuit, i + 1) if r1 < m else []
+            chunk = circuit.chunks[i % 2]
+            chunk.readers = [
+                launch(self.queue, self.kernel, r1 - r0, row_ptr, cols, cidx, circuit.coeffs_plain,
+                       circuit.coeffs_mont, d_z, out, u32(r1 - r0), u32(int(to_mont)), u32(r0),
+                       np.uint64(mat.row_ptr[r0]), wait_for=copied or None)
+                for mat, (row_ptr, cols, cidx), out in zip(mats, chunk.matrices, outs, strict=True)]
+            self.queue.flush()  # the next copies into this buffer wait for these kernels
+            copied = following
+
+    def _copy_chunk(self, circuit: OpenclCircuit, i: int) -> list:
+        """Enqueue, without waiting, the copies of chunk ``i``'s row pointers and terms into its
+        chunk buffer; their events."""
+        cl = import_pyopencl()
+        pce = circuit.circuit
+        r0 = i * circuit.chunk_rows
+        r1 = min(pce.num_constraints, r0 + circuit.chunk_rows)
+        chunk = circuit.chunks[i % 2]
+        events = []
+        for mat, bufs in zip((pce.a, pce.b, pce.c), chunk.matrices, strict=True):
+            lo, hi = int(mat.row_ptr[r0]), int(mat.row_ptr[r1])
+            parts: tuple[np.ndarray, ...] = (np.ascontiguousarray(mat.row_ptr[r0:r1 + 1], dtype=np.uint64),
+                                             np.ascontiguousarray(mat.cols[lo:hi], dtype=np.uint32),
+                                             np.ascontiguousarray(mat.coeff_idx[lo:hi], dtype=np.uint32))
+            for buf, part in zip(bufs, parts, strict=True):
+                if part.size:
+                    events.append(cl.enqueue_copy(self.copy_queue, buf, part, is_blocking=False,
+                                                  wait_for=chunk.readers or None))
+        self.copy_queue.flush()  # kernels on the other queue wait for these copies
+        return events
 
 
 def _fill_zero(queue, buf, offset: int, nbytes: int) -> None:
-    from cuzk_plugin.backends.opencl.device import import_pyopencl
-
-    cl = import_pyopencl()
-    cl.enqueue_fill_buffer(queue, buf, np.uint8(0), offset, nbytes)
+    import_pyopencl().enqueue_fill_buffer(queue, buf, np.uint8(0), offset, nbytes)

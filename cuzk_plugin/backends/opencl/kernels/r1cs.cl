@@ -7,6 +7,11 @@
  * witnesses are mostly bits, so most terms are one modular addition. Sums are modular additions
  * of canonical values; the row is written canonical or, with to_mont, in Montgomery form (what
  * the NTT kernels take), into out[row0 + row].
+ *
+ * A launch covers rows row0 .. row0 + rows of the circuit: resident, row0 = 0 and base = 0
+ * over the whole matrix; streamed, one chunk of rows whose row pointers (rows + 1 of them) and
+ * terms were copied to the start of their buffers, so base (the chunk's first term) is
+ * subtracted from each row pointer.
  */
 
 inline int fr_is_zero(const fr_t v) {
@@ -25,10 +30,11 @@ inline int fr_is_one(const fr_t v) {
 
 __kernel void r1cs_spmv(__global const ulong *row_ptr, __global const uint *cols, __global const uint *coeff_idx,
                         __global const fr_t *coeffs_plain, __global const fr_t *coeffs_mont,
-                        __global const fr_t *z, __global fr_t *out, const uint rows, const uint to_mont) {
+                        __global const fr_t *z, __global fr_t *out, const uint rows, const uint to_mont,
+                        const uint row0, const ulong base) {
     uint row = get_global_id(0);
     if (row >= rows) return;
-    ulong lo = row_ptr[row], hi = row_ptr[row + 1];
+    ulong lo = row_ptr[row] - base, hi = row_ptr[row + 1] - base;
     fr_t acc = fr_zero();
     for (ulong t = lo; t < hi; t++) {
         fr_t v = z[cols[t]];
@@ -36,5 +42,5 @@ __kernel void r1cs_spmv(__global const ulong *row_ptr, __global const uint *cols
         uint k = coeff_idx[t];
         acc = fr_add(acc, fr_is_one(v) ? coeffs_plain[k] : fr_mul(coeffs_mont[k], v));
     }
-    out[row] = to_mont ? fr_to_mont(acc) : acc;
+    out[row0 + row] = to_mont ? fr_to_mont(acc) : acc;
 }
