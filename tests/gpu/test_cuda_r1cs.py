@@ -1,15 +1,21 @@
 """R1CS evaluation on the GPU (kernels/r1cs.cu): a, b, c of random Filecoin-like circuits
 against Python integers, and a proof from a WitnessPartition (a, b, c never leave the device)
-equal to the synthesized partition's proof with the same r, s, and verifying."""
+equal to the synthesized partition's proof with the same r, s, and verifying. A streamed circuit
+(matrices in page-locked host memory, copied a chunk of rows at a time) gives the resident
+circuit's a, b, c and proofs bit for bit, for chunks of one row up to more than the circuit."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
+from cuzk_plugin.backends.cuda import CudaBackend
+from cuzk_plugin.backends.cuda.backend import CudaCircuit, load_circuit_into
+from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes
 from cuzk_plugin.bls12_381.fields import (
     R,
     ints_to_limbs,
@@ -19,7 +25,9 @@ from cuzk_plugin.bls12_381.fields import (
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import R1CS, synthesize
+from cuzk_plugin.formats.params import SetupSecrets
 from cuzk_plugin.formats.partition import WitnessPartition
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.groth16.prover import assemble
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
@@ -124,7 +132,6 @@ def test_witness_partitions_back_to_back(cuda, rng):
         srs.release()
 
 
-
 def test_check_r1cs_finds_the_rows_that_fail(cuda, rng):
     """On the device: a satisfying witness of a Filecoin-like circuit has no failing row; one
     changed aux value makes exactly the rows the host check finds fail, the first one named."""
@@ -144,5 +151,120 @@ def test_check_r1cs_finds_the_rows_that_fail(cuda, rng):
         assert want.size > 0
         assert cuda.check_r1cs(handle, bad) == (int(want.size), int(want[0]))
         assert _violations(cuda, handle, bad) == (int(want.size), int(want[0]))
+    finally:
+        handle.release()
+
+
+def load_streamed(cuda, pce: PrecompiledCircuit, chunk_rows: int) -> CudaCircuit:
+    """``pce`` streamed in chunks of ``chunk_rows`` rows (load_circuit takes CIRCUIT_CHUNK_ROWS)."""
+    handle, nbytes, host_bytes = load_circuit_into(cuda.context(), pce, streamed=True, chunk_rows=chunk_rows)
+    return CudaCircuit(handle=handle, nbytes=nbytes, device=cuda.device, circuit=pce, host_bytes=host_bytes,
+                       streamed=True)
+
+
+def matrices_nbytes(pce: PrecompiledCircuit) -> int:
+    """A, B and C as the library holds them: m + 1 uint64 row pointers, a uint32 column and a
+    uint32 coefficient index a term."""
+    return sum(8 * (pce.num_constraints + 1) + 8 * len(mat.cols) for mat in (pce.a, pce.b, pce.c))
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 64, 1 << 20])
+@pytest.mark.parametrize("shape", [(1, 1, 0), (50, 3, 40), (2000, 5, 1800)], ids=["one-row", "small", "medium"])
+def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chunk_rows):
+    r1cs, z = random_circuit(rng, *shape)
+    pce = precompile_r1cs(r1cs, "random")
+    resident, streamed, host = cuda.load_circuit(pce), load_streamed(cuda, pce, chunk_rows), cpu.load_circuit(pce)
+    try:
+        assert streamed.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
+        assert streamed.host_bytes == matrices_nbytes(pce)
+        assert resident.host_bytes == 0 and not resident.streamed
+        want = cuda.evaluate_r1cs(resident, z)
+        for w, c in zip(want, cpu.evaluate_r1cs(host, z), strict=True):
+            np.testing.assert_array_equal(w, c)
+        for w, c in zip(want, reference_abc(r1cs, z), strict=True):
+            np.testing.assert_array_equal(w, c)
+        for _ in range(2):  # the second evaluation reuses the chunk buffers
+            for name, g, w in zip("abc", cuda.evaluate_r1cs(streamed, z), want, strict=True):
+                bad = np.flatnonzero((g != w).any(axis=1))
+                assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
+        assert cuda.check_r1cs(streamed, z) == cuda.check_r1cs(resident, z)
+    finally:
+        resident.release()
+        streamed.release()
+        host.release()
+
+
+def test_load_circuit_streamed_takes_the_protocol_chunk(cuda, rng):
+    r1cs, z = random_circuit(rng, 300, 4, 250)
+    pce = precompile_r1cs(r1cs, "random")
+    handle = cuda.load_circuit(pce, streamed=True)
+    try:
+        assert handle.streamed and "streamed=True" in repr(handle)
+        assert handle.nbytes == streamed_circuit_device_bytes(pce)
+        assert handle.host_bytes == matrices_nbytes(pce)
+        for g, w in zip(cuda.evaluate_r1cs(handle, z), reference_abc(r1cs, z), strict=True):
+            np.testing.assert_array_equal(g, w)
+    finally:
+        handle.release()
+    with pytest.raises(ValueError, match="at least one row"):
+        load_streamed(cuda, pce, 0)
+
+
+def test_streamed_evaluations_through_two_contexts_at_once(cuda, rng):
+    """Two contexts on one device hold no common lock: their evaluations of one streamed circuit
+    take turns on its chunk buffers and each gets its own z's a, b, c."""
+    r1cs, z = random_circuit(rng, 3000, 5, 2500)
+    zs = [z] + [random_circuit(rng, 1, 5, 2500)[1] for _ in range(3)]  # other assignments of as many variables
+    pce = precompile_r1cs(r1cs, "random")
+    other = CudaBackend(cuda.device)
+    resident, streamed = cuda.load_circuit(pce), load_streamed(cuda, pce, 97)
+    try:
+        want = [cuda.evaluate_r1cs(resident, zi) for zi in zs]
+        with ThreadPoolExecutor(4) as pool:
+            jobs = [(i, pool.submit(backend.evaluate_r1cs, streamed, zs[i]))
+                    for _ in range(3) for i, backend in enumerate((cuda, other, cuda, other))]
+            for i, job in jobs:
+                for g, w in zip(job.result(), want[i], strict=True):
+                    np.testing.assert_array_equal(g, w)
+    finally:
+        resident.release()
+        streamed.release()
+        other.close()
+
+
+def test_witness_partitions_prove_with_a_streamed_circuit(cuda, rng):
+    """Same key, same r and s: proofs of witness partitions with the circuit streamed (three
+    started before any finishes, so their evaluations follow one another on the chunk buffers)
+    are byte for byte the resident circuit's, and verify."""
+    seed = int(rng.integers(1 << 30))
+    r1cs, _, _ = filecoin_like(1500, seed).finish_witness()
+    key = setup(r1cs)
+    pce = precompile_r1cs(r1cs, "filecoin-like")
+    srs = cuda.load_srs(key)
+    resident, streamed = cuda.load_circuit(pce), load_streamed(cuda, pce, 61)
+    try:
+        instances = [filecoin_like(1500, int(s)).finish_witness()[1:] for s in rng.integers(1 << 30, size=3)]
+        pending = [cuda.prove_start(srs, WitnessPartition(streamed, i, x)) for i, x in instances]
+        rnd = random.Random(seed)
+        for (inputs, aux), p in zip(instances, pending, strict=True):
+            got = cuda.prove_finish(p)
+            assert p.timings_ms["r1cs"] > 0
+            want = cuda.prove_finish(cuda.prove_start(srs, WitnessPartition(resident, inputs, aux)))
+            r, s = rnd.randrange(R), rnd.randrange(R)
+            proof = assemble(key.vk, got, r, s)
+            assert proof.to_bytes() == assemble(key.vk, want, r, s).to_bytes()
+            assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
+    finally:
+        resident.release()
+        streamed.release()
+        srs.release()
+
+
+def test_a_test_key_is_not_made_from_a_streamed_circuit(cuda):
+    r1cs, _, _ = filecoin_like(200, 1).finish_witness()
+    handle = cuda.load_circuit(precompile_r1cs(r1cs, "keygen"), streamed=True)
+    try:
+        with pytest.raises(ValueError, match="a TEST key is made from a resident circuit"):
+            cuda.generate_srs(handle, SetupSecrets.draw())
     finally:
         handle.release()

@@ -28,7 +28,7 @@ from cuzk_plugin.backends.cuda.library import (
     u32_ptr,
     u64_ptr,
 )
-from cuzk_plugin.backends.protocol import DeviceInfo, ProofSums
+from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, DeviceInfo, ProofSums
 from cuzk_plugin.bls12_381.fields import (
     FR_LIMBS,
     R,
@@ -176,14 +176,20 @@ class CudaSrs:
 
 @dataclass
 class CudaCircuit:
-    """A pre-compiled circuit resident in one GPU's memory (matrices, coefficient table in both
-    forms, densities), for :meth:`CudaBackend.evaluate_r1cs` and witness partitions."""
+    """A pre-compiled circuit on one GPU (coefficient table in both forms, densities, and the
+    matrices, or when ``streamed`` two chunk buffers their rows are copied through from
+    page-locked host memory at each evaluation), for :meth:`CudaBackend.evaluate_r1cs` and
+    witness partitions."""
 
     handle: ctypes.c_void_p
+    #: Device bytes held.
     nbytes: int
     device: int
     circuit: PrecompiledCircuit
     released: bool = field(default=False)
+    #: Page-locked host bytes held (the matrices of a streamed circuit; 0 when resident).
+    host_bytes: int = 0
+    streamed: bool = False
 
     def release(self) -> None:
         if not self.released:
@@ -191,7 +197,8 @@ class CudaCircuit:
             call("cz_circuit_free", self.handle)
 
     def __repr__(self) -> str:
-        return f"CudaCircuit({self.circuit.name}, device={self.device}, nbytes={self.nbytes}, released={self.released})"
+        return (f"CudaCircuit({self.circuit.name}, device={self.device}, nbytes={self.nbytes}, "
+                f"host_bytes={self.host_bytes}, streamed={self.streamed}, released={self.released})")
 
 
 def checked_csr(mat: CsrMatrix, what: str, rows: int, num_vars: int, num_coeffs: int) -> tuple[np.ndarray, ...]:
@@ -212,10 +219,13 @@ def checked_csr(mat: CsrMatrix, what: str, rows: int, num_vars: int, num_coeffs:
     return row_ptr, cols, coeff
 
 
-def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit,
-                      lib: ctypes.CDLL | None = None) -> tuple[ctypes.c_void_p, int]:
+def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit, lib: ctypes.CDLL | None = None, *,
+                      streamed: bool = False, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> tuple[ctypes.c_void_p, int, int]:
     """cz_circuit_load of ``pce`` on ``context`` (of ``lib``, by default the production library)
-    after checking its arrays; the handle and its device bytes."""
+    after checking its arrays, resident or ``streamed`` in chunks of ``chunk_rows`` rows; the
+    handle, its device bytes and its page-locked host bytes."""
+    if streamed and chunk_rows < 1:
+        raise ValueError(f"circuit {pce.name}: a streamed circuit needs chunks of at least one row, got {chunk_rows}")
     m = pce.num_constraints
     coeffs = np.ascontiguousarray(pce.coeffs, dtype=np.uint64)
     if coeffs.ndim != 2 or coeffs.shape[1] != FR_LIMBS or (coeffs.size and not less_than_modulus(coeffs, R).all()):
@@ -229,10 +239,11 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit,
     args = []
     for row_ptr, cols, coeff in mats:
         args += [u64_ptr(row_ptr), u32_ptr(cols), u32_ptr(coeff), cols.shape[0]]
-    handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+    handle, nbytes, host_bytes = ctypes.c_void_p(), ctypes.c_uint64(0), ctypes.c_uint64(0)
     call("cz_circuit_load", context, m, pce.num_inputs, pce.num_aux, u64_ptr(coeffs), coeffs.shape[0], *args,
-         u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), ctypes.byref(handle), ctypes.byref(nbytes), lib=lib)
-    return handle, nbytes.value
+         u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), int(streamed), chunk_rows if streamed else 0,
+         ctypes.byref(handle), ctypes.byref(nbytes), ctypes.byref(host_bytes), lib=lib)
+    return handle, nbytes.value, host_bytes.value
 
 
 #: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, the upload, the
@@ -431,11 +442,15 @@ class CudaBackend:
         return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev, host=host, owns_host=owns,
                        stream_chunk=stream_chunk)
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None) -> CudaCircuit:
-        """Copy the circuit to ``device`` (resident until ``release``; ``nbytes`` of GPU memory)."""
+    def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None, *, streamed: bool = False) -> CudaCircuit:
+        """Copy the circuit to ``device`` until ``release`` (``nbytes`` of GPU memory), or with
+        ``streamed`` only its coefficient table and densities, the matrices going to page-locked
+        host memory (``host_bytes``) and through the GPU :data:`CIRCUIT_CHUNK_ROWS` rows at a time
+        at each evaluation."""
         dev = self.device if device is None else device
-        handle, nbytes = load_circuit_into(self.context(dev), pce)
-        return CudaCircuit(handle=handle, nbytes=nbytes, device=dev, circuit=pce)
+        handle, nbytes, host_bytes = load_circuit_into(self.context(dev), pce, streamed=streamed)
+        return CudaCircuit(handle=handle, nbytes=nbytes, device=dev, circuit=pce, host_bytes=host_bytes,
+                           streamed=streamed)
 
     @staticmethod
     def _assignment_for(circuit: CudaCircuit, z: np.ndarray, what: str) -> np.ndarray:
@@ -489,7 +504,7 @@ class CudaBackend:
                 _contiguous(part.aux_assignment, (FR_LIMBS,), "aux_assignment"))
 
     def _prove_start_witness(self, srs: CudaSrs, part: WitnessPartition) -> CudaPending:
-        """a, b, c evaluated on the device from the resident circuit, straight into H."""
+        """a, b, c evaluated on the device from the circuit (resident or streamed), straight into H."""
         circuit = part.circuit
         if not isinstance(circuit, CudaCircuit) or circuit.released:
             raise ValueError(f"prove_start: {circuit!r} is not a live CUDA circuit handle")
@@ -529,8 +544,9 @@ class CudaBackend:
 
     def generate_srs(self, circuit: CudaCircuit, secrets: SetupSecrets) -> tuple[CudaSrs, np.ndarray]:
         """A TEST key of the circuit made on its GPU from ``secrets`` (kernels/keygen.cu: the QAP
-        at tau through the resident matrices, fixed-base multiplications), and the input
-        columns' u, v, w at tau ``(num_inputs, 3, 4)`` uint64 canonical for the verifying key.
+        at tau through the resident matrices, so never from a streamed circuit; fixed-base
+        multiplications), and the input columns' u, v, w at tau ``(num_inputs, 3, 4)`` uint64
+        canonical for the verifying key.
         The handle carries the stage times and the device memory peak (keygen_ms, keygen_memory)."""
         if not isinstance(circuit, CudaCircuit) or circuit.released:
             raise ValueError(f"generate_srs: {circuit!r} is not a live CUDA circuit handle")

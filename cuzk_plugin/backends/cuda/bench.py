@@ -126,7 +126,7 @@ class CudaBench:
         """Event-timed milliseconds of ``repeat`` evaluations a, b, c = A z, B z, C z of ``pce``
         resident on the device (z uploaded once), and rows ``rows`` of the last one:
         ``(len(rows), 3, 4) uint64`` (a, b, c of each row) for the caller to check."""
-        handle, _ = load_circuit_into(self.context(), pce, lib=self._lib)
+        handle, _, _ = load_circuit_into(self.context(), pce, lib=self._lib)
         try:
             zz = np.ascontiguousarray(z, dtype=np.uint64)
             idx = np.ascontiguousarray(rows, dtype=np.uint64)

@@ -105,7 +105,7 @@ _SIGNATURES = {
     "cz_prove_wait": [c_void_p],
     "cz_circuit_load": [c_void_p, c_size_t, c_size_t, c_size_t, _U64P, c_size_t,
                         _U64P, _U32P, _U32P, c_size_t, _U64P, _U32P, _U32P, c_size_t, _U64P, _U32P, _U32P, c_size_t,
-                        _U8P, _U8P, _U8P, _VPP, _U64P],
+                        _U8P, _U8P, _U8P, c_int, c_size_t, _VPP, _U64P, _U64P],
     "cz_circuit_free": [c_void_p],
     "cz_evaluate_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, _U64P, _U64P, _U64P],
     "cz_check_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, _U64P, _U64P],

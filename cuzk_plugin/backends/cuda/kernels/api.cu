@@ -328,22 +328,25 @@ cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, 
 
 // A pre-compiled circuit to the device (r1cs.cuh): m rows, coeffs (n_coeffs, 4) canonical,
 // for each of A, B, C its row_ptr (m + 1), cols and coefficient indices (nnz each), the
-// densities as in cz_prove_start. The caller has checked the CSR arrays' bounds.
+// densities as in cz_prove_start. The caller has checked the CSR arrays' bounds. streamed: the
+// matrices go to page-locked host memory instead, copied to the device chunk_rows (>= 1) rows
+// at a time at each evaluation. nbytes: its device bytes; host_bytes: its page-locked bytes.
 cz_status cz_circuit_load(cz_context* ctx, size_t m, size_t num_inputs, size_t num_aux, const uint64_t* coeffs,
                           size_t n_coeffs, const uint64_t* a_row_ptr, const uint32_t* a_cols,
                           const uint32_t* a_coeff, size_t a_nnz, const uint64_t* b_row_ptr, const uint32_t* b_cols,
                           const uint32_t* b_coeff, size_t b_nnz, const uint64_t* c_row_ptr, const uint32_t* c_cols,
                           const uint32_t* c_coeff, size_t c_nnz, const uint8_t* a_aux_density,
-                          const uint8_t* b_input_density, const uint8_t* b_aux_density, cz_circuit** out,
-                          uint64_t* nbytes) {
+                          const uint8_t* b_input_density, const uint8_t* b_aux_density, int streamed,
+                          size_t chunk_rows, cz_circuit** out, uint64_t* nbytes, uint64_t* host_bytes) {
     return cz_guard([&] {
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         const csr_host mats[3] = {{a_row_ptr, a_cols, a_coeff, a_nnz}, {b_row_ptr, b_cols, b_coeff, b_nnz},
                                   {c_row_ptr, c_cols, c_coeff, c_nnz}};
         auto circuit = circuit_load(*ctx, m, num_inputs, num_aux, coeffs, n_coeffs, mats, a_aux_density,
-                                    b_input_density, b_aux_density);
+                                    b_input_density, b_aux_density, streamed != 0, chunk_rows);
         *nbytes = circuit->nbytes;
+        *host_bytes = circuit->host_bytes;
         *out = circuit.release();
     });
 }
@@ -381,9 +384,9 @@ cz_status cz_check_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64
     });
 }
 
-// cz_prove_start for a witness partition: a, b, c evaluated on the device from the resident
-// circuit (straight into H), the densities the circuit's. inputs and aux stay alive until
-// cz_prove_finish.
+// cz_prove_start for a witness partition: a, b, c evaluated on the device from the circuit,
+// resident or streamed (straight into H), the densities the circuit's. inputs and aux stay
+// alive until cz_prove_finish.
 cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_circuit* circuit, const uint64_t* inputs,
                                  size_t n_inputs, const uint64_t* aux, size_t n_aux, cz_pending** out) {
     return cz_guard([&] {
@@ -426,9 +429,9 @@ cz_status cz_prove_wait(cz_pending* pending) {
     return cz_guard([&] { pending->result.wait(); });
 }
 
-// A TEST proving key of `circuit` made on its device (keygen.cuh) from secrets (5 x 4 uint64
-// canonical: tau, alpha, beta, gamma, delta, each in [1, r)). input_sums (num_inputs x 3 x 4
-// uint64) receives u, v, w at tau of each input column, canonical, for the verifying key.
+// A TEST proving key of a resident `circuit` made on its device (keygen.cuh) from secrets (5 x 4
+// uint64 canonical: tau, alpha, beta, gamma, delta, each in [1, r)). input_sums (num_inputs x 3
+// x 4 uint64) receives u, v, w at tau of each input column, canonical, for the verifying key.
 // timings_ms (10): lagrange, A columns, a, B columns, b_g1, b_g2, C columns, l, h, total;
 // memory_bytes (2): device memory in use before and at the peak. Both may be null.
 cz_status cz_srs_generate(cz_context* ctx, const cz_circuit* circuit, const uint64_t* secrets, cz_srs** out,

@@ -171,6 +171,8 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
     keygen_report local;
     keygen_report& rep = report ? *report : local;
     cudaStream_t s = ctx.stream;
+    CZ_REQUIRE(!circuit.streamed(), "key generation: a TEST key is made from a resident circuit (this one's "
+                                    "matrices are streamed from host memory)");
     const size_t m = circuit.m, n_in = circuit.num_inputs, n_aux = circuit.num_aux, n_vars = n_in + n_aux;
     CZ_REQUIRE(m >= 1 && n_in >= 1, "key generation: the circuit needs a row and an input (ONE)");
     CZ_REQUIRE(n_vars < (1ull << 32), "key generation: 2^32 variables or more");

@@ -44,10 +44,11 @@ struct keygen_report {
 };
 
 // The key of `circuit` for `secrets` on ctx's device. input_sums (host, num_inputs * 3 * 4
-// uint64) receives u, v, w of each input column, canonical. Refuses (CZ_INVALID_ARGUMENT) tau in
-// the domain and a dense column of A or B that evaluates to 0. Transients (the Lagrange basis,
-// the column counters, scalars: about 64 + 3 x 32 bytes a variable) are freed before it returns
-// and the device's memory pool trimmed, so only the key stays.
+// uint64) receives u, v, w of each input column, canonical. Refuses (CZ_INVALID_ARGUMENT) a
+// streamed circuit (the column sums read the resident matrices), tau in the domain and a dense
+// column of A or B that evaluates to 0. Transients (the Lagrange basis, the column counters,
+// scalars: about 64 + 3 x 32 bytes a variable) are freed before it returns and the device's
+// memory pool trimmed, so only the key stays.
 std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit, const keygen_secrets& secrets,
                                      uint64_t* input_sums, keygen_report* report);
 

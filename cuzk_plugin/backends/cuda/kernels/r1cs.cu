@@ -4,7 +4,9 @@
 // coefficient of 1 or -1 adds or subtracts the value, a value of 1 adds the coefficient; only
 // the rest take one Montgomery product, of the coefficient in Montgomery form with the
 // canonical value, which leaves the canonical product (M(c R, z) = c z). Sums stay canonical.
+// A streamed circuit runs the same kernel once a chunk of rows, on the chunk's copy.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 
@@ -21,20 +23,24 @@ __device__ __forceinline__ bool is_one_canonical(const fr_t& x) {
 
 struct r1cs_tables {
     csr_device mat[3];
+    uint64_t term0[3];  // the term index mat[i].row_ptr[0] stands for: the terms start at cols[0]
     const fr_t* coeff_mont;
     const fr_t* coeff_canon;
     const uint8_t* kinds;
 };
 
-__global__ void r1cs_rows_kernel(r1cs_tables t, const fr_t* __restrict__ z, uint64_t m, fr_t* a, fr_t* b, fr_t* c) {
+// Rows row0 .. row0 + rows of the outputs from rows 0 .. rows of the tables' matrices.
+__global__ void r1cs_rows_kernel(r1cs_tables t, const fr_t* __restrict__ z, uint64_t rows, uint64_t row0, fr_t* a,
+                                 fr_t* b, fr_t* c) {
     const uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= m) return;
+    if (row >= rows) return;
     // A constant index per branch keeps the tables in the parameter space (a run-time index
     // into a parameter array makes a local copy).
     const csr_device mat = blockIdx.y == 0 ? t.mat[0] : (blockIdx.y == 1 ? t.mat[1] : t.mat[2]);
+    const uint64_t term0 = blockIdx.y == 0 ? t.term0[0] : (blockIdx.y == 1 ? t.term0[1] : t.term0[2]);
     fr_t acc = fr_t::zero();
-    const uint64_t end = mat.row_ptr[row + 1];
-    for (uint64_t k = mat.row_ptr[row]; k < end; k++) {
+    const uint64_t end = mat.row_ptr[row + 1] - term0;
+    for (uint64_t k = mat.row_ptr[row] - term0; k < end; k++) {
         const fr_t v = z[mat.cols[k]];
         if (v.is_zero()) continue;
         const uint32_t ci = mat.coeff[k];
@@ -49,7 +55,7 @@ __global__ void r1cs_rows_kernel(r1cs_tables t, const fr_t* __restrict__ z, uint
             acc = acc + t.coeff_mont[ci] * v;
     }
     fr_t* out = blockIdx.y == 0 ? a : (blockIdx.y == 1 ? b : c);
-    out[row] = acc;
+    out[row0 + row] = acc;
 }
 
 __global__ void coeff_table_kernel(fr_t* mont, const fr_t* canon, uint8_t* kinds, size_t k) {
@@ -71,6 +77,113 @@ __global__ void r1cs_check_kernel(const fr_t* __restrict__ a, const fr_t* __rest
     atomicMin(first, (unsigned long long)row);
 }
 
+void launch_rows(cudaStream_t stream, const r1cs_tables& t, const fr_t* z, size_t rows, size_t row0, fr_t* a,
+                 fr_t* b, fr_t* c) {
+    constexpr unsigned kThreads = 256;
+    r1cs_rows_kernel<<<dim3(blocks_for(rows, kThreads), 3), kThreads, 0, stream>>>(t, z, rows, row0, a, b, c);
+    CZ_CHECK_LAUNCH();
+}
+
+// Typed arrays laid out one after another from `base`: run over base 0 to measure a layout,
+// then over its allocation. Larger types are taken first, so every array stays aligned.
+struct carver {
+    uintptr_t base = 0;
+    size_t used = 0;
+    template <class T>
+    T* take(size_t count) {
+        T* p = reinterpret_cast<T*>(base + used);
+        used += count * sizeof(T);
+        return p;
+    }
+};
+
+// A streamed circuit's matrices copied into one page-locked host block, and the most terms a
+// chunk of `rows` rows has in each (what the device chunk buffers must hold).
+void pin_matrices(cz_circuit& c, const csr_host mats[3], size_t rows) {
+    const size_t m = c.m;
+    uint64_t* row_ptr[3];
+    uint32_t *cols[3], *coeff[3];
+    auto layout = [&](carver& k) {
+        for (int i = 0; i < 3; i++) row_ptr[i] = k.take<uint64_t>(m + 1);
+        for (int i = 0; i < 3; i++) cols[i] = k.take<uint32_t>(mats[i].nnz), coeff[i] = k.take<uint32_t>(mats[i].nnz);
+    };
+    carver size;
+    layout(size);
+    CZ_CHECK(cudaHostAlloc(&c.host_block, size.used, cudaHostAllocPortable));
+    c.host_bytes = size.used;
+    carver at{reinterpret_cast<uintptr_t>(c.host_block)};
+    layout(at);
+    c.chunk_rows = rows;
+    for (int i = 0; i < 3; i++) {
+        const size_t nnz = mats[i].nnz;
+        std::memcpy(row_ptr[i], mats[i].row_ptr, (m + 1) * sizeof(uint64_t));
+        if (nnz) {
+            std::memcpy(cols[i], mats[i].cols, nnz * sizeof(uint32_t));
+            std::memcpy(coeff[i], mats[i].coeff, nnz * sizeof(uint32_t));
+        }
+        c.host_mat[i] = {row_ptr[i], cols[i], coeff[i], nnz};
+        for (size_t r0 = 0; r0 < m; r0 += rows)
+            c.max_terms[i] = std::max<size_t>(c.max_terms[i], row_ptr[i][std::min(r0 + rows, m)] - row_ptr[i][r0]);
+    }
+}
+
+// On scope exit, an error included: `stream` waits for everything queued on `copier`, then
+// `done` is recorded on it, marking the end of all of an evaluation's work.
+struct evaluation_end {
+    cudaStream_t stream, copier;
+    cudaEvent_t joined, done;
+    ~evaluation_end() {  // a destructor cannot throw; errors resurface at the next check
+        if (cudaEventRecord(joined, copier) == cudaSuccess) cudaStreamWaitEvent(stream, joined, 0);
+        cudaEventRecord(done, stream);
+    }
+};
+
+// The rows a chunk at a time: chunk i + 1 is copied (on a stream of its own, into the other
+// chunk buffer, once chunk i - 1's kernel has read it) while chunk i is evaluated.
+void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, r1cs_tables t, const fr_t* z, fr_t* a,
+                       fr_t* b, fr_t* c) {
+    std::lock_guard<std::mutex> lock(circuit.evaluating);
+    const size_t m = circuit.m, rows = circuit.chunk_rows, nchunks = (m + rows - 1) / rows;
+    int priority = 0;
+    CZ_CHECK(cudaStreamGetPriority(stream, &priority));
+    cuda_stream copier(priority);
+    cuda_event copied[2], consumed[2], joined;
+    evaluation_end end{stream, copier.s, joined.e, circuit.evaluated};
+    // The previous evaluation, on whichever stream, is done with the chunk buffers.
+    CZ_CHECK(cudaStreamWaitEvent(copier.s, circuit.evaluated, 0));
+    auto copy = [&](size_t i) {
+        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
+        const csr_chunk& buf = circuit.chunk[i % 2];
+        if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(copier.s, consumed[i % 2].e, 0));
+        for (int k = 0; k < 3; k++) {
+            const csr_host& h = circuit.host_mat[k];
+            const uint64_t term0 = h.row_ptr[r0], terms = h.row_ptr[r1] - term0;
+            CZ_CHECK(cudaMemcpyAsync(buf.row_ptr[k], h.row_ptr + r0, (r1 - r0 + 1) * sizeof(uint64_t),
+                                     cudaMemcpyHostToDevice, copier.s));
+            if (terms == 0) continue;
+            CZ_CHECK(cudaMemcpyAsync(buf.cols[k], h.cols + term0, terms * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                                     copier.s));
+            CZ_CHECK(cudaMemcpyAsync(buf.coeff[k], h.coeff + term0, terms * sizeof(uint32_t),
+                                     cudaMemcpyHostToDevice, copier.s));
+        }
+        CZ_CHECK(cudaEventRecord(copied[i % 2].e, copier.s));
+    };
+    copy(0);
+    for (size_t i = 0; i < nchunks; i++) {
+        if (i + 1 < nchunks) copy(i + 1);
+        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
+        const csr_chunk& buf = circuit.chunk[i % 2];
+        for (int k = 0; k < 3; k++) {
+            const csr_host& h = circuit.host_mat[k];
+            t.mat[k] = {buf.row_ptr[k], buf.cols[k], buf.coeff[k], h.row_ptr[r1] - h.row_ptr[r0]};
+            t.term0[k] = h.row_ptr[r0];
+        }
+        CZ_CHECK(cudaStreamWaitEvent(stream, copied[i % 2].e, 0));
+        launch_rows(stream, t, z, r1 - r0, r0, a, b, c);
+        CZ_CHECK(cudaEventRecord(consumed[i % 2].e, stream));
+    }
+}
+
 }  // namespace
 
 r1cs_violations r1cs_check(cudaStream_t stream, const fr_t* a, const fr_t* b, const fr_t* c, size_t m) {
@@ -89,49 +202,83 @@ r1cs_violations r1cs_check(cudaStream_t stream, const fr_t* a, const fr_t* b, co
 
 cz_circuit::~cz_circuit() {
     cudaSetDevice(device);
+    if (evaluated) {
+        cudaEventSynchronize(evaluated);  // the last evaluation's copies may still read host_block
+        cudaEventDestroy(evaluated);
+    }
     for (void* p : owned) cudaFree(p);
+    if (host_block) cudaFreeHost(host_block);
 }
 
 std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_inputs, size_t num_aux,
                                          const uint64_t* coeffs, size_t n_coeffs, const csr_host mats[3],
                                          const uint8_t* a_aux_density, const uint8_t* b_input_density,
-                                         const uint8_t* b_aux_density) {
+                                         const uint8_t* b_aux_density, bool streamed, size_t chunk_rows) {
     CZ_REQUIRE(m >= 1, "a circuit needs at least one constraint");
+    CZ_REQUIRE(!streamed || chunk_rows >= 1, "a streamed circuit needs chunks of at least one row");
     auto c = std::make_unique<cz_circuit>();
     c->device = ctx.device, c->m = m, c->num_inputs = num_inputs, c->num_aux = num_aux, c->n_coeffs = n_coeffs;
-    // A device copy of `count` elements of `src` (one element at least: kernels read the pointers).
-    auto copy = [&](const auto* src, size_t count) {
-        using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
-        T* dst = nullptr;
-        CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&dst), std::max<size_t>(count, 1) * sizeof(T)));
-        c->owned.push_back(dst);
-        c->nbytes += std::max<size_t>(count, 1) * sizeof(T);
-        if (count) CZ_CHECK(cudaMemcpy(dst, src, count * sizeof(T), cudaMemcpyHostToDevice));
-        return dst;
+    cudaStream_t s = ctx.stream;
+    if (streamed) {
+        pin_matrices(*c, mats, std::min(chunk_rows, m));
+        CZ_CHECK(cudaEventCreateWithFlags(&c->evaluated, cudaEventDisableTiming));
+    } else {
+        // A device copy of `count` elements of `src` (one element at least: kernels read the pointers).
+        auto copy = [&](const auto* src, size_t count) {
+            using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
+            T* dst = nullptr;
+            CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&dst), std::max<size_t>(count, 1) * sizeof(T)));
+            c->owned.push_back(dst);
+            c->nbytes += std::max<size_t>(count, 1) * sizeof(T);
+            if (count) CZ_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyHostToDevice, s));
+            return dst;
+        };
+        for (int i = 0; i < 3; i++) {
+            c->mat[i].row_ptr = copy(mats[i].row_ptr, m + 1);
+            c->mat[i].cols = copy(mats[i].cols, mats[i].nnz);
+            c->mat[i].coeff = copy(mats[i].coeff, mats[i].nnz);
+            c->mat[i].nnz = mats[i].nnz;
+        }
+    }
+    // The coefficient table, a streamed circuit's two chunk buffers, the kinds and the densities
+    // in one device block: a streamed circuit's device bytes are exactly
+    // streamed_circuit_device_bytes (cuzk_plugin/backends/protocol.py).
+    fr_t *canon, *mont;
+    uint8_t *kinds, *a_aux, *b_input, *b_aux;
+    auto layout = [&](carver& k) {
+        canon = k.take<fr_t>(n_coeffs), mont = k.take<fr_t>(n_coeffs);
+        if (streamed) {
+            for (csr_chunk& buf : c->chunk)
+                for (int i = 0; i < 3; i++) buf.row_ptr[i] = k.take<uint64_t>(c->chunk_rows + 1);
+            for (csr_chunk& buf : c->chunk)
+                for (int i = 0; i < 3; i++)
+                    buf.cols[i] = k.take<uint32_t>(c->max_terms[i]), buf.coeff[i] = k.take<uint32_t>(c->max_terms[i]);
+        }
+        kinds = k.take<uint8_t>(n_coeffs);
+        a_aux = k.take<uint8_t>(num_aux), b_input = k.take<uint8_t>(num_inputs), b_aux = k.take<uint8_t>(num_aux);
     };
-    for (int i = 0; i < 3; i++) {
-        c->mat[i].row_ptr = copy(mats[i].row_ptr, m + 1);
-        c->mat[i].cols = copy(mats[i].cols, mats[i].nnz);
-        c->mat[i].coeff = copy(mats[i].coeff, mats[i].nnz);
-        c->mat[i].nnz = mats[i].nnz;
-    }
-    const fr_t* canon = copy(reinterpret_cast<const fr_t*>(coeffs), n_coeffs);
-    fr_t* mont = nullptr;
-    uint8_t* kinds = nullptr;
-    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&mont), std::max<size_t>(n_coeffs, 1) * sizeof(fr_t)));
-    c->owned.push_back(mont);
-    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&kinds), std::max<size_t>(n_coeffs, 1)));
-    c->owned.push_back(kinds);
-    c->nbytes += std::max<size_t>(n_coeffs, 1) * (sizeof(fr_t) + 1);
+    carver size;
+    layout(size);
+    void* block = nullptr;
+    CZ_CHECK(cudaMalloc(&block, std::max<size_t>(size.used, 1)));
+    c->owned.push_back(block);
+    c->nbytes += std::max<size_t>(size.used, 1);
+    carver at{reinterpret_cast<uintptr_t>(block)};
+    layout(at);
+    auto upload = [&](void* dst, const void* src, size_t bytes) {
+        if (bytes) CZ_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    };
+    upload(canon, coeffs, n_coeffs * sizeof(fr_t));
+    upload(a_aux, a_aux_density, num_aux);
+    upload(b_input, b_input_density, num_inputs);
+    upload(b_aux, b_aux_density, num_aux);
     if (n_coeffs) {
-        coeff_table_kernel<<<blocks_for(n_coeffs, 128), 128, 0, ctx.stream>>>(mont, canon, kinds, n_coeffs);
+        coeff_table_kernel<<<blocks_for(n_coeffs, 128), 128, 0, s>>>(mont, canon, kinds, n_coeffs);
         CZ_CHECK_LAUNCH();
-        CZ_CHECK(cudaStreamSynchronize(ctx.stream));
     }
+    CZ_CHECK(cudaStreamSynchronize(s));
     c->coeff_canon = canon, c->coeff_mont = mont, c->coeff_kinds = kinds;
-    c->a_aux_density = copy(a_aux_density, num_aux);
-    c->b_input_density = copy(b_input_density, num_inputs);
-    c->b_aux_density = copy(b_aux_density, num_aux);
+    c->a_aux_density = a_aux, c->b_input_density = b_input, c->b_aux_density = b_aux;
     return c;
 }
 
@@ -141,10 +288,10 @@ void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z
     const size_t m = circuit.m;
     if (n > m)
         for (fr_t* out : {a, b, c}) CZ_CHECK(cudaMemsetAsync(out + m, 0, (n - m) * sizeof(fr_t), stream));
-    r1cs_tables t{{circuit.mat[0], circuit.mat[1], circuit.mat[2]}, circuit.coeff_mont, circuit.coeff_canon,
-                  circuit.coeff_kinds};
-    constexpr unsigned kThreads = 256;
-    dim3 grid(blocks_for(m, kThreads), 3);
-    r1cs_rows_kernel<<<grid, kThreads, 0, stream>>>(t, z, m, a, b, c);
-    CZ_CHECK_LAUNCH();
+    r1cs_tables t{{circuit.mat[0], circuit.mat[1], circuit.mat[2]}, {0, 0, 0}, circuit.coeff_mont,
+                  circuit.coeff_canon, circuit.coeff_kinds};
+    if (circuit.streamed())
+        evaluate_streamed(stream, circuit, t, z, a, b, c);
+    else
+        launch_rows(stream, t, z, m, 0, a, b, c);
 }

@@ -1,8 +1,12 @@
-// A pre-compiled circuit (cuzk_plugin/formats/pce.py) resident on the device, and the R1CS
-// evaluation a = A z, b = B z, c = C z over its rows, which feeds H without leaving the device.
+// A pre-compiled circuit (cuzk_plugin/formats/pce.py) on the device, and the R1CS evaluation
+// a = A z, b = B z, c = C z over its rows, which feeds H without leaving the device. Its
+// matrices are resident in device memory, or (streamed) kept in page-locked host memory and
+// copied through the device a chunk of rows at a time at each evaluation, for a device too
+// small to hold them beside the proving key.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "context.cuh"
@@ -19,20 +23,6 @@ struct csr_device {
 // What a coefficient is, so the row loop can skip the product where it need not multiply.
 enum coeff_kind : uint8_t { COEFF_OTHER = 0, COEFF_ONE = 1, COEFF_MINUS_ONE = 2 };
 
-// The circuit's matrices, coefficient table and densities in device memory, until cz_circuit_free.
-struct cz_circuit {
-    int device = 0;
-    size_t m = 0, num_inputs = 0, num_aux = 0, n_coeffs = 0;
-    csr_device mat[3];                   // A, B, C
-    const fr_t* coeff_mont = nullptr;    // the table in Montgomery form: M(c R, z) = c z
-    const fr_t* coeff_canon = nullptr;   // canonical: the term when z = 1
-    const uint8_t* coeff_kinds = nullptr;
-    const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
-    size_t nbytes = 0;
-    std::vector<void*> owned;
-    ~cz_circuit();
-};
-
 // One matrix's host arrays as the C ABI takes them.
 struct csr_host {
     const uint64_t* row_ptr;
@@ -41,16 +31,58 @@ struct csr_host {
     size_t nnz;
 };
 
-// Copies a circuit to the device (coeffs: n_coeffs canonical Fr, 4 uint64 each; the caller has
-// checked the CSR arrays: row_ptr non-decreasing from 0 to nnz, cols < num_inputs + num_aux,
-// coefficient indices < n_coeffs).
+// Rows r0 .. r0 + rows of A, B and C in a device chunk buffer of a streamed circuit: the row
+// pointers as the whole matrix has them (rows + 1 each), the terms row_ptr[r0] .. row_ptr[r0 +
+// rows] from index 0.
+struct csr_chunk {
+    uint64_t* row_ptr[3] = {};
+    uint32_t* cols[3] = {};
+    uint32_t* coeff[3] = {};
+};
+
+// The circuit on the device until cz_circuit_free: coefficient table, densities, and either the
+// matrices (resident) or two chunk buffers they are copied through from page-locked host memory
+// (streamed: the chunk i + 1 copied while chunk i is evaluated).
+struct cz_circuit {
+    int device = 0;
+    size_t m = 0, num_inputs = 0, num_aux = 0, n_coeffs = 0;
+    csr_device mat[3];                   // A, B, C; null when streamed
+    const fr_t* coeff_mont = nullptr;    // the table in Montgomery form: M(c R, z) = c z
+    const fr_t* coeff_canon = nullptr;   // canonical: the term when z = 1
+    const uint8_t* coeff_kinds = nullptr;
+    const uint8_t *a_aux_density = nullptr, *b_input_density = nullptr, *b_aux_density = nullptr;
+    size_t nbytes = 0;  // device bytes
+    std::vector<void*> owned;
+    // Streamed: the matrices in one page-locked host block (cudaHostAllocPortable) of host_bytes.
+    csr_host host_mat[3] = {};
+    void* host_block = nullptr;
+    size_t host_bytes = 0;
+    size_t chunk_rows = 0;
+    size_t max_terms[3] = {};  // the most terms a chunk of chunk_rows rows has, per matrix
+    csr_chunk chunk[2];
+    // Recorded after each evaluation's work: the next one's copies into the chunk buffers wait
+    // for it, and the circuit is not freed under copies still reading the host block.
+    cudaEvent_t evaluated = nullptr;
+    // Enqueues one evaluation at a time on the chunk buffers (api.cu's evaluations of one
+    // circuit through two contexts hold no common lock).
+    mutable std::mutex evaluating;
+
+    bool streamed() const { return host_block != nullptr; }
+    ~cz_circuit();
+};
+
+// Loads a circuit on ctx's device (coeffs: n_coeffs canonical Fr, 4 uint64 each; the caller
+// has checked the CSR arrays: row_ptr non-decreasing from 0 to nnz, cols < num_inputs +
+// num_aux, coefficient indices < n_coeffs): every array resident, or when `streamed` the
+// matrices copied to page-locked host memory and the two chunk buffers of min(chunk_rows, m)
+// rows (chunk_rows >= 1) allocated on the device, so that an evaluation needs no more.
 std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_inputs, size_t num_aux,
                                          const uint64_t* coeffs, size_t n_coeffs, const csr_host mats[3],
                                          const uint8_t* a_aux_density, const uint8_t* b_input_density,
-                                         const uint8_t* b_aux_density);
+                                         const uint8_t* b_aux_density, bool streamed, size_t chunk_rows);
 
 // a, b, c (canonical, circuit.m rows each, rows m .. n - 1 set to zero) from z (canonical,
-// inputs then aux) on `stream`.
+// inputs then aux) on `stream`; a streamed circuit's chunks are copied on a stream of their own.
 void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c, size_t n);
 
 // Rows j < m with a_j * b_j != c_j (canonical a, b, c on the device): how many, and the first
