@@ -79,9 +79,12 @@ class SrsHandle(Protocol):
 
 
 class CircuitHandle(Protocol):
-    """A pre-compiled circuit made resident on a device (until ``release``), beside the SRS."""
+    """A pre-compiled circuit loaded for a device (until ``release``), beside the SRS: resident,
+    or streamed by rows from page-locked host memory (``load_circuit(streamed=True)``)."""
 
+    #: Device bytes, and page-locked host bytes (0 unless streamed).
     nbytes: int
+    host_bytes: int
     #: The circuit it holds (counts, densities, digest; the matrices may live on the device only).
     circuit: PrecompiledCircuit
 

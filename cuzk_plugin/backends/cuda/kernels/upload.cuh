@@ -21,9 +21,9 @@ void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes, con
 void staging_free(cz_context& ctx);
 
 // One partition's host arrays (canonical Fr limbs, density flags), alive until it is proved:
-// either a, b, c and the densities (a synthesized partition), or `circuit`, a circuit resident
-// on the device that gives a, b, c from the assignment and holds the densities (a witness
-// partition; a, b, c and the density pointers are then null).
+// either a, b, c and the densities (a synthesized partition), or `circuit`, a circuit loaded
+// for the device (resident, or its rows streamed) that gives a, b, c from the assignment and
+// holds the densities (a witness partition; a, b, c and the density pointers are then null).
 struct partition_host {
     const uint64_t *a = nullptr, *b = nullptr, *c = nullptr;
     size_t m = 0;  // rows of a, b, c
