@@ -391,3 +391,19 @@ def test_a_key_made_on_the_lane_plans_with_its_circuit(small_key, tmp_path):
     handle = lane.load_srs(made)
     assert handle.plan is not None and handle.plan.circuit_bytes == 10 << 20
     handle.release()
+
+
+def test_a_test_key_preloaded_plans_with_its_filecoin_circuit(small_key, tmp_path):
+    """PreloadSRS of `porep-32g-test-key` plans with the pre-compiled `porep-32g` circuit (the
+    one its partitions bring), not with no circuit at all."""
+    from types import SimpleNamespace
+
+    from cuzk_plugin.engine.key_supply import KeySupply
+
+    _, r1cs, _, _ = small_key
+    pce = precompile_r1cs(r1cs, "porep-32g")
+    save_pce(tmp_path / "pce-porep-32g.pce", pce)
+    seen = []
+    lane = SimpleNamespace(load_srs=lambda key, circuit_id, circuit: seen.append((circuit_id, circuit)))
+    KeySupply.loader(SimpleNamespace(param_cache=tmp_path), lane, "porep-32g-test-key")(object())  # type: ignore[arg-type]
+    assert seen == [("porep-32g-test-key", CircuitFootprint.of(pce))]

@@ -29,7 +29,7 @@ from cuzk_plugin.engine.sched import PrioritySemaphore, order_key
 from cuzk_plugin.engine.srs import SrsManager
 from cuzk_plugin.engine.types import Priority, circuit_id_problem
 from cuzk_plugin.engine.workers import run_killable
-from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs
+from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs, is_test_key_id
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import load_pce, pce_path
 
@@ -91,13 +91,14 @@ class KeySupply:
     def loader(self, lane: Lane, circuit_id: str, part: Any = None) -> Callable[[Any], Any]:
         """``lane.load_srs`` told the key's circuit id and the device bytes of the circuit its
         partitions load beside it (the partition's own, or the pre-compiled circuit of that name
-        in the param cache), so the residency plan leaves room for it."""
+        in the param cache: a TEST key's is its Filecoin circuit's), so the residency plan
+        leaves room for it."""
         def load(key: Any) -> Any:  # only when the key is not HOT on the lane yet (off the event loop)
             circuit = None
             if isinstance(part, WitnessPartition):
                 circuit = CircuitFootprint.of(part.circuit.circuit)
             else:
-                path = pce_path(self.param_cache, circuit_id)
+                path = pce_path(self.param_cache, is_test_key_id(circuit_id) or circuit_id)
                 if path.is_file():  # mapped, not read: its header and row pointers size it
                     circuit = CircuitFootprint.of(load_pce(path, verify=False))
             return lane.load_srs(key, circuit_id=circuit_id, circuit=circuit)
