@@ -1,0 +1,24 @@
+#!/bin/bash
+# A 32 GiB PoRep through the daemon at each device limit in LIMITS (GiB; "none": the whole
+# device), after `PHASE=prep` and `PHASE=testkey` of bench/e2e/porep32g_h200.sh in the same
+# warm machine (the pre-compiled circuit, the sparse C1 and the porep-32g TEST key written as a
+# .params file, all under .device-cache/). Each limit: a fresh daemon on that file (cold start
+# measured), SINGLE_RUNS `cuzk-bench single -t porep`, every proof checked on the client, the
+# residency plan from `cuzk-bench status`; the rest of the device held by another process.
+# CUDA_LIB: the library built here; run with carry [".whl", "cuzk_plugin/backends/cuda/build"]:
+#   CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so LIMITS="80 24" bash bench/residency/porep32g_limits.sh
+set -u
+OUT=${OUT:-/tmp/out}
+for limit in ${LIMITS:-80 24}; do
+    dir=$OUT/e2e-$limit; mkdir -p "$dir"
+    lim=$limit; [ "$limit" = none ] && lim=
+    # [memory] total_budget: the budget counts a lane's device-resident copy like host memory,
+    # so a key resident on the device beside its page-locked host copy counts three times.
+    OUT=$dir PHASE=e2e LIMIT_GIB=$lim BUDGET=${BUDGET:-200GiB} SINGLE_RUNS=${SINGLE_RUNS:-2} BATCH_COUNT=0 SNAP_RUNS=0 \
+        WIN_RUNS=0 timeout "${LIMIT_TIMEOUT:-280}" bash bench/e2e/porep32g_h200.sh >"$dir/run.log" 2>&1
+    echo "## limit $limit GiB: rc=$?"
+    pkill -TERM -f cuzk_plugin.cli.daemon; pkill -f "cp.empty"; sleep 3; pkill -KILL -f cuzk_plugin.cli.daemon
+    grep -E "daemon up|cold start|single [0-9]|latency_ms|bad C1|key porep|device memory|partition\(s\)|Error|error" \
+        "$dir/run.log" | cut -c1-300 | head -30
+    grep -E "residency porep|pce porep.*loaded|CUZK_TIMING" "$dir/daemon.log" 2>/dev/null | cut -c1-300 | head -14
+done
