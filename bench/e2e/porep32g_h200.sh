@@ -103,6 +103,8 @@ fi
 
 # -- PHASE=e2e ----------------------------------------------------------------------------------
 SOCK=/tmp/cuzk-e2e.sock; ADDR=unix://$SOCK
+limit_line=""  # (quotes inside ${VAR:+...} do not survive a here-document)
+[ -n "${LIMIT_GIB:-}" ] && limit_line="device_memory_limit = \"${LIMIT_GIB}GiB\""
 cat >"$CACHE/daemon.toml" <<EOF
 [daemon]
 listen = "$ADDR"
@@ -115,7 +117,7 @@ total_budget = "${BUDGET:-120GiB}"
 safety_margin = "0"
 [gpus]
 backend = "cuda"
-${LIMIT_GIB:+device_memory_limit = "${LIMIT_GIB}GiB"}
+$limit_line
 gpu_workers_per_device = ${GPU_WORKERS:-2}
 [synthesis]
 threads = ${SYNTH_THREADS:-4}
@@ -134,6 +136,7 @@ daemon=$!
 t_start=$(date +%s%N)
 for _ in $(seq 1 120); do
     $PY -m cuzk_plugin.cli.bench status -a "$ADDR" --timeout 2 >/dev/null 2>&1 && break
+    kill -0 $daemon 2>/dev/null || { echo "daemon exited:"; grep -v "^\s" "$OUT/daemon.log" | tail -5; unhold; exit 1; }
     sleep 0.5
 done
 echo "daemon up in $(( ($(date +%s%N) - t_start) / 1000000 )) ms at $(stamp)"
