@@ -407,3 +407,27 @@ def test_a_test_key_preloaded_plans_with_its_filecoin_circuit(small_key, tmp_pat
     lane = SimpleNamespace(load_srs=lambda key, circuit_id, circuit: seen.append((circuit_id, circuit)))
     KeySupply.loader(SimpleNamespace(param_cache=tmp_path), lane, "porep-32g-test-key")(object())  # type: ignore[arg-type]
     assert seen == [("porep-32g-test-key", CircuitFootprint.of(pce))]
+
+
+def test_the_budget_counts_one_copy_of_a_streamed_key(small_key, tmp_path):
+    """While lanes stream a key from its page-locked host copy, the .params file's mapping is not
+    counted again; dropping the last lane's copy frees that lane's copy and the host copy, and
+    the mapping counts once more."""
+    from cuzk_plugin.engine.srs import SrsManager
+    from cuzk_plugin.formats.params import ProvingKey
+
+    key, *_ = small_key
+    path = tmp_path / "small.params"
+    key.save(path)
+    mapped = ProvingKey.open(path)
+    backend = FakeStreamingBackend(free=1 << 40)
+    lanes = lanes_of(backend, budget_streaming_all_but(key, ("h",)))
+    entry = SrsEntry("small", path=path, key=mapped)
+    assert entry.warm_bytes == path.stat().st_size
+    entry.handles = {lane.name: lane.load_srs(mapped, circuit_id="small") for lane in lanes}
+    copy = entry.handles[lanes[0].name].nbytes
+    assert entry.warm_bytes == 0 and entry.host_bytes == mapped.vectors_nbytes
+    manager = SrsManager(lambda cid: None, budget_bytes=1 << 40, min_idle_s=0, run_blocking=None, generate=None)  # type: ignore[arg-type]
+    assert manager._drop_copy(entry, lanes[0].name) == copy
+    assert manager._drop_copy(entry, lanes[1].name) == copy + mapped.vectors_nbytes - path.stat().st_size
+    assert entry.warm_bytes == path.stat().st_size and entry.host_bytes == 0

@@ -90,7 +90,12 @@ class SrsEntry:
 
     @property
     def warm_bytes(self) -> int:
-        return self.path.stat().st_size if isinstance(self.key, ProvingKey) and self.path.exists() else 0
+        """The file's mapping: its size, but none while a page-locked host copy of the key
+        exists. The copy then serves every lane, and the mapping's pages are clean page cache
+        that the kernel reclaims: the budget counts one copy of the key in host memory."""
+        if not isinstance(self.key, ProvingKey) or self.host_bytes:
+            return 0
+        return self.path.stat().st_size if self.path.exists() else 0
 
     @property
     def hot_bytes(self) -> int:
@@ -238,7 +243,7 @@ class SrsManager:
     def allocations(self) -> list[tuple[str, int, float, bool]]:
         """Loaded keys: (circuit id, bytes, seconds since last use, evictable now under pressure)."""
         now = time.monotonic()
-        return [(e.circuit_id, e.warm_bytes + e.hot_bytes, now - e.last_used,
+        return [(e.circuit_id, e.warm_bytes + e.hot_bytes + e.host_bytes, now - e.last_used,
                  e.ref_count == 0 and not e.loading and now - e.last_used >= self.min_idle_s)
                 for e in self._entries.values() if e.tier != COLD]
 
@@ -413,15 +418,16 @@ class SrsManager:
                     await asyncio.wait_for(self._changed.wait(), until)
 
     def _drop_copy(self, entry: SrsEntry, lane: str) -> int:
-        """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay)."""
-        host_before = entry.host_bytes
+        """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay). The
+        bytes freed: the copy's, and the host copy's with its last lane (less the mapping's,
+        counted again once no host copy serves the lanes)."""
+        before = entry.warm_bytes + entry.hot_bytes + entry.host_bytes
         handle = entry.handles.pop(lane)
         entry.lane_used.pop(lane, None)
-        freed = int(getattr(handle, "nbytes", 0))
         release = getattr(handle, "release", None)
         if release is not None:
             release()
-        return freed + host_before - entry.host_bytes  # the host copy goes with its last lane
+        return before - (entry.warm_bytes + entry.hot_bytes + entry.host_bytes)
 
     def _drop(self, entry: SrsEntry) -> int:
         freed = entry.warm_bytes + entry.hot_bytes + entry.host_bytes
