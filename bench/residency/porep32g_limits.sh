@@ -9,6 +9,11 @@
 #   CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so LIMITS="80 24" bash bench/residency/porep32g_limits.sh
 set -u
 OUT=${OUT:-/tmp/out}
+KEY=$PWD/.device-cache/params/porep-32g-test-key.params
+if [ ! -s "$KEY" ]; then  # made by PHASE=testkey on a card with ~100 GB free (an H200, not an 80 GB H100)
+    echo "no $KEY: run PHASE=prep and PHASE=testkey of bench/e2e/porep32g_h200.sh on this machine first" >&2
+    exit 1
+fi
 for limit in ${LIMITS:-80 24}; do
     dir=$OUT/e2e-$limit; mkdir -p "$dir"
     lim=$limit; [ "$limit" = none ] && lim=
