@@ -20,8 +20,13 @@ from cuzk_plugin.server.proto import cuzk_pb2 as pb
 pytestmark = pytest.mark.slow
 
 BODY_MB = 200
-#: Worst GetStatus latency allowed while the body is received and parsed.
+#: Worst GetStatus latency allowed while the body is received and parsed. The daemon runs in
+#: the test's own process, so a pause of that process unrelated to the body (a collection of a
+#: large heap left by earlier tests on a busy 2-core machine: 1.2-1.4 s seen once in the full
+#: suite) can exceed it once; each measurement gets a second attempt. A parse that blocks the
+#: event loop exceeds it every time.
 BOUND_S = 1.0
+ATTEMPTS = 2
 
 _SENDER = """
 import sys, grpc
@@ -41,9 +46,23 @@ print("sent", flush=True)
 
 async def test_get_status_answers_while_a_200_mb_body_is_parsed(make_daemon):
     d = await make_daemon()
+    for attempt in range(ATTEMPTS):
+        job_id = f"huge-200-{attempt}"
+        worst, calls = await _get_status_during_huge_body(d, job_id)
+        if worst < BOUND_S:
+            break
+    assert calls > 5, "the body arrived too fast to measure anything"
+    assert worst < BOUND_S, f"GetStatus took {worst:.2f}s while a {BODY_MB} MB body was received and parsed"
+    res = await d.stub().AwaitProof(pb.AwaitProofRequest(job_id=job_id, timeout_ms=60_000))
+    assert res.status == pb.AwaitProofResponse.COMPLETED
+    print(f"\n{BODY_MB} MB body: worst GetStatus {worst * 1e3:.0f} ms over {calls} calls (attempt {attempt + 1})")
+
+
+async def _get_status_during_huge_body(d, job_id: str) -> tuple[float, int]:
+    """Worst GetStatus latency while another process sends a SubmitProof of BODY_MB MB."""
     stub = d.stub()
     await stub.GetStatus(pb.GetStatusRequest(), timeout=5)  # the channel is up
-    head = synthetic_request("huge-200", log2=4, seed=6).SerializeToString().hex()
+    head = synthetic_request(job_id, log2=4, seed=6).SerializeToString().hex()
     sender = subprocess.Popen([sys.executable, "-c", _SENDER, d.tcp, head, str(BODY_MB)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     loop = asyncio.get_running_loop()
@@ -53,7 +72,7 @@ async def test_get_status_answers_while_a_200_mb_body_is_parsed(make_daemon):
         sender.stdin.flush()
         done = loop.run_in_executor(None, sender.wait, 120)
         worst, calls = 0.0, 0
-        while not done.done() or "huge-200" not in d.engine.jobs:
+        while not done.done() or job_id not in d.engine.jobs:
             t0 = time.monotonic()
             await stub.GetStatus(pb.GetStatusRequest(), timeout=5)
             worst = max(worst, time.monotonic() - t0)
@@ -64,11 +83,7 @@ async def test_get_status_answers_while_a_200_mb_body_is_parsed(make_daemon):
         if sender.poll() is None:
             sender.kill()
             sender.wait()
-    assert calls > 5, "the body arrived too fast to measure anything"
-    assert worst < BOUND_S, f"GetStatus took {worst:.2f}s while a {BODY_MB} MB body was received and parsed"
-    res = await stub.AwaitProof(pb.AwaitProofRequest(job_id="huge-200", timeout_ms=60_000))
-    assert res.status == pb.AwaitProofResponse.COMPLETED
-    print(f"\n{BODY_MB} MB body: worst GetStatus {worst * 1e3:.0f} ms over {calls} calls")
+    return worst, calls
 
 
 async def test_an_oversized_small_message_is_refused_unparsed(make_daemon):
@@ -150,7 +165,10 @@ async def test_several_flat_100_mb_c1s_are_refused_by_shape_and_get_status_answe
     each is now refused by its shape, naming it, and GetStatus answers meanwhile."""
     d = await make_daemon()
     n = 4
-    worst, calls, lines = await _get_status_during_bodies(d, n, 100, shape)
+    for _ in range(ATTEMPTS):
+        worst, calls, lines = await _get_status_during_bodies(d, n, 100, shape)
+        if worst < BOUND_S:
+            break
     assert len(lines) == n
     for line in lines:
         code, _seconds, details = line.split("\t", 2)
