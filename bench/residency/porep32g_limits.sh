@@ -10,7 +10,7 @@
 set -u
 OUT=${OUT:-/tmp/out}
 KEY=$PWD/.device-cache/params/porep-32g-test-key.params
-if [ ! -s "$KEY" ]; then  # made by PHASE=testkey on a card with ~100 GB free (an H200, not an 80 GB H100)
+if [ ! -s "$KEY" ]; then  # made by PHASE=testkey (about 47 GB of device memory: an 80 GB card does)
     echo "no $KEY: run PHASE=prep and PHASE=testkey of bench/e2e/porep32g_h200.sh on this machine first" >&2
     exit 1
 fi

@@ -1,9 +1,11 @@
 """``cuzk params write-test-key``: a Filecoin circuit's TEST key made once on a GPU and written in
 Filecoin's ``.params`` layout (and its ``.vk``), so that a daemon loads it from a file exactly as
 it loads Filecoin's own: read once into one page-locked host copy, the vectors a lane cannot
-hold streamed from it. A card too small to make the key (the 32 GiB PoRep key needs ~100 GB
-while it is made) can then prove with it. Filecoin's verifiers reject its proofs: it comes from
-secrets drawn here and forgotten, named ``<circuit>-test-key`` everywhere.
+hold streamed from it. The key is made with each vector moved to page-locked host memory as it
+is done, so the device holds the circuit, the working set and one vector (the 32 GiB PoRep key:
+about 47 GB, an 80 GB card; ~100 GB when a lane makes it in device memory). A card too small to
+make it can then prove with it. Filecoin's verifiers reject its proofs: it comes from secrets
+drawn here and forgotten, named ``<circuit>-test-key`` everywhere.
 """
 
 from __future__ import annotations
@@ -91,13 +93,15 @@ def write_test_key(circuit: str, param_cache: Path, out_dir: Path) -> Path:
     backend = CudaBackend()
     handle = backend.load_circuit(mapped.circuit)
     try:
-        srs, input_sums = backend.generate_srs(handle, key.secrets)
+        # Each vector to page-locked host memory as it is made: the device holds one at a time
+        # beside the circuit (the 32 GiB PoRep key on an 80 GB card).
+        srs, input_sums = backend.generate_srs(handle, key.secrets, to_host=True)
     finally:
         handle.release()
     try:
         key.accept(input_sums, "write-test-key")  # the verifying key, written beside
-        log.info("%s: made on the GPU in %.1f s (%.1f GB of points); writing %s", test_id, time.perf_counter() - t0,
-                 srs.nbytes / 1e9, path)
+        log.info("%s: made on the GPU in %.1f s (%.1f GB of points, device peak %.1f GB); writing %s", test_id,
+                 time.perf_counter() - t0, key.vectors_nbytes / 1e9, srs.keygen_memory[1] / 1e9, path)
         size = write_params(path, key.vk, srs)
     finally:
         srs.release()

@@ -28,10 +28,10 @@ from tests.test_setup_pce import zero_column_circuit
 pytestmark = pytest.mark.gpu
 
 
-def assert_device_key_equals_reference(cuda, pce, secrets: SetupSecrets) -> None:
+def assert_device_key_equals_reference(cuda, pce, secrets: SetupSecrets, *, to_host: bool = False) -> None:
     handle = cuda.load_circuit(pce)
     try:
-        srs, sums = cuda.generate_srs(handle, secrets)
+        srs, sums = cuda.generate_srs(handle, secrets, to_host=to_host, stream_chunk=97)
     finally:
         handle.release()
     try:
@@ -41,7 +41,8 @@ def assert_device_key_equals_reference(cuda, pce, secrets: SetupSecrets) -> None
         assert verifying_key_from(secrets, sums).to_bytes() == key.vk.to_bytes()
         counts = key.counts()
         assert srs.counts() == {name: counts[name] for name in SRS_VECTORS}
-        assert srs.nbytes == key.vectors_nbytes
+        assert srs.nbytes == (0 if to_host else key.vectors_nbytes)
+        assert srs.resident == (() if to_host else SRS_VECTORS)
         for name in SRS_VECTORS:
             got, want = srs.read(name), key.vector_limbs(name)
             assert got.shape == want.shape, name
@@ -68,6 +69,33 @@ def test_example_circuits_equal_the_cpu_reference(cuda):
 
 def test_synthetic_circuit_equals_the_cpu_reference(cuda):
     assert_device_key_equals_reference(cuda, synthetic_pce(12, 40, seed=7), SetupSecrets.draw())
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 0), (3000, 17, 2600)], ids=["one-row", "medium"])
+def test_a_key_made_into_host_memory_equals_the_cpu_reference(cuda, rng, shape):
+    """write-test-key's generation: every vector moved to page-locked host memory as it is made
+    (the device holds one at a time), read back from there, equal to the reference."""
+    r1cs, _ = random_circuit(rng, *shape)
+    assert_device_key_equals_reference(cuda, precompile_r1cs(r1cs, "random"), SetupSecrets.draw(), to_host=True)
+
+
+def test_a_key_made_into_host_memory_proves_streamed(cuda, rng):
+    """The same key made on the device and into host memory: a witness partition proves the same
+    five sums with either (the host one streaming every vector in chunks of 97 points)."""
+    r1cs, inputs, aux = filecoin_like(1500, int(rng.integers(1 << 30)), num_inputs=5).finish()
+    secrets = SetupSecrets.draw()
+    handle = cuda.load_circuit(precompile_r1cs(r1cs, "filecoin-like"))
+    keys = []
+    try:
+        keys = [cuda.generate_srs(handle, secrets, to_host=to_host, stream_chunk=97)[0] for to_host in (False, True)]
+        part = WitnessPartition(handle, inputs, aux)
+        on_device, on_host = (cuda.prove_finish(cuda.prove_start(k, part)) for k in keys)
+        for name in SRS_VECTORS:
+            np.testing.assert_array_equal(getattr(on_host, name), getattr(on_device, name), err_msg=name)
+    finally:
+        for k in keys:
+            k.release()
+        handle.release()
 
 
 def test_a_key_made_on_the_gpu_proves(cuda, rng):

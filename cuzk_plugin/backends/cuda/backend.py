@@ -542,11 +542,14 @@ class CudaBackend:
     #: Test keys are made on the GPU (a Lane bounds them by its memory budget alone).
     keygen_on_device = True
 
-    def generate_srs(self, circuit: CudaCircuit, secrets: SetupSecrets) -> tuple[CudaSrs, np.ndarray]:
+    def generate_srs(self, circuit: CudaCircuit, secrets: SetupSecrets, *, to_host: bool = False,
+                     stream_chunk: int = 1 << 24) -> tuple[CudaSrs, np.ndarray]:
         """A TEST key of the circuit made on its GPU from ``secrets`` (kernels/keygen.cu: the QAP
         at tau through the resident matrices, so never from a streamed circuit; fixed-base
         multiplications), and the input columns' u, v, w at tau ``(num_inputs, 3, 4)`` uint64
-        canonical for the verifying key.
+        canonical for the verifying key. ``to_host``: each vector moves to page-locked host
+        memory as it is made, so the device holds one at a time (a 47 GB key made on an 80 GB
+        card); the key streams them all in chunks of ``stream_chunk`` points.
         The handle carries the stage times and the device memory peak (keygen_ms, keygen_memory)."""
         if not isinstance(circuit, CudaCircuit) or circuit.released:
             raise ValueError(f"generate_srs: {circuit!r} is not a live CUDA circuit handle")
@@ -555,9 +558,10 @@ class CudaBackend:
         handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
         times = (ctypes.c_double * len(KEYGEN_TIMINGS))()
         memory = np.zeros(2, dtype=np.uint64)
-        call("cz_srs_generate", self.context(circuit.device), circuit.handle, u64_ptr(limbs), ctypes.byref(handle),
-             ctypes.byref(nbytes), u64_ptr(sums), times, u64_ptr(memory))
+        call("cz_srs_generate", self.context(circuit.device), circuit.handle, u64_ptr(limbs), int(to_host),
+             int(stream_chunk), ctypes.byref(handle), ctypes.byref(nbytes), u64_ptr(sums), times, u64_ptr(memory))
         srs = CudaSrs(handle=handle, nbytes=nbytes.value, device=circuit.device,
+                      stream_chunk=int(stream_chunk) if to_host else 0,
                       keygen_ms=dict(zip(KEYGEN_TIMINGS, list(times), strict=True)),
                       keygen_memory=(int(memory[0]), int(memory[1])))
         return srs, sums

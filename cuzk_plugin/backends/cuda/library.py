@@ -110,7 +110,7 @@ _SIGNATURES = {
     "cz_evaluate_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, _U64P, _U64P, _U64P],
     "cz_check_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, _U64P, _U64P],
     "cz_prove_start_witness": [c_void_p, c_void_p, c_void_p, _U64P, c_size_t, _U64P, c_size_t, _VPP],
-    "cz_srs_generate": [c_void_p, c_void_p, _U64P, _VPP, _U64P, _U64P, POINTER(c_double), _U64P],
+    "cz_srs_generate": [c_void_p, c_void_p, _U64P, c_int, c_uint64, _VPP, _U64P, _U64P, POINTER(c_double), _U64P],
     "cz_srs_read": [c_void_p, c_int, c_size_t, c_size_t, _U64P],
     "cz_srs_counts": [c_void_p, _U64P],
 }

@@ -433,15 +433,19 @@ cz_status cz_prove_wait(cz_pending* pending) {
 // uint64 canonical: tau, alpha, beta, gamma, delta, each in [1, r)). input_sums (num_inputs x 3
 // x 4 uint64) receives u, v, w at tau of each input column, canonical, for the verifying key.
 // timings_ms (10): lagrange, A columns, a, B columns, b_g1, b_g2, C columns, l, h, total;
-// memory_bytes (2): device memory in use before and at the peak. Both may be null.
-cz_status cz_srs_generate(cz_context* ctx, const cz_circuit* circuit, const uint64_t* secrets, cz_srs** out,
-                          uint64_t* nbytes, uint64_t* input_sums, double* timings_ms, uint64_t* memory_bytes) {
+// memory_bytes (2): device memory in use before and at the peak. Both may be null. to_host: each
+// vector moved to page-locked host memory as soon as it is made (the key streams them in chunks of
+// stream_chunk points; nbytes, its device bytes, is then 0).
+cz_status cz_srs_generate(cz_context* ctx, const cz_circuit* circuit, const uint64_t* secrets, int to_host,
+                          uint64_t stream_chunk, cz_srs** out, uint64_t* nbytes, uint64_t* input_sums,
+                          double* timings_ms, uint64_t* memory_bytes) {
     return cz_guard([&] {
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
         keygen_report report;
-        auto srs = srs_generate(*ctx, *circuit, secrets_from_canonical(secrets), input_sums, &report);
+        auto srs = srs_generate(*ctx, *circuit, secrets_from_canonical(secrets), input_sums, &report, to_host != 0,
+                                (size_t)stream_chunk);
         if (timings_ms) std::copy(report.ms, report.ms + keygen_report::kStages, timings_ms);
         if (memory_bytes) memory_bytes[0] = report.used_before, memory_bytes[1] = report.used_peak;
         *nbytes = srs->nbytes;

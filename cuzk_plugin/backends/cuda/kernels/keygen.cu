@@ -164,8 +164,32 @@ keygen_secrets secrets_from_canonical(const uint64_t* limbs) {
     return {v[0], v[1], v[2], v[3], v[4]};
 }
 
+namespace {
+
+// Moves a vector just made (on stream s) to the key's page-locked host copy and frees its device
+// memory: the key then streams it (host pointer set, device pointer null).
+template <class P>
+void park_on_host(cudaStream_t s, cz_srs& key, int which, P*& dev, const P*& host, size_t count) {
+    if (count == 0) return;
+    const size_t bytes = count * sizeof(P);
+    void* h = nullptr;
+    CZ_CHECK(cudaHostAlloc(&h, bytes, cudaHostAllocPortable));
+    key.own_host->vec[which] = h;  // owned from here, freed with the key on an error below
+    key.own_host->n[which] = count;
+    key.own_host->nbytes += bytes;
+    CZ_CHECK(cudaMemcpyAsync(h, dev, bytes, cudaMemcpyDeviceToHost, s));  // after the multiplications on s
+    CZ_CHECK(cudaStreamSynchronize(s));
+    key.owned.erase(std::find(key.owned.begin(), key.owned.end(), static_cast<void*>(dev)));
+    CZ_CHECK(cudaFree(dev));
+    key.nbytes -= bytes;
+    dev = nullptr;
+    host = static_cast<const P*>(h);
+}
+
+}  // namespace
+
 std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit, const keygen_secrets& k,
-                                     uint64_t* input_sums, keygen_report* report) {
+                                     uint64_t* input_sums, keygen_report* report, bool to_host, size_t stream_chunk) {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
     keygen_report local;
@@ -207,10 +231,15 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
     // column dense in A and B) and the working set (per-limb column counters, column values,
     // scalars, the aux accumulator, the Lagrange basis). Refused with the figures, never an
     // allocation failure half way.
+    // Made into host memory, the device holds the largest vector alone.
+    CZ_REQUIRE(!to_host || stream_chunk >= 1, "key generation: a key made into host memory streams chunks of >= 1 point");
     {
         size_t free_bytes = 0, total_bytes = 0;
         CZ_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-        const size_t key_max = sizeof(g1_affine_t) * ((n - 1) + n_aux + 2 * n_vars) + sizeof(g2_affine_t) * n_vars;
+        const size_t key_max =
+            to_host ? std::max({sizeof(g1_affine_t) * std::max(n - 1, n_aux), sizeof(g1_affine_t) * n_vars,
+                                sizeof(g2_affine_t) * n_vars})
+                    : sizeof(g1_affine_t) * ((n - 1) + n_aux + 2 * n_vars) + sizeof(g2_affine_t) * n_vars;
         const size_t work = n_vars * (fr_t::N * sizeof(unsigned long long) + 2 * sizeof(fr_t)) + n_aux * sizeof(fr_t) +
                             n * sizeof(fr_t);
         if (key_max + work > free_bytes) {
@@ -233,6 +262,10 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
 
     auto key = std::make_unique<cz_srs>();
     key->device = ctx.device;
+    if (to_host) {
+        key->own_host = std::make_unique<cz_host_srs>();
+        key->stream_chunk = stream_chunk;
+    }
     {
         dev_buf<fr_t> lag(n, s);
         lagrange_at_tau(ctx, log_n, k.tau, lag.get());
@@ -292,6 +325,7 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
         key->a = alloc_points<g1_affine_t>(*key, key->n_a);
         stage(1);
         fixed_base_mul<fq_t>(s, g1, scalars.get(), key->n_a, key->a);
+        if (to_host) park_on_host(s, *key, kSrsA, key->a, key->host_a, key->n_a);
         stage(2);
 
         // B: v, the b points in G1 and G2 over the B-dense columns; acc += alpha v.
@@ -302,14 +336,16 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
                                        scalars.get());
         key->n_b_g1 = key->n_b_g2 = nb;
         key->b_g1 = alloc_points<g1_affine_t>(*key, nb);
-        key->b_g2 = alloc_points<g2_affine_t>(*key, nb);
         stage(3);
         fixed_base_mul<fq_t>(s, g1, scalars.get(), nb, key->b_g1);
+        if (to_host) park_on_host(s, *key, kSrsBG1, key->b_g1, key->host_b_g1, nb);
         stage(4);
+        key->b_g2 = alloc_points<g2_affine_t>(*key, nb);
         {
             fixed_base_table<fq2_t> g2(s);
             fixed_base_mul<fq2_t>(s, g2, scalars.get(), nb, key->b_g2);
         }
+        if (to_host) park_on_host(s, *key, kSrsBG2, key->b_g2, key->host_b_g2, nb);
         stage(5);
 
         // C: w; acc = (beta u + alpha v + w) / delta over the aux columns.
@@ -324,6 +360,7 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
         key->n_l = n_aux;
         key->l = alloc_points<g1_affine_t>(*key, n_aux);
         fixed_base_mul<fq_t>(s, g1, acc.get(), n_aux, key->l);
+        if (to_host) park_on_host(s, *key, kSrsL, key->l, key->host_l, n_aux);
         stage(7);
         acc = dev_buf<fr_t>();
 
@@ -334,6 +371,7 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
         fill(s, scalars.get(), n, fr_t::one());
         scale_by_powers(ctx, scalars.get(), log_n, k.tau, z_tau * delta_inv, false);
         fixed_base_mul<fq_t>(s, g1, scalars.get(), key->n_h, key->h);
+        if (to_host) park_on_host(s, *key, kSrsH, key->h, key->host_h, key->n_h);
         stage(8);
     }
     // Give the transients back: the pool keeps freed blocks for repeated proofs, which would

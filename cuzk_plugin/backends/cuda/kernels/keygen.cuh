@@ -48,9 +48,13 @@ struct keygen_report {
 // streamed circuit (the column sums read the resident matrices), tau in the domain and a dense
 // column of A or B that evaluates to 0. Transients (the Lagrange basis, the column counters,
 // scalars: about 64 + 3 x 32 bytes a variable) are freed before it returns and the device's
-// memory pool trimmed, so only the key stays.
+// memory pool trimmed, so only the key stays. `to_host`: each vector moves to page-locked host
+// memory (the key's own_host) as soon as it is made, so the device holds one vector at a time
+// (the 32 GiB PoRep key, 47 GB of points, is made on an 80 GB card); the key then streams every
+// vector in chunks of `stream_chunk` points.
 std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit, const keygen_secrets& secrets,
-                                     uint64_t* input_sums, keygen_report* report);
+                                     uint64_t* input_sums, keygen_report* report, bool to_host = false,
+                                     size_t stream_chunk = size_t(1) << 24);
 
 // Points start .. start + count of vector `which` (0 h, 1 l, 2 a, 3 b_g1, 4 b_g2) to host `out`
 // as affine canonical limbs, the identity as zeros (tests compare a device key with the host's).

@@ -33,6 +33,9 @@ struct cz_srs {
     const g2_affine_t* host_b_g2 = nullptr;
     size_t stream_chunk = 0;
     size_t nbytes = 0;  // device bytes of the resident vectors
+    // The host copy its streamed vectors live in, where the key owns it (a key generated into
+    // host memory, srs_generate's to_host); else the host copy is another's (srs_attach).
+    std::unique_ptr<cz_host_srs> own_host;
     // The device allocations behind the vectors, freed with the key (benchmark keys may let
     // vectors share one allocation).
     std::vector<void*> owned;
