@@ -431,3 +431,44 @@ def test_the_budget_counts_one_copy_of_a_streamed_key(small_key, tmp_path):
     assert manager._drop_copy(entry, lanes[0].name) == copy
     assert manager._drop_copy(entry, lanes[1].name) == copy + mapped.vectors_nbytes - path.stat().st_size
     assert entry.warm_bytes == path.stat().st_size and entry.host_bytes == 0
+
+
+def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, tmp_path):
+    """A TEST key made on a lane too small to hold it whole is made straight into host memory
+    (generate_srs to_host: the device then holds one vector at a time) and its copy handed to the
+    lanes; on a lane that holds it whole it is made on the device."""
+    from cuzk_plugin.backends.cpu.keygen import input_sums, qap_from_pce
+    from cuzk_plugin.engine.device_key import DeviceKey
+
+    key, r1cs, _, _ = small_key
+    path = tmp_path / "small.pce"
+    save_pce(path, precompile_r1cs(r1cs, "small"))
+
+    class MakesIntoHost(FakeStreamingBackend):
+        keygen_into_host = True
+
+        def __init__(self, free: int):
+            super().__init__(free)
+            self.to_host: list[bool] = []
+
+        def load_circuit(self, pce, device: int = 0):
+            return CpuBackend.load_circuit(self, pce)
+
+        def generate_srs(self, circuit, secrets, *, to_host: bool = False):
+            self.to_host.append(to_host)
+            return FakeSrs(key, key.vectors_nbytes, VECTORS), input_sums(qap_from_pce(circuit.circuit, secrets))
+
+        def host_key(self, k, device: int = 0):
+            return super().host_key(k.inner if isinstance(k, FakeSrs) else k, device)
+
+    shape = PartitionShape.of_key(key.counts())
+    circuit_bytes = CpuBackend().load_circuit(MappedCircuit.open(path).circuit).nbytes
+    whole = (CONTEXT_BYTES + key.vectors_nbytes + circuit_bytes + shape.upload_bytes(True)
+             + shape.compute_bytes(TEST_CHUNK, False, True, roomy=False))
+    for budget, streams in ((1 << 40, False), (whole - 1, True)):
+        backend = MakesIntoHost(free=1 << 40)
+        (lane, _) = lanes_of(backend, budget)
+        handle = lane.load_srs(DeviceKey.draw("small-test-key", MappedCircuit.open(path)))
+        assert handle.plan is not None and (not handle.plan.all_resident) == streams
+        assert backend.to_host == [streams] and len(backend.host_copies) == int(streams)
+        handle.release()

@@ -191,8 +191,12 @@ class Lane:
                 log.info("srs %s: TEST KEY attached on %s to the host copy another lane made (%.2fs)", key.circuit_id,
                          self.name, time.perf_counter() - t0)
                 return handle
+            # A key the plan streams is made straight into host memory where the backend can: the
+            # device then holds one vector at a time, not the whole key.
+            into_host = (handle.plan is not None and not handle.plan.all_resident
+                         and getattr(self.backend, "keygen_into_host", False))
             try:
-                srs, input_sums = generate(circuit, key.secrets)
+                srs, input_sums = generate(circuit, key.secrets, to_host=True) if into_host else generate(circuit, key.secrets)
             except DeviceOutOfMemory as exc:
                 raise DeviceMemoryTooSmall(
                     f"key of '{key.circuit_id}' is a TEST KEY made on the lanes, and {self.name} cannot make it: {exc}. "

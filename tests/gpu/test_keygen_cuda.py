@@ -92,6 +92,18 @@ def test_a_key_made_into_host_memory_proves_streamed(cuda, rng):
         on_device, on_host = (cuda.prove_finish(cuda.prove_start(k, part)) for k in keys)
         for name in SRS_VECTORS:
             np.testing.assert_array_equal(getattr(on_host, name), getattr(on_device, name), err_msg=name)
+        # Its host copy handed over (as a lane does): the key released first, the copy serves on.
+        host = cuda.host_key(keys[1])
+        assert host is keys[1].host and not keys[1].owns_host
+        keys[1].release()
+        attached = cuda.load_srs(host, resident=("h",), stream_chunk=97)
+        try:
+            got = cuda.prove_finish(cuda.prove_start(attached, part))
+            for name in SRS_VECTORS:
+                np.testing.assert_array_equal(getattr(got, name), getattr(on_device, name), err_msg=name)
+        finally:
+            attached.release()
+            host.release()
     finally:
         for k in keys:
             k.release()

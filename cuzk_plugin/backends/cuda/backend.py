@@ -133,6 +133,8 @@ class CudaSrs:
     #: device memory in use before and at the peak of the generation, in bytes.
     keygen_ms: dict[str, float] = field(default_factory=dict)
     keygen_memory: tuple[int, int] = (0, 0)
+    #: Made into host memory (generate_srs to_host): host_key hands its copy over.
+    made_into_host: bool = False
 
     def release(self) -> None:
         if not self.released:
@@ -399,12 +401,16 @@ class CudaBackend:
 
     def host_key(self, key: ProvingKey | CudaSrs, device: int | None = None) -> CudaHostSrs:
         """The key's page-locked host copy: from a ProvingKey's raw vectors (converted and checked
-        through ``device`` a chunk at a time: the key need not fit it), or copied back from a key
-        resident on a device (one made there)."""
+        through ``device`` a chunk at a time: the key need not fit it), copied back from a key
+        resident on a device (one made there), or handed over by a key made into host memory
+        (``generate_srs(to_host=True)``: release that key before the copy)."""
         handle, nbytes = ctypes.c_void_p(), ctypes.c_uint64(0)
         if isinstance(key, CudaSrs):
             if key.released:
                 raise ValueError("host_key: the SRS has been released")
+            if key.made_into_host and key.owns_host and key.host is not None:
+                key.owns_host = False
+                return key.host
             counts = key.counts()
             call("cz_host_srs_from_device", key.handle, ctypes.byref(handle), ctypes.byref(nbytes))
         else:
@@ -541,6 +547,8 @@ class CudaBackend:
     # -- test keys -----------------------------------------------------------------------
     #: Test keys are made on the GPU (a Lane bounds them by its memory budget alone).
     keygen_on_device = True
+    #: generate_srs(to_host=True) moves each vector to host memory as it is made.
+    keygen_into_host = True
 
     def generate_srs(self, circuit: CudaCircuit, secrets: SetupSecrets, *, to_host: bool = False,
                      stream_chunk: int = 1 << 24) -> tuple[CudaSrs, np.ndarray]:
@@ -564,4 +572,9 @@ class CudaBackend:
                       stream_chunk=int(stream_chunk) if to_host else 0,
                       keygen_ms=dict(zip(KEYGEN_TIMINGS, list(times), strict=True)),
                       keygen_memory=(int(memory[0]), int(memory[1])))
+        if to_host:  # the key streams from its own host copy, freed with it unless handed over (host_key)
+            host, host_bytes = ctypes.c_void_p(), ctypes.c_uint64(0)
+            call("cz_srs_take_host", handle, ctypes.byref(host), ctypes.byref(host_bytes))
+            srs.host, srs.owns_host = CudaHostSrs(handle=host, nbytes=host_bytes.value, counts=srs.counts()), True
+            srs.made_into_host = True
         return srs, sums

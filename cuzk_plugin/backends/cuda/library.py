@@ -96,6 +96,7 @@ _SIGNATURES = {
                              _VPP, _U64P],
     "cz_host_srs_from_device": [c_void_p, _VPP, _U64P],
     "cz_host_srs_free": [c_void_p],
+    "cz_srs_take_host": [c_void_p, _VPP, _U64P],
     "cz_srs_attach": [c_void_p, c_void_p, c_uint32, c_uint64, _VPP, _U64P],
     "cz_srs_resident_mask": [c_void_p, _U32P],
     "cz_prove_start": [c_void_p, c_void_p, _U64P, _U64P, _U64P, c_size_t, _U64P, c_size_t, _U64P, c_size_t,

@@ -282,6 +282,16 @@ cz_status cz_host_srs_from_device(const cz_srs* srs, cz_host_srs** out, uint64_t
     });
 }
 
+// The host copy of a key made into host memory (cz_srs_generate's to_host), handed over: the key
+// keeps pointing at it but no longer frees it (release the key first, then the copy).
+cz_status cz_srs_take_host(cz_srs* srs, cz_host_srs** out, uint64_t* nbytes) {
+    return cz_guard([&] {
+        CZ_REQUIRE(srs->own_host != nullptr, "the key owns no host copy (it was not made into host memory)");
+        *nbytes = srs->own_host->nbytes;
+        *out = srs->own_host.release();
+    });
+}
+
 // No device key attached to it may be in use.
 cz_status cz_host_srs_free(cz_host_srs* host) {
     return cz_guard([&] { delete host; });
