@@ -4,6 +4,7 @@
 // no hidden globals.
 #pragma once
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -39,8 +40,9 @@ struct cz_context {
     size_t memory_limit = 0;
     // Partitions on the device at once: 2 (one computes while the next uploads), or 1 on a
     // device too small for a second partition's assignment (the next uploads once this one's
-    // buffers are freed).
-    int partitions_in_flight = 2;
+    // buffers are freed). Atomic, not under a lock: a partition holds upload_lock for its whole
+    // proof when it is 1, and the setter (a key released on the daemon's event loop) never waits.
+    std::atomic<int> partitions_in_flight{2};
     cz_staging staging;
     // Partitions started together run on library threads: `upload_lock` gives one of them
     // upload_stream and the staging buffers, `compute_lock` gives one caller at a time
