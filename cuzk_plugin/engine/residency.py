@@ -94,9 +94,9 @@ class PartitionShape:
         """The partition that computes, at the larger of its two peaks (kernels/prove.cu), H made
         in b's buffer, a and c freed after it. ``roomy``: the dense A and B scalars and the
         transforms' twiddles sit beside a, b, c during H, and the MSMs beside them, the H MSM
-        whole. Else (a small device) H first, the twiddles freed after it, then the scalars, and
-        the MSMs in turn, each in pieces of at most ``stream_chunk`` points. Where vectors
-        stream, two chunks of G2 points."""
+        whole. Else (a small device) H first, the twiddles freed after it, the H MSM, then the
+        scalars in H's room, and the other MSMs in turn, each in pieces of at most
+        ``stream_chunk`` points. Where vectors stream, two chunks of G2 points."""
         n = self.domain
         scalars = (self.a_count + self.b_count) * FR_BYTES
         twiddles = n * FR_BYTES  # N/2 entries each way
@@ -106,7 +106,8 @@ class PartitionShape:
         if roomy:
             return max(abc + scalars + twiddles,
                        n * FR_BYTES + scalars + twiddles + msm_scratch_bytes(n, n, 96) + stream)
-        return max(abc + twiddles, n * FR_BYTES + scalars + msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"]) + stream)
+        return max(abc + twiddles,
+                   max(n * FR_BYTES, scalars) + msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"]) + stream)
 
 
 def vector_bytes(counts: Mapping[str, int]) -> dict[str, int]:

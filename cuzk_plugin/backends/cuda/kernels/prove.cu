@@ -116,8 +116,9 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     };
     // A device with room for the dense scalars beside a, b, c and the transforms' twiddles
     // selects them first, so that B in G2, L and A can overlap H. A small one computes H first
-    // (a and c freed after it, the twiddles too), then selects the scalars in that room and
-    // runs the MSMs in turn, a resident vector's MSM in pieces where its scratch does not fit.
+    // (a and c freed after it, the twiddles too), runs the H MSM, then selects the scalars in
+    // the room H leaves and runs the other MSMs in turn, a resident vector's MSM in pieces where
+    // its scratch does not fit.
     const size_t g1 = sizeof(affine_t<fq_t>), g2_bytes = sizeof(affine_t<fq2_t>);
     const size_t chunk = srs.stream_chunk;
     const size_t twiddle_bytes = twiddles_cached(ctx, part.log_n) ? 0 : n * sizeof(fr_t);  // N/2 each way
@@ -172,11 +173,11 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (!roomy) twiddles_release(ctx);
         wait_stream(s, cancel);
         if (timings) timings->h_ms = ms_since(th);
-        if (!roomy) select_scalars();
         if (side_by_side)
             b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt);
         out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side);
         part.release(1);
+        if (!roomy) select_scalars();  // in the room H leaves
         if (side_by_side) {
             out.b_g1 = b1.get();
             out.l = l.get();
