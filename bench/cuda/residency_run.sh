@@ -55,17 +55,10 @@ bench_plan() {  # $1: --resident value, or "all"
 }
 # The baseline on the whole device, then the smaller card.
 for plan in ${FULL_PLANS:-all}; do bench_plan "$plan"; done
-# A smaller card emulated: another process holds all but LIMIT_GIB of the device's free memory
-# (default 80: an H100's), so an overrun fails instead of using it.
-holder=
-free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)
-hold_mib=$(( free_mib - ${LIMIT_GIB:-80} * 1024 ))
-if [ "$hold_mib" -gt 1024 ]; then
-    python3 -c "import cupy as cp, time; x = cp.empty($hold_mib << 20, cp.uint8); print('holding $hold_mib MiB', flush=True); time.sleep(3600)" &
-    holder=$!
-    sleep 8
-fi
+# A smaller card emulated (default 80 GiB: an H100's), the rest held by another process.
+source bench/device_memory_hold.sh
+hold "${LIMIT_GIB:-80}"
 nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv | tee -a "$OUT/bench.txt"
 for plan in ${PLANS:-h,l,a,b_g1 none}; do bench_plan "$plan"; done
-[ -n "$holder" ] && kill "$holder"
+unhold
 date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"

@@ -34,19 +34,7 @@ export PYTHONPATH=/tmp/site:$PWD CUZK_CUDA_LIBRARY=${CUDA_LIB:-$PWD/.device-carr
 PY=python3
 C1=$CACHE/c1-32g.json
 stamp() { date -u +%H:%M:%S; }
-# hold GIB: another process holds all but GIB of the device's free memory (sets $holder).
-holder=
-hold() {
-    local free_mib hold_mib
-    free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)
-    hold_mib=$(( free_mib - $1 * 1024 ))
-    [ "$hold_mib" -gt 1024 ] || return 0
-    $PY -c "import cupy as cp, time; x = cp.empty($hold_mib << 20, cp.uint8); print('holding $hold_mib MiB', flush=True); time.sleep(3600)" &
-    holder=$!
-    sleep 8
-    nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv,noheader
-}
-unhold() { [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null; holder=; }
+source bench/device_memory_hold.sh  # hold GIB / unhold
 
 if [ "${PHASE:-prep}" = testkey ]; then
     /usr/bin/time -v $PY -m cuzk_plugin.cli.main params write-test-key --circuit porep-32g --param-cache "$PARAMS" \
