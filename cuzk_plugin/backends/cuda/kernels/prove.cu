@@ -27,7 +27,15 @@ size_t resident_msm_piece(cz_context& ctx, size_t n, size_t point_bytes) {
     return piece;
 }
 
-// The most device memory a streamed vector's MSM takes: two chunks of points and a chunk's scratch.
+// An MSM's peak (`large` of its `count` scalars Pippenger's): its scratch, or where its points
+// stream in chunks of `chunk`, a chunk's scratch and its points (two chunks where it has several).
+size_t msm_peak_bytes(size_t count, size_t large, size_t point, size_t chunk, bool streamed) {
+    if (!streamed) return msm_scratch_bytes(count, large, point);
+    const size_t k = std::min(std::max<size_t>(chunk, 1), count);
+    return msm_scratch_bytes(k, std::min(large, k), point) + (count > k ? 2 : 1) * k * point;
+}
+
+// The most device memory a streamed vector's MSM takes (every scalar large).
 size_t streamed_msm_bytes(const cz_srs& srs) {
     const size_t g1 = sizeof(affine_t<fq_t>), g2 = sizeof(affine_t<fq2_t>);
     const std::pair<const void*, std::pair<size_t, size_t>> vectors[] = {
@@ -36,9 +44,7 @@ size_t streamed_msm_bytes(const cz_srs& srs) {
     size_t most = 0;
     for (const auto& [dev, v] : vectors) {
         const auto [count, point] = v;
-        if (dev || count == 0) continue;
-        const size_t k = std::min(std::max<size_t>(srs.stream_chunk, 1), count);
-        most = std::max(most, msm_scratch_bytes(k, k, point) + (count > k ? 2 : 1) * k * point);
+        if (!dev && count) most = std::max(most, msm_peak_bytes(count, count, point, srs.stream_chunk, true));
     }
     return most;
 }
@@ -139,10 +145,8 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     // another on the main stream instead, after H.
     bool side_by_side = false;
     if (roomy) {
-        // An MSM's peak: its scratch, or a chunk's scratch and two chunks of points where streamed.
         auto msm_bytes = [chunk](size_t count, size_t large, size_t point, bool streamed) {
-            if (!streamed || count <= chunk) return msm_scratch_bytes(count, large, point) + (streamed ? count * point : 0);
-            return msm_scratch_bytes(chunk, std::min(large, chunk), point) + 2 * chunk * point;
+            return msm_peak_bytes(count, large, point, chunk, streamed);
         };
         const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
         const size_t side_by_side_bytes =
