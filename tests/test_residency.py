@@ -208,6 +208,15 @@ def small_key():
     return setup(shape), r1cs, inputs, aux
 
 
+@pytest.fixture
+def small_pce(small_key, tmp_path):
+    """The small key's circuit pre-compiled into a file: its path."""
+    _, r1cs, _, _ = small_key
+    path = tmp_path / "small.pce"
+    save_pce(path, precompile_r1cs(r1cs, "small"))
+    return path
+
+
 #: Points a streamed chunk of the lanes below: small beside the small key, so streaming pays.
 TEST_CHUNK = 16
 
@@ -264,13 +273,11 @@ def test_a_lane_too_small_refuses_before_loading(small_key):
     assert not backend.host_copies and not lane._keys
 
 
-def test_a_circuit_that_does_not_fit_is_evaluated_on_the_host(small_key, tmp_path):
+def test_a_circuit_that_does_not_fit_is_evaluated_on_the_host(small_key, small_pce):
     """A key planned without its circuit (a preload) with no room left: the circuit's partitions
     reach the backend as a, b, c evaluated on the host, and the proof verifies."""
     key, r1cs, inputs, aux = small_key
-    path = tmp_path / "small.pce"
-    save_pce(path, precompile_r1cs(r1cs, "small"))
-    mapped = MappedCircuit.open(path)
+    mapped = MappedCircuit.open(small_pce)
     backend = FakeStreamingBackend(free=1 << 40)
     (lane, _) = lanes_of(backend, budget_streaming_all_but(key, ()))
     handle = lane.load_srs(key, circuit_id="small")
@@ -285,14 +292,12 @@ def test_a_circuit_that_does_not_fit_is_evaluated_on_the_host(small_key, tmp_pat
     handle.release()
 
 
-def test_a_circuit_streamed_by_rows_and_one_partition_in_flight_reach_the_backend(small_key, tmp_path):
+def test_a_circuit_streamed_by_rows_and_one_partition_in_flight_reach_the_backend(small_key, small_pce):
     """Room for the key and a streamed circuit, not for the circuit's matrices or a second
     partition: the lane loads the circuit with streamed=True, tells the backend one partition
     at a time, and goes back to two once the key is released."""
-    key, r1cs, inputs, aux = small_key
-    path = tmp_path / "small.pce"
-    save_pce(path, precompile_r1cs(r1cs, "small"))
-    mapped = MappedCircuit.open(path)
+    key, _, inputs, aux = small_key
+    mapped = MappedCircuit.open(small_pce)
 
     class StreamsCircuits(FakeStreamingBackend):
         def __init__(self, free: int):
@@ -340,22 +345,16 @@ def test_device_memory_limit_caps_the_lane_and_reaches_the_backend(tmp_path):
     assert free[0].device_budget == 80 * GB
 
 
-def test_a_test_key_too_large_to_make_on_the_lane_is_refused_with_the_way_out(small_key, tmp_path):
+def test_a_test_key_too_large_to_make_on_the_lane_is_refused_with_the_way_out(small_pce):
     """The library refuses a key generation that does not fit (DeviceOutOfMemory, with its
     figures): the lane answers DeviceMemoryTooSmall (RESOURCE_EXHAUSTED, not INTERNAL), naming
     `cuzk params write-test-key`, and keeps nothing on the device."""
     from cuzk_plugin.engine.device_key import DeviceKey
     from cuzk_plugin.errors import DeviceOutOfMemory
 
-    _, r1cs, _, _ = small_key
-    path = tmp_path / "small.pce"
-    save_pce(path, precompile_r1cs(r1cs, "small"))
-    key = DeviceKey.draw("small-test-key", MappedCircuit.open(path))
+    key = DeviceKey.draw("small-test-key", MappedCircuit.open(small_pce))
 
     class NoRoomToMake(FakeStreamingBackend):
-        def load_circuit(self, pce, device: int = 0):
-            return CpuBackend.load_circuit(self, pce)
-
         def generate_srs(self, circuit, secrets):
             raise DeviceOutOfMemory("key generation needs up to 100.5 GB; the device has 75.3 of 85.0 GB free")
 
@@ -365,16 +364,14 @@ def test_a_test_key_too_large_to_make_on_the_lane_is_refused_with_the_way_out(sm
     assert lane.resident_bytes() == 0
 
 
-def test_a_key_made_on_the_lane_plans_with_its_circuit(small_key, tmp_path):
+def test_a_key_made_on_the_lane_plans_with_its_circuit(small_key, small_pce):
     """A TEST key made on the lane loads its circuit first: the plan counts that circuit (and
     witness partitions), so it never promises the circuit's room to the key."""
     from cuzk_plugin.engine.device_key import DeviceKey
     from cuzk_plugin.formats.params import SetupSecrets
 
-    key, r1cs, _, _ = small_key
-    path = tmp_path / "small.pce"
-    save_pce(path, precompile_r1cs(r1cs, "small"))
-    made = DeviceKey.draw("small-test-key", MappedCircuit.open(path))
+    key, *_ = small_key
+    made = DeviceKey.draw("small-test-key", MappedCircuit.open(small_pce))
 
     class MakesKeys(FakeStreamingBackend):
         def load_circuit(self, pce, device: int = 0):
@@ -433,16 +430,14 @@ def test_the_budget_counts_one_copy_of_a_streamed_key(small_key, tmp_path):
     assert entry.warm_bytes == path.stat().st_size and entry.host_bytes == 0
 
 
-def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, tmp_path):
+def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, small_pce):
     """A TEST key made on a lane too small to hold it whole is made straight into host memory
     (generate_srs to_host: the device then holds one vector at a time) and its copy handed to the
     lanes; on a lane that holds it whole it is made on the device."""
     from cuzk_plugin.backends.cpu.keygen import input_sums, qap_from_pce
     from cuzk_plugin.engine.device_key import DeviceKey
 
-    key, r1cs, _, _ = small_key
-    path = tmp_path / "small.pce"
-    save_pce(path, precompile_r1cs(r1cs, "small"))
+    key, *_ = small_key
 
     class MakesIntoHost(FakeStreamingBackend):
         keygen_into_host = True
@@ -450,9 +445,6 @@ def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, tmp_pat
         def __init__(self, free: int):
             super().__init__(free)
             self.to_host: list[bool] = []
-
-        def load_circuit(self, pce, device: int = 0):
-            return CpuBackend.load_circuit(self, pce)
 
         def generate_srs(self, circuit, secrets, *, to_host: bool = False):
             self.to_host.append(to_host)
@@ -462,13 +454,13 @@ def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, tmp_pat
             return super().host_key(k.inner if isinstance(k, FakeSrs) else k, device)
 
     shape = PartitionShape.of_key(key.counts())
-    circuit_bytes = CpuBackend().load_circuit(MappedCircuit.open(path).circuit).nbytes
+    circuit_bytes = CpuBackend().load_circuit(MappedCircuit.open(small_pce).circuit).nbytes
     whole = (CONTEXT_BYTES + key.vectors_nbytes + circuit_bytes + shape.upload_bytes(True)
              + shape.compute_bytes(TEST_CHUNK, False, True, roomy=False))
     for budget, streams in ((1 << 40, False), (whole - 1, True)):
         backend = MakesIntoHost(free=1 << 40)
         (lane, _) = lanes_of(backend, budget)
-        handle = lane.load_srs(DeviceKey.draw("small-test-key", MappedCircuit.open(path)))
+        handle = lane.load_srs(DeviceKey.draw("small-test-key", MappedCircuit.open(small_pce)))
         assert handle.plan is not None and (not handle.plan.all_resident) == streams
         assert backend.to_host == [streams] and len(backend.host_copies) == int(streams)
         handle.release()
