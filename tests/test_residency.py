@@ -386,7 +386,52 @@ def test_a_key_made_on_the_lane_plans_with_its_circuit(small_key, small_pce):
 
     (lane, _) = lanes_of(MakesKeys(free=1 << 40), 1 << 40)
     handle = lane.load_srs(made)
-    assert handle.plan is not None and handle.plan.circuit_bytes == 10 << 20
+    assert handle.plan is not None and handle.plan.circuit_bytes == CircuitFootprint.of(made.mapped.circuit).resident > 0
+    assert not handle.plan.circuit_on_host and not handle.plan.circuit_streamed
+    handle.release()
+
+
+def test_a_test_key_made_where_its_circuit_streams_drops_keygens_resident_circuit(small_key, small_pce, monkeypatch):
+    """Keygen reads the circuit's matrices on the device; where the plan streams the circuit by
+    rows (its matrices do not fit beside the key), that resident copy is freed once the key is
+    made and the first partition loads the circuit streamed, as for a key read from a file."""
+    from cuzk_plugin.backends.cpu.keygen import input_sums, qap_from_pce
+    from cuzk_plugin.engine.device_key import DeviceKey
+
+    key, _, inputs, aux = small_key
+    mapped = MappedCircuit.open(small_pce)
+    footprint = CircuitFootprint(resident=50 << 20, streamed=1 << 20)  # matrices far beyond the room
+    monkeypatch.setattr(CircuitFootprint, "of", classmethod(lambda cls, pce: footprint))
+
+    class MakesKeys(FakeStreamingBackend):
+        def __init__(self, free: int):
+            super().__init__(free)
+            self.loads: list[bool] = []
+            self.released: list[bool] = []
+
+        def load_circuit(self, pce, device: int = 0, *, streamed: bool = False):
+            self.loads.append(streamed)
+            circuit = CpuBackend.load_circuit(self, pce)
+            release = circuit.release
+            circuit.release = lambda: (self.released.append(streamed), release())  # type: ignore[method-assign]
+            return circuit
+
+        def generate_srs(self, circuit, secrets):
+            return FakeSrs(key, key.vectors_nbytes, VECTORS), input_sums(qap_from_pce(circuit.circuit, secrets))
+
+    counts = key.counts()
+    shape = PartitionShape.of_key(counts)
+    budget = (CONTEXT_BYTES + shape.upload_bytes(True) + shape.compute_bytes(TEST_CHUNK, False, True, roomy=False)
+              + sum(vector_bytes(counts).values()) + footprint.streamed)
+    backend = MakesKeys(free=1 << 40)
+    (lane, _) = lanes_of(backend, budget)
+    made = DeviceKey.draw("small-test-key", mapped)
+    handle = lane.load_srs(made)
+    plan = handle.plan
+    assert plan is not None and plan.circuit_streamed and plan.all_resident and fits(plan)
+    assert backend.loads == [False] and backend.released == [False]  # keygen's copy, freed
+    part = on_lane(lane, handle, WitnessPartition(mapped, inputs, aux))
+    assert backend.loads == [False, True] and isinstance(part, WitnessPartition)
     handle.release()
 
 
@@ -454,8 +499,8 @@ def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, small_p
             return super().host_key(k.inner if isinstance(k, FakeSrs) else k, device)
 
     shape = PartitionShape.of_key(key.counts())
-    circuit_bytes = CpuBackend().load_circuit(MappedCircuit.open(small_pce).circuit).nbytes
-    whole = (CONTEXT_BYTES + key.vectors_nbytes + circuit_bytes + shape.upload_bytes(True)
+    footprint = CircuitFootprint.of(MappedCircuit.open(small_pce).circuit)
+    whole = (CONTEXT_BYTES + key.vectors_nbytes + min(footprint.resident, footprint.streamed) + shape.upload_bytes(True)
              + shape.compute_bytes(TEST_CHUNK, False, True, roomy=False))
     for budget, streams in ((1 << 40, False), (whole - 1, True)):
         backend = MakesIntoHost(free=1 << 40)

@@ -178,23 +178,25 @@ class Lane:
         handle = LaneKey(self, None, None, key.circuit_id)
         try:
             t0 = time.perf_counter()
-            circuit = handle.circuit(key.mapped)
-            if isinstance(circuit, _HostCircuit):  # a backend that makes keys from the host's copy
-                circuit = circuit.handle
-            # The circuit just loaded is this handle's: the plan counts it as the key's circuit.
-            handle.plan = self.plan(key.circuit_id, {"ic": key.mapped.circuit.num_inputs, **key.counts()},
-                                    circuit=CircuitFootprint(handle.device_bytes), exclude=handle)
-            if handle.plan is not None:
-                self._record_plan(key.circuit_id, handle.plan)
-            if handle.plan is not None and self.host_keys.existing(key) is not None:
+            # Planned as a key read from a file would be (the circuit resident, streamed by rows or
+            # on the host), not as keygen needs it: keygen's resident circuit is dropped after it.
+            plan = self.plan(key.circuit_id, {"ic": key.mapped.circuit.num_inputs, **key.counts()},
+                             circuit=CircuitFootprint.of(key.mapped.circuit), exclude=handle)
+            if plan is not None and self.host_keys.existing(key) is not None:
+                handle.plan = plan
+                self._record_plan(key.circuit_id, plan)
                 self._attach(handle, key, lambda: None)  # another lane made it: no second generation
                 log.info("srs %s: TEST KEY attached on %s to the host copy another lane made (%.2fs)", key.circuit_id,
                          self.name, time.perf_counter() - t0)
                 return handle
+            circuit = handle.circuit(key.mapped)  # resident: keygen reads the matrices on the device
+            if isinstance(circuit, _HostCircuit):  # a backend that makes keys from the host's copy
+                circuit = circuit.handle
             # A key the plan streams is made straight into host memory where the backend can: the
-            # device then holds one vector at a time, not the whole key.
-            into_host = (handle.plan is not None and not handle.plan.all_resident
-                         and getattr(self.backend, "keygen_into_host", False))
+            # device then holds one vector at a time, not the whole key. Keygen sizes itself from
+            # the device's free memory, not from [gpus] device_memory_limit (TEST keys only).
+            streams = plan is not None and not plan.all_resident
+            into_host = streams and getattr(self.backend, "keygen_into_host", False)
             try:
                 srs, input_sums = generate(circuit, key.secrets, to_host=True) if into_host else generate(circuit, key.secrets)
             except DeviceOutOfMemory as exc:
@@ -202,7 +204,12 @@ class Lane:
                     f"key of '{key.circuit_id}' is a TEST KEY made on the lanes, and {self.name} cannot make it: {exc}. "
                     f"Make it once on a larger card and write it as a .params file (cuzk params write-test-key)") from exc
             key.accept(input_sums, self.name)
-            if handle.plan is not None and not handle.plan.all_resident:
+            handle.plan = plan
+            if plan is not None:
+                if plan.circuit_streamed or plan.circuit_on_host:
+                    handle.drop_circuit(key.mapped.circuit)  # loaded again as the plan says, at the first partition
+                self._record_plan(key.circuit_id, plan)
+            if streams:
                 try:
                     self._attach(handle, key, lambda: cast(KeyStreaming, self.backend).host_key(srs))
                 finally:
@@ -282,6 +289,13 @@ class LaneKey:
                 log.info("pce %s: loaded for %s%s (%.1f MB on the device) in %.3fs", pce.name, self.lane.name, how,
                          getattr(handle, "nbytes", 0) / 1e6, time.perf_counter() - t0)
             return handle
+
+    def drop_circuit(self, pce) -> None:
+        """Free this copy's handle of ``pce``'s circuit (the next :meth:`circuit` loads it again)."""
+        with self._lock:
+            handle = self._circuits.pop(pce.digest, None)
+        if handle is not None:
+            handle.release()
 
     def _circuit_fits(self, pce) -> bool:
         """Room for the circuit on the device beside every key copy of the lane and the plan's
