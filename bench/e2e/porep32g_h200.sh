@@ -15,6 +15,9 @@
 #               GPU_WORKERS (2), LOOKAHEAD (2), BUDGET (the key budget, 120GiB).
 #               LIMIT_GIB: a smaller card emulated (issue 26): `[gpus] device_memory_limit` and another
 #               process holding the rest of the device's free memory, so that an overrun fails.
+#               HOLD_AT=preload holds it after the first PreloadSRS instead of before the daemon
+#               starts: a TEST key made on the lane needs the whole device for keygen (Filecoin's
+#               own keys, and TEST keys written as .params, need no such step).
 #   PHASE=testkey  `cuzk params write-test-key --circuit porep-32g` (the key made on the whole GPU,
 #               written in Filecoin's .params layout); the e2e phase then loads that file as it loads
 #               Filecoin's own (streamed from one page-locked host copy where the limit asks).
@@ -118,7 +121,9 @@ cat "$CACHE/daemon.toml" >"$OUT/daemon.toml"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 500 >"$OUT/gpu-mem.csv" 2>/dev/null &
 smi=$!
 rm -f "$SOCK"
-[ -n "${LIMIT_GIB:-}" ] && hold "$LIMIT_GIB"
+HOLD_AT=${HOLD_AT:-start}
+[ -n "${LIMIT_GIB:-}" ] && [ "$HOLD_AT" = start ] && hold "$LIMIT_GIB"
+held_after_preload() { [ -n "${LIMIT_GIB:-}" ] && [ "$HOLD_AT" = preload ] && [ -z "$holder" ] && hold "$LIMIT_GIB"; }
 CUZK_TIMING=1 /usr/bin/time -v $PY -m cuzk_plugin.cli.daemon -c "$CACHE/daemon.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!
 t_start=$(date +%s%N)
@@ -135,6 +140,7 @@ VK=$PARAMS/porep-32g-test-key.vk
 t0=$(date +%s%N)
 $BENCH preload -a "$ADDR" -c porep-32g-test-key --timeout 600 --json | tee "$OUT/preload.json"
 echo "cold start (daemon start -> key on the GPU): $(( ($(date +%s%N) - t_start) / 1000000 )) ms; preload $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+held_after_preload
 for i in $(seq 1 "${SINGLE_RUNS:-3}"); do
     timeout 240 $BENCH single -a "$ADDR" -t porep --c1 "$C1" --verify-vk "$VK" --json >"$OUT/single-$i.json" 2>"$OUT/single-$i.err"
     echo "single $i rc=$? at $(stamp)"; grep -E '"status"|"latency_ms"' "$OUT/single-$i.json"; cat "$OUT/single-$i.err"
@@ -184,6 +190,7 @@ if [ -s "$CACHE/snap/snap-vproof.json" ] && [ "${SNAP_RUNS:-2}" -gt 0 ]; then
     t0=$(date +%s%N)
     timeout 300 $BENCH preload -a "$ADDR" -c snap-32g-test-key --timeout 600 --json | tee "$OUT/preload-snap.json"
     echo "snap key: preload $(( ($(date +%s%N) - t0) / 1000000 )) ms at $(stamp)"
+    held_after_preload
     snap_cmd=$(sed 's/^cuzk-bench //' "$CACHE/snap/cmd.txt")
     VKS=$PARAMS/snap-32g-test-key.vk  # written by the lane that made the key
     for i in $(seq 1 "${SNAP_RUNS:-2}"); do

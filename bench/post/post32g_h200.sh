@@ -16,6 +16,9 @@
 # .device-cache/params keeps the circuits and the data between calls on a warm machine: recording
 # wpost-32g (125 M rows, 12.4 GB) takes minutes; if it does not finish within EXTRACT_TIMEOUT the
 # Window runs are skipped, and a second call (circuit found, checked in seconds) runs them.
+# LIMIT_GIB: a smaller card emulated (issue 26): `[gpus] device_memory_limit`, and after the
+# Window key is made on the whole device (keygen's transients given back) another process holds
+# the rest of the device's memory, so that an overrun of a proof fails instead of using it.
 # Locally, e.g.: OUT=/tmp/o PY=.venv/bin/python BACKEND=cpu SIZE=8MiB bash bench/post/post32g_h200.sh
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -70,6 +73,9 @@ from cuzk_plugin.filecoin.fixtures.post_seal import parse_sector_size as p; prin
 seal window "$DATA/wpost-$short.json" --sectors "$sectors" --seed 3 | tee "$OUT/data-wpost.txt" || exit 1
 
 # -- 2. the daemon, the Winning key ---------------------------------------------------------
+limit_line=""  # (quotes inside ${VAR:+...} do not survive a here-document)
+[ -n "${LIMIT_GIB:-}" ] && limit_line="device_memory_limit = \"${LIMIT_GIB}GiB\""
+source bench/device_memory_hold.sh  # hold GIB / unhold
 cat >"$CACHE/post-daemon.toml" <<EOF
 [daemon]
 listen = "$ADDR"
@@ -83,6 +89,7 @@ total_budget = "${BUDGET:-100GiB}"
 safety_margin = "0"
 [gpus]
 backend = "$BACKEND"
+$limit_line
 [synthesis]
 threads = ${SYNTH_THREADS:-4}
 EOF
@@ -144,6 +151,7 @@ if [ "$WPOST_RUNS" -gt 0 ]; then
     t0=$(date +%s%N)
     timeout "${PRELOAD_TIMEOUT:-300}" $BENCH preload -a "$ADDR" -c "$WPOST-test-key" --timeout 600 --json | tee "$OUT/preload-wpost.json"
     echo "wpost key: preload $(ms_since "$t0") ms at $(stamp)"
+    [ -n "${LIMIT_GIB:-}" ] && hold "$LIMIT_GIB"
     ONCE=1 prove wpost "$WPOST_RUNS" "$DATA/wpost-$short.json.cmd" "$VK_WPOST"
 fi
 $BENCH status -a "$ADDR" >"$OUT/status.txt" 2>&1; cat "$OUT/status.txt"
@@ -152,6 +160,7 @@ $BENCH metrics -a "$ADDR" >"$OUT/metrics.txt" 2>&1
 # -- 4. stop, peaks, summary ----------------------------------------------------------------
 # SIGTERM to the daemon itself, not to /usr/bin/time (which would die without printing its figures)
 kill -TERM "$(pgrep -P $daemon)"; wait $daemon; echo "daemon rc=$? (SIGTERM)"
+unhold
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
 grep -E "Maximum resident|Elapsed" "$OUT/daemon.log" | sed 's/^/daemon /'
 [ -s "$OUT/gpu-mem.csv" ] && echo "device memory peak: $(sort -t, -k2 -n "$OUT/gpu-mem.csv" | tail -1)"
