@@ -57,6 +57,28 @@ struct cz_context {
     }
 };
 
+// Stream-ordered allocation from the device's pool. The pool keeps freed blocks for the next
+// proof (release threshold: everything); where they cannot serve a large request (blocks of
+// other sizes) and the device has no more free memory, the idle blocks go back to the driver
+// once every stream's frees have completed, and the request is tried once more, so that a
+// plan that fits the device never fails on memory the process itself keeps idle.
+inline void pool_alloc(void** p, size_t bytes, cudaStream_t s, const char* what, const char* file, int line) {
+    cudaError_t err = cudaMallocAsync(p, bytes, s);
+    if (err == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();  // not sticky: clear it before the retry
+        int device = 0;
+        CZ_CHECK(cudaGetDevice(&device));
+        CZ_CHECK(cudaDeviceSynchronize());
+        cudaMemPool_t pool;
+        CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+        CZ_CHECK(cudaMemPoolTrimTo(pool, 0));
+        err = cudaMallocAsync(p, bytes, s);
+    }
+    if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
+}
+#define CZ_POOL_ALLOC(ptr, bytes, stream) \
+    pool_alloc(reinterpret_cast<void**>(ptr), (bytes), (stream), "cudaMallocAsync(" #ptr ", " #bytes ")", __FILE__, __LINE__)
+
 // Device memory owned for the life of a scope, allocated and freed in stream order
 // (cudaMallocAsync keeps freed blocks in the device's pool, so repeated proofs do not pay
 // for cudaMalloc each time).
@@ -68,7 +90,7 @@ struct dev_buf {
 
     dev_buf() = default;
     dev_buf(size_t n, cudaStream_t s) : count(n), stream(s) {
-        if (n) CZ_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ptr), n * sizeof(T), s));
+        if (n) CZ_POOL_ALLOC(&ptr, n * sizeof(T), s);
     }
     dev_buf(const dev_buf&) = delete;
     dev_buf& operator=(const dev_buf&) = delete;

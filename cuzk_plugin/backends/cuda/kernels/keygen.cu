@@ -375,7 +375,9 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
         stage(8);
     }
     // Give the transients back: the pool keeps freed blocks for repeated proofs, which would
-    // hold tens of GB for nothing after a full-size key.
+    // hold tens of GB for nothing after a full-size key; the transform's twiddle table too
+    // (2 GB at 2^27), which the lane's residency plan does not count.
+    twiddles_release(ctx);
     CZ_CHECK(cudaStreamSynchronize(s));
     cudaMemPool_t pool;
     CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, ctx.device));

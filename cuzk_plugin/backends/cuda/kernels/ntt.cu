@@ -230,7 +230,7 @@ const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
     if (it != ctx.twiddles.end()) return it->second;
     size_t count = log_n ? (1ull << (log_n - 1)) : 1;
     fr_t* tw = nullptr;
-    CZ_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tw), count * sizeof(fr_t), ctx.stream));
+    CZ_POOL_ALLOC(&tw, count * sizeof(fr_t), ctx.stream);
     fr_t w = fr_root_of_unity(log_n);
     if (inverse) w = w.inverse();
     size_t threads = (count + 63) / 64;
