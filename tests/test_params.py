@@ -115,3 +115,35 @@ def test_vk_file_size_checked(key_file, tmp_path):
         VerifyingKey.load(bad)
     count = struct.unpack_from(">I", vk_bytes, VK_BYTES)[0]
     assert count == VerifyingKey.load(path.with_suffix(".vk")).num_inputs
+
+
+def test_a_key_files_points_are_checked_once_while_it_stays_the_same_file(key_file, tmp_path, monkeypatch):
+    """The daemon checks a .params file's point encodings on its first open only (47 GB, 100 s
+    for porep-32g), the verdict kept by the file's identity; a file changed since is checked
+    again and its bad point named."""
+    import os
+
+    from cuzk_plugin.engine.srs import open_checked_once
+    from cuzk_plugin.filecoin import param_files as pf
+
+    key, path = key_file
+    store = tmp_path / "state" / pf.PARAM_CHECKS_FILE
+    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache(store))
+    checks = []
+    real = ProvingKey.check_vectors
+    monkeypatch.setattr(ProvingKey, "check_vectors", lambda self: (checks.append(self.path), real(self))[1])
+    copy = tmp_path / "k.params"
+    copy.write_bytes(path.read_bytes())
+    for _ in range(2):
+        assert open_checked_once(copy).vk.to_bytes() == key.vk.to_bytes()
+    assert checks == [copy] and store.is_file()
+    monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache(store))  # a restart reads the kept verdict
+    open_checked_once(copy)
+    assert checks == [copy]
+    h_start = VK_BYTES + 4 + 96 * key.vk.num_inputs + 4
+    data = bytearray(copy.read_bytes())
+    data[h_start + 96 * 2] ^= 0x40  # h[2] flagged as the identity
+    copy.write_bytes(bytes(data))
+    os.utime(copy, ns=(1, 1))  # a changed file, whatever its time
+    with pytest.raises(ParamsError, match=r"h\[2\]: is the point at infinity"):
+        open_checked_once(copy)

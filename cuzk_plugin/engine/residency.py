@@ -29,7 +29,7 @@ POINT_BYTES = {"h": 96, "l": 96, "a": 96, "b_g1": 96, "b_g2": 192}
 FR_BYTES = 32
 #: Device memory a context holds beside any proof (streams, staging, CUB's scratch, the pool's
 #: rounding): left out of every plan.
-CONTEXT_BYTES = 768 << 20
+CONTEXT_BYTES = 1536 << 20
 #: Points a streamed chunk holds (two chunks a streamed MSM: 3.2 GB in G1, 6.4 GB in G2), and
 #: the fewest a plan goes down to where memory is short.
 STREAM_CHUNK = 1 << 24

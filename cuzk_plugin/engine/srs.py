@@ -47,6 +47,7 @@ from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import SrsBudgetExceeded, SrsInUse
 from cuzk_plugin.errors import ParamsError
+from cuzk_plugin.filecoin import param_files
 from cuzk_plugin.formats.params import VK_BYTES, ProvingKey
 from cuzk_plugin.formats.pce import MappedCircuit
 
@@ -140,6 +141,19 @@ def record_vk_pin(params: Path, circuit_id: str) -> str:
     tmp.write_text(json.dumps({"circuit_id": circuit_id, "file": params.name, "vk_sha256": digest}) + "\n")
     os.replace(tmp, pin)
     return digest
+
+
+def open_checked_once(path: Path) -> ProvingKey:
+    """Map a `.params` file, its points' encodings checked (flags, coordinates below p) only the
+    first time this file is opened: the verdict is kept by the file's identity (param-checks.json
+    in [srs] state_dir), so a restart does not read 47 GB again (100 s for porep-32g). A file that
+    changes (size, mtime, inode) is checked again; backends check each point on its curve as they load it."""
+    verdicts = param_files.VERDICTS
+    checked = verdicts.get(path, "points", None) == "ok"
+    key = ProvingKey.open(path, check=not checked)
+    if not checked:
+        verdicts.put(path, "points", "ok", None)
+    return key
 
 
 def pin_verifying_key(source: KeySource, key: ProvingKey) -> None:
@@ -307,7 +321,7 @@ class SrsManager:
                 self._reserved += size
                 entry.loading += 1
                 try:
-                    key = await self._run_blocking(ProvingKey.open, source.path)
+                    key = await self._run_blocking(open_checked_once, source.path)
                     await self._run_blocking(pin_verifying_key, source, key)
                 finally:
                     self._reserved -= size
