@@ -116,10 +116,11 @@ def test_a_card_too_small_even_streamed_is_refused_with_the_figures():
         plan_residency("porep-32g", "cuda:3", POREP_32G, available_bytes=16 * GB, in_flight=2)
 
 
-def test_fewer_partitions_in_flight_leave_more_of_the_key_resident():
+def test_fewer_partitions_in_flight_leave_room_for_more_of_the_key_or_the_msms_side_by_side():
     two = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB, in_flight=2)
     one = plan_residency("porep-32g", "l", POREP_32G, available_bytes=80 * GB, in_flight=1)
-    assert one.resident_bytes > two.resident_bytes
+    assert one.resident_bytes >= two.resident_bytes
+    assert one.resident_bytes > two.resident_bytes or (two.msm_in_turn and not one.msm_in_turn)
 
 
 def test_more_memory_never_streams_more():

@@ -34,12 +34,21 @@ CONTEXT_BYTES = 1536 << 20
 #: the fewest a plan goes down to where memory is short.
 STREAM_CHUNK = 1 << 24
 MIN_STREAM_CHUNK = 1 << 18
-#: What streaming costs a partition, measured on the H200 (bench/residency/README.md): page-locked
-#: host memory copies at ~54 GB/s, and each chunk is an MSM of its own, ~0.08 s beyond its copy
-#: (a 2^27 key streamed whole: 2.35 s a partition in 2^24-point chunks, 13.3 s in 2^22-point
-#: ones, against 1.36 s resident).
-LINK_BYTES_PER_S = 50e9
-CHUNK_SECONDS = 0.08
+#: What streaming costs a partition beyond the resident MSMs (bench/residency/README.md). The
+#: copies (page-locked host memory, 54-55 GB/s on the H200 and the H100) overlap the MSMs of the
+#: chunk before; what is left is each chunk's own MSM set-up and reduction, dearer for small
+#: chunks: 2^27 keys streamed whole took 0.99 s more than resident in 40 chunks of 2^24 points
+#: (H200), 11.9 s more in 160 of 2^22 (H200, 80 GiB), a 32 GiB PoRep 0.91 s more in 28 of 2^24
+#: with its MSMs in turn (H100, 24 GiB). Seconds a chunk: CHUNK_SECONDS + CHUNK_SMALL_SECONDS *
+#: STREAM_CHUNK / chunk (0.025 s at 2^24 points, 0.076 s at 2^22).
+LINK_BYTES_PER_S = 54e9
+CHUNK_SECONDS = 0.008
+CHUNK_SMALL_SECONDS = 0.017
+
+
+def chunk_seconds(chunk: int) -> float:
+    """The estimated cost of one streamed chunk of ``chunk`` points beyond its resident MSM."""
+    return CHUNK_SECONDS + CHUNK_SMALL_SECONDS * STREAM_CHUNK / max(1, chunk)
 
 
 class DeviceMemoryTooSmall(CuzkError):
@@ -154,7 +163,7 @@ class ResidencyPlan:
     #: Partitions in flight and the working set of the one computing, bytes.
     working_bytes: int
     stream_chunk: int
-    #: The streaming's estimated cost a partition, seconds (LINK_BYTES_PER_S, CHUNK_SECONDS).
+    #: The streaming's estimated cost a partition, seconds (chunk_seconds).
     stream_seconds: float = 0.0
     #: The circuit's matrices stay in host memory and stream by rows each partition.
     circuit_streamed: bool = False
@@ -222,7 +231,7 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
     def key_seconds(resident: tuple[str, ...], chunk: int) -> float:
         streamed = [v for v in VECTORS if v not in resident]
         n_chunks = sum(-(-int(counts[v]) // chunk) for v in streamed)
-        return sum(sizes[v] for v in streamed) / LINK_BYTES_PER_S + n_chunks * CHUNK_SECONDS if streamed else 0.0
+        return n_chunks * chunk_seconds(chunk)
 
     subsets = [r for k in range(len(VECTORS) + 1) for r in itertools.combinations(VECTORS, k)]
     best: tuple | None = None
