@@ -436,9 +436,11 @@ def test_a_test_key_made_where_its_circuit_streams_drops_keygens_resident_circui
     handle.release()
 
 
-def test_a_test_key_preloaded_plans_with_its_filecoin_circuit(small_key, tmp_path):
+def test_a_test_key_preloaded_plans_with_its_filecoin_circuit_and_loads_it(small_key, tmp_path):
     """PreloadSRS of `porep-32g-test-key` plans with the pre-compiled `porep-32g` circuit (the
-    one its partitions bring), not with no circuit at all."""
+    one its partitions bring), not with no circuit at all, and loads that circuit on the lane
+    then, so that the first proof does not wait for it; a partition's load leaves it to the
+    partition."""
     from types import SimpleNamespace
 
     from cuzk_plugin.engine.key_supply import KeySupply
@@ -446,10 +448,14 @@ def test_a_test_key_preloaded_plans_with_its_filecoin_circuit(small_key, tmp_pat
     _, r1cs, _, _ = small_key
     pce = precompile_r1cs(r1cs, "porep-32g")
     save_pce(tmp_path / "pce-porep-32g.pce", pce)
-    seen = []
-    lane = SimpleNamespace(load_srs=lambda key, circuit_id, circuit: seen.append((circuit_id, circuit)))
-    KeySupply.loader(SimpleNamespace(param_cache=tmp_path), lane, "porep-32g-test-key")(object())  # type: ignore[arg-type]
-    assert seen == [("porep-32g-test-key", CircuitFootprint.of(pce))]
+    seen, loaded = [], []
+    handle = SimpleNamespace(circuit=lambda mapped: loaded.append(mapped.circuit.digest), release=lambda: None)
+    lane = SimpleNamespace(load_srs=lambda key, circuit_id, circuit: (seen.append((circuit_id, circuit)), handle)[1])
+    supply = SimpleNamespace(param_cache=tmp_path)
+    assert KeySupply.loader(supply, lane, "porep-32g-test-key")(object()) is handle  # type: ignore[arg-type]
+    assert seen == [("porep-32g-test-key", CircuitFootprint.of(pce))] and loaded == [pce.digest]
+    KeySupply.loader(supply, lane, "porep-32g-test-key", part=object())(object())  # type: ignore[arg-type]
+    assert loaded == [pce.digest]
 
 
 def test_the_budget_counts_one_copy_of_a_streamed_key(small_key, tmp_path):

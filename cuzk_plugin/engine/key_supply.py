@@ -27,6 +27,7 @@ from cuzk_plugin.engine.lanes import Lane
 from cuzk_plugin.engine.residency import CircuitFootprint
 from cuzk_plugin.engine.sched import PrioritySemaphore, order_key
 from cuzk_plugin.engine.srs import SrsManager
+from cuzk_plugin.engine.synthesis import mapped_circuit
 from cuzk_plugin.engine.types import Priority, circuit_id_problem
 from cuzk_plugin.engine.workers import run_killable
 from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs, is_test_key_id
@@ -92,16 +93,25 @@ class KeySupply:
         """``lane.load_srs`` told the key's circuit id and the device bytes of the circuit its
         partitions load beside it (the partition's own, or the pre-compiled circuit of that name
         in the param cache: a TEST key's is its Filecoin circuit's), so the residency plan
-        leaves room for it."""
+        leaves room for it. A preload (no partition) also loads that circuit as the plan says,
+        so that the first proof does not wait for it (8-9 s for a 32 GiB PoRep's rows pinned)."""
         def load(key: Any) -> Any:  # only when the key is not HOT on the lane yet (off the event loop)
-            circuit = None
+            circuit = pce = None
             if isinstance(part, WitnessPartition):
                 circuit = CircuitFootprint.of(part.circuit.circuit)
             else:
                 path = pce_path(self.param_cache, is_test_key_id(circuit_id) or circuit_id)
                 if path.is_file():  # mapped, not read: its header and row pointers size it
-                    circuit = CircuitFootprint.of(load_pce(path, verify=False))
-            return lane.load_srs(key, circuit_id=circuit_id, circuit=circuit)
+                    pce = load_pce(path, verify=False)
+                    circuit = CircuitFootprint.of(pce)
+            handle = lane.load_srs(key, circuit_id=circuit_id, circuit=circuit)
+            if part is None and pce is not None:
+                try:  # the mapping partitions use (its digest verified once per file version)
+                    handle.circuit(mapped_circuit(str(path), pce.digest))
+                except BaseException:
+                    handle.release()
+                    raise
+            return handle
 
         return load
 
