@@ -516,3 +516,68 @@ def test_a_test_key_the_plan_streams_is_made_into_host_memory(small_key, small_p
         assert handle.plan is not None and (not handle.plan.all_resident) == streams
         assert backend.to_host == [streams] and len(backend.host_copies) == int(streams)
         handle.release()
+
+
+def test_a_refusal_says_whether_the_key_would_fit_without_the_other_keys_copies():
+    """The planner's refusal carries its figures: freeing other keys' copies helps only where
+    the key fits the lane alone."""
+    alone = plan_residency("porep-32g", "l", POREP_32G, available_bytes=26 * GB, in_flight=2, min_in_flight=1)
+    assert alone.resident == () and fits(alone)
+    with pytest.raises(DeviceMemoryTooSmall) as beside:
+        plan_residency("porep-32g", "l", POREP_32G, available_bytes=26 * GB, in_flight=2, min_in_flight=1,
+                       other_resident_bytes=10 * GB)
+    assert beside.value.fits_alone and beside.value.other_resident_bytes == 10 * GB
+    with pytest.raises(DeviceMemoryTooSmall) as small:
+        plan_residency("porep-32g", "l", POREP_32G, available_bytes=16 * GB, in_flight=2, min_in_flight=1,
+                       other_resident_bytes=1 * GB)
+    assert not small.value.fits_alone and small.value.need_bytes > 16 * GB
+
+
+async def test_a_key_without_room_beside_other_keys_copies_frees_the_idle_one_or_waits(small_key, tmp_path):
+    """A key whose plan finds no room on a lane beside another key's copy there, where it would
+    fit alone, has that copy released once it is idle (waiting while a partition proves with
+    it); a key too large for the lane alone is refused without touching the other copy."""
+    import asyncio
+
+    from cuzk_plugin.engine.circuits import KeySource
+    from cuzk_plugin.engine.srs import SrsManager
+
+    key, *_ = small_key
+    for name in ("a", "b", "c"):
+        key.save(tmp_path / f"{name}.params")
+    released: list[str] = []
+
+    class Copy:
+        nbytes = 1
+
+        def __init__(self, name: str):
+            self.name = name
+
+        def release(self) -> None:
+            released.append(self.name)
+
+    def load_of(name: str, need: int):
+        def load(_key):  # a lane of 10 bytes; another key's copy there holds 5
+            others = 5 if manager.resident_on("cuda:0") else 0
+            if need + others > 10:
+                raise DeviceMemoryTooSmall(f"no room for {name}", need_bytes=need + others, available_bytes=10,
+                                           other_resident_bytes=others)
+            return Copy(name)
+        return load
+
+    async def run_blocking(fn, *args):
+        return fn(*args)
+
+    manager = SrsManager(lambda cid: KeySource(cid, tmp_path / f"{cid}.params"), budget_bytes=1 << 40, min_idle_s=0,
+                         run_blocking=run_blocking, generate=None)  # type: ignore[arg-type]
+    await manager.hot("a", "cuda:0", load_of("a", 8))
+    manager.add_ref("a", "cuda:0")  # a partition proves with a's copy: b waits for it
+    waiting = asyncio.create_task(manager.hot("b", "cuda:0", load_of("b", 8)))
+    await asyncio.sleep(0.05)
+    assert not waiting.done() and released == []
+    manager.drop_ref("a", "cuda:0")
+    _, copy = await asyncio.wait_for(waiting, 5)
+    assert copy.name == "b" and released == ["a"] and [s.circuit_id for s in manager.resident_on("cuda:0")] == ["b"]
+    with pytest.raises(DeviceMemoryTooSmall, match="no room for c"):
+        await manager.hot("c", "cuda:0", load_of("c", 20))
+    assert released == ["a"]

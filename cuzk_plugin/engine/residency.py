@@ -53,7 +53,20 @@ def chunk_seconds(chunk: int) -> float:
 
 class DeviceMemoryTooSmall(CuzkError):
     """The lane cannot prove this key's partitions even with every vector streamed (the figures
-    in the message); refused before any proof starts."""
+    in the message); refused before any proof starts. ``need_bytes`` (0: not known) counts the
+    other keys' copies on the lane, ``other_resident_bytes``: freeing them may make room."""
+
+    def __init__(self, message: str, *, need_bytes: int = 0, available_bytes: int = 0,
+                 other_resident_bytes: int = 0) -> None:
+        super().__init__(message)
+        self.need_bytes = need_bytes
+        self.available_bytes = available_bytes
+        self.other_resident_bytes = other_resident_bytes
+
+    @property
+    def fits_alone(self) -> bool:
+        """The key would fit on the lane without the other keys' copies."""
+        return self.other_resident_bytes > 0 and self.need_bytes - self.other_resident_bytes <= self.available_bytes
 
 
 def msm_window(large: int) -> int:
@@ -272,4 +285,5 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
         f"streamed, a partition needs {need / gb:.1f} GB of device memory ({flights} in flight, a "
         f"2^{shape.domain.bit_length() - 1} domain, circuit {(circuit.resident if circuit else 0) / gb:.1f} GB, "
         f"other keys {other_resident_bytes / gb:.1f} GB); the lane may use {available_bytes / gb:.1f} GB "
-        "([gpus] device_memory_limit or the free memory at start)")
+        "([gpus] device_memory_limit or the free memory at start)",
+        need_bytes=need, available_bytes=available_bytes, other_resident_bytes=other_resident_bytes)

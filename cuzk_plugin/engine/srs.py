@@ -19,6 +19,9 @@ proves; to make room a lane evicts the least recently used idle copy (of another
 the same key on another lane) or an idle key as a whole, and otherwise waits until a copy goes
 idle: it never fails for want of room unless the key alone is larger than the budget. Loads in
 progress reserve their bytes, so lanes loading at once cannot overrun the budget together.
+Device memory the same way: a key whose residency plan finds no room on a lane beside other
+keys' copies there, where it would fit alone, has the least recently used idle one released
+(or waits for one to go idle) instead of being refused.
 
 A key is checked once when it loads and its verifying key is pinned (:func:`pin_verifying_key`):
 a file replaced by another valid key of the same circuit is refused, so self-verification never
@@ -46,6 +49,7 @@ from typing import Any
 from cuzk_plugin.engine.circuits import KeySource
 from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import SrsBudgetExceeded, SrsInUse
+from cuzk_plugin.engine.residency import DeviceMemoryTooSmall
 from cuzk_plugin.errors import ParamsError
 from cuzk_plugin.filecoin import param_files
 from cuzk_plugin.formats.params import VK_BYTES, ProvingKey
@@ -352,13 +356,23 @@ class SrsManager:
                 handle = entry.handles.get(lane)
                 if handle is None:
                     need = key.vectors_nbytes
-                    await self._make_room(need, keep=circuit_id, lane=lane)
-                    t0 = time.perf_counter()
-                    self._reserved += need
-                    try:
-                        handle = await self._run_blocking(load, key)
-                    finally:
-                        self._reserved -= need
+                    while True:  # until it loads, freeing other keys' copies on the lane where they are in the way
+                        await self._make_room(need, keep=circuit_id, lane=lane)
+                        t0 = time.perf_counter()
+                        self._reserved += need
+                        try:
+                            handle = await self._run_blocking(load, key)
+                            break
+                        except DeviceMemoryTooSmall as exc:
+                            if not exc.fits_alone:
+                                raise
+                            refused = exc
+                        finally:
+                            self._reserved -= need
+                        log.info("srs %s: no room on %s beside the other keys' copies (%.1f GB of them); freeing one",
+                                 circuit_id, lane, refused.other_resident_bytes / 1e9)
+                        if not await self._free_device_copy(keep=circuit_id, lane=lane):
+                            raise refused
                     entry.handles[lane] = handle
                     log.info("srs %s: loaded on %s (%.1f MB; %.1f of %.1f MB in use) in %.3fs", circuit_id, lane,
                              getattr(handle, "nbytes", 0) / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6,
@@ -427,6 +441,32 @@ class SrsManager:
                      keep, f" on {lane}" if lane else "",
                      f" ([memory] eviction_min_idle: {until:.0f}s more)" if until is not None else "",
                      need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6, self._reserved / 1e6)
+            async with self._changed:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), until)
+
+    async def _free_device_copy(self, keep: str, lane: str) -> bool:
+        """Release the least recently used copy of another key on ``lane`` (its device memory),
+        idle there for at least ``min_idle_s``; until one is, wait. False where no other key
+        has a copy there (nothing this manager holds is in the way)."""
+        while True:
+            others = [(e.lane_used.get(lane, e.last_used), e) for e in self._entries.values()
+                      if e.circuit_id != keep and lane in e.handles]
+            if not others:
+                return False
+            idle = [(last, e) for last, e in others if not e.lane_refs.get(lane)]
+            now = time.monotonic()
+            ripe = [(last, e) for last, e in idle if now - last >= self.min_idle_s]
+            if ripe:
+                last, victim = min(ripe, key=lambda c: c[0])
+                freed = self._drop_copy(victim, lane)
+                log.info("srs %s: evicted from %s (idle %.0fs) for the device memory '%s' needs there (%.1f MB freed)",
+                         victim.circuit_id, lane, now - last, keep, freed / 1e6)
+                await self._notify()
+                return True
+            until = min((self.min_idle_s - (now - last) for last, _ in idle), default=None)
+            log.info("srs: '%s' waits for a copy of another key on %s to go idle%s", keep, lane,
+                     f" ([memory] eviction_min_idle: {until:.0f}s more)" if until is not None else "")
             async with self._changed:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), until)
