@@ -218,9 +218,9 @@ def default_state_dir() -> Path:
 
 
 class MemoryConfig(_Section):
-    """[memory]: one budget for every loaded proving key."""
+    """[memory]: one budget for the host memory of every loaded proving key."""
 
-    #: Bytes all loaded keys may use together ("auto": 90% of physical memory).
+    #: Host bytes all loaded keys may use together ("auto": 90% of physical memory).
     total_budget: int | Literal["auto"] = "auto"
     #: Kept free below total_budget.
     safety_margin: int = 1 << 30

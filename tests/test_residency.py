@@ -245,7 +245,8 @@ def test_two_lanes_share_one_host_copy_counted_once(small_key):
     entry.handles = {lane.name: h for lane, h in zip(lanes, handles, strict=True)}
     assert len(backend.host_copies) == 1, "one host copy for both lanes"
     assert entry.host_bytes == key.vectors_nbytes  # counted once
-    assert all(h.srs.resident == ("h",) for h in handles) and entry.hot_bytes == 2 * key.counts()["h"] * 96
+    assert all(h.srs.resident == ("h",) and h.device_bytes == key.counts()["h"] * 96 for h in handles)
+    assert entry.hot_bytes == 0  # the resident h of each lane is device memory: not the [memory] budget's
     assert all(lane.plans["small"].streamed == ("l", "a", "b_g1", "b_g2") for lane in lanes)
     proof = prove(key, synthesize(r1cs, inputs, aux), backend, srs=handles[0].srs)
     assert verify(key.vk, proof, limbs_to_ints(inputs)[1:])
@@ -460,8 +461,8 @@ def test_a_test_key_preloaded_plans_with_its_filecoin_circuit_and_loads_it(small
 
 def test_the_budget_counts_one_copy_of_a_streamed_key(small_key, tmp_path):
     """While lanes stream a key from its page-locked host copy, the .params file's mapping is not
-    counted again; dropping the last lane's copy frees that lane's copy and the host copy, and
-    the mapping counts once more."""
+    counted again, nor the lanes' device copies; dropping the last lane's copy frees the host
+    copy, and the mapping counts once more."""
     from cuzk_plugin.engine.srs import SrsManager
     from cuzk_plugin.formats.params import ProvingKey
 
@@ -474,11 +475,10 @@ def test_the_budget_counts_one_copy_of_a_streamed_key(small_key, tmp_path):
     entry = SrsEntry("small", path=path, key=mapped)
     assert entry.warm_bytes == path.stat().st_size
     entry.handles = {lane.name: lane.load_srs(mapped, circuit_id="small") for lane in lanes}
-    copy = entry.handles[lanes[0].name].nbytes
-    assert entry.warm_bytes == 0 and entry.host_bytes == mapped.vectors_nbytes
+    assert entry.warm_bytes == 0 and entry.host_bytes == mapped.vectors_nbytes and entry.hot_bytes == 0
     manager = SrsManager(lambda cid: None, budget_bytes=1 << 40, min_idle_s=0, run_blocking=None, generate=None)  # type: ignore[arg-type]
-    assert manager._drop_copy(entry, lanes[0].name) == copy
-    assert manager._drop_copy(entry, lanes[1].name) == copy + mapped.vectors_nbytes - path.stat().st_size
+    assert manager._drop_copy(entry, lanes[0].name) == 0  # a device copy: no host memory freed
+    assert manager._drop_copy(entry, lanes[1].name) == mapped.vectors_nbytes - path.stat().st_size
     assert entry.warm_bytes == path.stat().st_size and entry.host_bytes == 0
 
 

@@ -249,6 +249,18 @@ class LaneKey:
                                                          for c in self._circuits.values())
 
     @property
+    def host_memory_bytes(self) -> int:
+        """The bytes of this copy the [memory] budget counts: all of them on a lane whose device
+        is the host CPU, or whose device memory no residency plan governs (nothing else bounds
+        them); else only its host memory, the page-locked rows of a streamed circuit and a
+        circuit prepared for evaluation on the host. (The shared host copy of a streamed key is
+        counted by the key, once.)"""
+        if self.lane.device.kind == "cpu" or not self.lane.streams_keys:
+            return self.nbytes
+        return sum(int(getattr(c, "nbytes", 0)) if isinstance(c, _HostCircuit) else int(getattr(c, "host_bytes", 0))
+                   for c in self._circuits.values())
+
+    @property
     def device_bytes(self) -> int:
         """Device bytes of this copy: the resident vectors and the circuits loaded on the device."""
         return int(getattr(self.srs, "nbytes", 0)) + sum(int(getattr(c, "nbytes", 0)) for c in self._circuits.values()

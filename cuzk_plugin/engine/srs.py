@@ -5,15 +5,18 @@
     HOT   loaded on a lane (backend.load_srs) and ready for prove_start
 
 Keys load on demand (the first partition that needs one waits for it, concurrent callers
-share one load) or on PreloadSRS. Every loaded byte counts against one budget
-([memory] total_budget - safety_margin): WARM keys by their file size, HOT handles by their
-``nbytes``. Keys stay loaded (a PoSt key is there when its deadline comes): only a load that
+share one load) or on PreloadSRS. Every byte of host memory a key holds counts against one
+budget ([memory] total_budget - safety_margin): WARM keys by their file size, HOT copies by the
+host memory they hold (all of it on a CPU lane; on a GPU, page-locked circuit rows), the
+page-locked host copy a key streams from once; a copy on a device that no residency plan
+governs (its memory unknown) counts whole, as nothing else bounds it. Keys stay loaded (a PoSt key is there when its deadline comes): only a load that
 would exceed the budget evicts, and only keys idle (ref count 0) for at least [memory]
 eviction_min_idle, least recently used first, as cuzk does; until one is, the load waits.
 EvictSRS releases the handles and drops the mapping, so the memory really goes.
 
-Each lane holds its own copy of a key's resident part, so a key HOT on two lanes counts twice;
-the page-locked host copy that lanes stream the rest from is one per key and counts once.
+Each lane holds its own copy of a key's resident part (in device memory on a GPU: the lane's
+residency plan governs it); the page-locked host copy that lanes stream the rest from is one
+per key and counts once.
 A partition holds its key (``ref_count``) and the copy on its lane (``lane_refs``) while it
 proves; to make room a lane evicts the least recently used idle copy (of another key, or of
 the same key on another lane) or an idle key as a whole, and otherwise waits until a copy goes
@@ -104,7 +107,10 @@ class SrsEntry:
 
     @property
     def hot_bytes(self) -> int:
-        return sum(int(getattr(h, "nbytes", 0)) for h in self.handles.values())
+        """The lanes' copies as the budget counts them: a device's copies live in device memory,
+        which each lane's residency plan governs, not this budget (LaneKey.host_memory_bytes; a
+        handle that does not say counts whole)."""
+        return sum(int(getattr(h, "host_memory_bytes", getattr(h, "nbytes", 0))) for h in self.handles.values())
 
     @property
     def host_bytes(self) -> int:

@@ -55,7 +55,7 @@ async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon
     assert len(backend.host_copies) == 1  # one host copy for both lanes
     (loaded,) = status.loaded_srs
     entry = d.engine.srs._entries["synthetic-k6"]
-    # Each lane's resident h and l, the host copy once; the .params file's mapping not again
-    # while the host copy serves the lanes.
+    # The host copy once (the lanes' resident h and l are device memory, shown per lane); the
+    # .params file's mapping not again while the host copy serves the lanes.
     assert entry.warm_bytes == 0 and entry.path.stat().st_size > 0
-    assert loaded.size_bytes == 2 * (sizes["h"] + sizes["l"]) + sum(sizes.values())
+    assert loaded.size_bytes == sum(sizes.values()) == status.pinned_memory_bytes
