@@ -17,8 +17,8 @@ fi
 for limit in ${LIMITS:-80 24}; do
     dir=$OUT/e2e-$limit; mkdir -p "$dir"
     lim=$limit; [ "$limit" = none ] && lim=
-    # [memory] total_budget: the budget counts a lane's device-resident copy like host memory,
-    # so a key resident on the device beside its page-locked host copy counts three times.
+    # [memory] total_budget: before ecb3f1f the budget counted a lane's device copy like host
+    # memory (the 2026-12-05 runs); BUDGET keeps those runs' setting.
     OUT=$dir PHASE=e2e LIMIT_GIB=$lim BUDGET=${BUDGET:-200GiB} SINGLE_RUNS=${SINGLE_RUNS:-2} BATCH_COUNT=0 SNAP_RUNS=0 \
         WIN_RUNS=0 timeout "${LIMIT_TIMEOUT:-280}" bash bench/e2e/porep32g_h200.sh >"$dir/run.log" 2>&1
     echo "## limit $limit GiB: rc=$?"
