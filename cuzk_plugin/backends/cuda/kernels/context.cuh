@@ -57,27 +57,45 @@ struct cz_context {
     }
 };
 
-// Stream-ordered allocation from the device's pool. The pool keeps freed blocks for the next
-// proof (release threshold: everything); where they cannot serve a large request (blocks of
-// other sizes) and the device has no more free memory, the idle blocks go back to the driver
-// once every stream's frees have completed, and the request is tried once more, so that a
-// plan that fits the device never fails on memory the process itself keeps idle.
+// The device's pool keeps freed blocks for the next proof (release threshold: everything).
+// Where an allocation finds the device full, those idle blocks go back to the driver (once
+// every stream's frees have completed) and the allocation is tried once more, so that memory
+// the process itself keeps idle never fails a plan that fits the device.
+inline void release_idle_pool() {
+    (void)cudaGetLastError();  // the failed allocation's error is not sticky: clear it
+    int device = 0;
+    CZ_CHECK(cudaGetDevice(&device));
+    CZ_CHECK(cudaDeviceSynchronize());
+    cudaMemPool_t pool;
+    CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    CZ_CHECK(cudaMemPoolTrimTo(pool, 0));
+}
+
+// Stream-ordered allocation from the pool (a large request its idle blocks of other sizes
+// cannot serve may need them released).
 inline void pool_alloc(void** p, size_t bytes, cudaStream_t s, const char* what, const char* file, int line) {
     cudaError_t err = cudaMallocAsync(p, bytes, s);
     if (err == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();  // not sticky: clear it before the retry
-        int device = 0;
-        CZ_CHECK(cudaGetDevice(&device));
-        CZ_CHECK(cudaDeviceSynchronize());
-        cudaMemPool_t pool;
-        CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-        CZ_CHECK(cudaMemPoolTrimTo(pool, 0));
+        release_idle_pool();
         err = cudaMallocAsync(p, bytes, s);
     }
     if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
 }
 #define CZ_POOL_ALLOC(ptr, bytes, stream) \
     pool_alloc(reinterpret_cast<void**>(ptr), (bytes), (stream), "cudaMallocAsync(" #ptr ", " #bytes ")", __FILE__, __LINE__)
+
+// Memory held beyond one call (a key's vectors, a circuit): cudaMalloc, outside the pool, which
+// may be holding the room idle.
+inline void device_alloc(void** p, size_t bytes, const char* what, const char* file, int line) {
+    cudaError_t err = cudaMalloc(p, bytes);
+    if (err == cudaErrorMemoryAllocation) {
+        release_idle_pool();
+        err = cudaMalloc(p, bytes);
+    }
+    if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
+}
+#define CZ_DEVICE_ALLOC(ptr, bytes) \
+    device_alloc(reinterpret_cast<void**>(ptr), (bytes), "cudaMalloc(" #ptr ", " #bytes ")", __FILE__, __LINE__)
 
 // Device memory owned for the life of a scope, allocated and freed in stream order
 // (cudaMallocAsync keeps freed blocks in the device's pool, so repeated proofs do not pay

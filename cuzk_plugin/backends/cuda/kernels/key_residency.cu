@@ -85,7 +85,7 @@ template <class P>
 P* upload_points(cz_context& ctx, const char* what, const uint8_t* raw, size_t n, size_t width, size_t& nbytes) {
     P* out = nullptr;
     if (n == 0) return out;
-    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(P)));
+    CZ_DEVICE_ALLOC(&out, n * sizeof(P));
     try {
         convert_points<P>(ctx, what, raw, n, width, out, nullptr);
     } catch (...) {
@@ -248,7 +248,7 @@ std::unique_ptr<cz_srs> srs_attach(cz_context& ctx, const cz_host_srs& host, uin
         }
         const size_t bytes = v.n * point_bytes(i);
         void* p = nullptr;
-        CZ_CHECK(cudaMalloc(&p, bytes));
+        CZ_DEVICE_ALLOC(&p, bytes);
         srs->owned.push_back(p);
         srs->nbytes += bytes;
         *v.dev = p;

@@ -113,7 +113,7 @@ template <class P>
 P* alloc_points(cz_srs& key, size_t count) {
     if (count == 0) return nullptr;
     P* p = nullptr;
-    CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(P)));
+    CZ_DEVICE_ALLOC(&p, count * sizeof(P));
     key.owned.push_back(p);
     key.nbytes += count * sizeof(P);
     return p;

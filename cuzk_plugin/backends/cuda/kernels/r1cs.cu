@@ -227,7 +227,7 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
         auto copy = [&](const auto* src, size_t count) {
             using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
             T* dst = nullptr;
-            CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&dst), std::max<size_t>(count, 1) * sizeof(T)));
+            CZ_DEVICE_ALLOC(&dst, std::max<size_t>(count, 1) * sizeof(T));
             c->owned.push_back(dst);
             c->nbytes += std::max<size_t>(count, 1) * sizeof(T);
             if (count) CZ_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyHostToDevice, s));
@@ -260,7 +260,7 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
     carver size;
     layout(size);
     void* block = nullptr;
-    CZ_CHECK(cudaMalloc(&block, std::max<size_t>(size.used, 1)));
+    CZ_DEVICE_ALLOC(&block, std::max<size_t>(size.used, 1));
     c->owned.push_back(block);
     c->nbytes += std::max<size_t>(size.used, 1);
     carver at{reinterpret_cast<uintptr_t>(block)};
