@@ -5,7 +5,9 @@ A partition takes a worker of a lane (by priority, then same circuit: :class:`.s
 makes the job's key HOT on that lane, and runs prove_start / prove_finish / assemble on a
 worker thread (:func:`.lanes.prove_step`). A transient fault is retried on the same lane
 (tenacity, [gpus] retry_attempts); a partition out of device memory beside others runs once more
-alone on its lane; any other backend error moves it to another lane, a fallback backend's lanes
+alone on its lane, and out of memory alone under a residency plan, the lane plans with less room
+and the partition runs again on a copy of its key planned afresh (up to REPLANS times); any
+other backend error moves it to another lane, a fallback backend's lanes
 only after every primary one, and fails it once no lane is left. A lane that gives up on
 LANE_STRIKES partitions in a row rests for LANE_REST_S (used only if no other lane is left).
 
@@ -42,6 +44,11 @@ log = logging.getLogger(__name__)
 #: always idle, be every partition's first try), and for how long; a success ends the rest.
 LANE_STRIKES = 3
 LANE_REST_S = 60.0
+
+
+#: Times a partition that ran out of device memory alone on its lane is proved again, each time
+#: under a plan with less room (Lane.shrink_room).
+REPLANS = 3
 
 
 class GpuStage:
@@ -158,9 +165,26 @@ class GpuStage:
                 raise PartitionCancelled()
             loop = asyncio.get_running_loop()
             shared.hold()
-            fut = loop.run_in_executor(self._gpu_threads, _prove_unless_cancelled, lane, handle, shared.partition, key.vk,
-                                       job.cancel_flag)
-            proof, times = await asyncio.shield(fut)
+            # Out of memory with the lane to itself, under a residency plan: the plan was too generous
+            # for this device. The lane plans with less room, the key's copy there is planned again
+            # (more of it streamed) and the partition proves again, up to REPLANS times.
+            exclusive = alone or self.slots.workers_of(slot.lane) < 2
+            for replan in range(REPLANS + 1):
+                fut = loop.run_in_executor(self._gpu_threads, _prove_unless_cancelled, lane, handle, shared.partition,
+                                           key.vk, job.cancel_flag)
+                try:
+                    proof, times = await asyncio.shield(fut)
+                    break
+                except DeviceOutOfMemory as exc:
+                    if not (exclusive and lane.streams_keys and replan < REPLANS) or job.cancel_flag.is_set():
+                        raise
+                    room = lane.shrink_room()
+                    log.warning("job %s partition %d: out of device memory alone on %s (%s); planning keys there "
+                                "with %.1f GB from now on and proving it again", loggable(job.id), p, lane.name, exc,
+                                room / 1e9)
+                    self.srs.replan_copy(job.circuit_id, lane.name)
+                    _, handle = await self.srs.hot(job.circuit_id, lane.name,
+                                                   self.keys.loader(lane, job.circuit_id, shared.partition))
         except PartitionCancelled:
             raise asyncio.CancelledError() from None
         finally:

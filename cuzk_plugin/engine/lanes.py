@@ -53,6 +53,12 @@ from cuzk_plugin.groth16.prover import assemble, random_fr
 log = logging.getLogger(__name__)
 
 
+#: What a lane's room shrinks by after a partition ran out of memory under its plan: this share
+#: of what plans may use beside the context, and at least SHRINK_MIN_BYTES.
+SHRINK_FRACTION = 0.05
+SHRINK_MIN_BYTES = 1 << 30
+
+
 @dataclass(frozen=True)
 class Lane:
     """A device of a backend; ``name`` is ``"<backend>:<device>"``."""
@@ -79,6 +85,22 @@ class Lane:
     plans: dict[str, ResidencyPlan] = field(default_factory=dict, compare=False, hash=False, repr=False)
     #: Guards _keys and plans: keys of several circuits load on one lane at once (worker threads).
     _keys_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, hash=False, repr=False)
+    #: Bytes taken off device_budget after partitions ran out of memory under its plans.
+    _shortfall: list[int] = field(default_factory=lambda: [0], compare=False, hash=False, repr=False)
+
+    @property
+    def room(self) -> int:
+        """Device bytes the lane's plans may use: device_budget, less what :meth:`shrink_room`
+        took off after a plan proved too generous."""
+        return max(0, self.device_budget - self._shortfall[0])
+
+    def shrink_room(self) -> int:
+        """A partition ran out of device memory alone under this lane's plan (the planner's
+        estimates fell short on this device): plan with less room from now on (SHRINK_FRACTION,
+        SHRINK_MIN_BYTES). Returns the room left."""
+        with self._keys_lock:
+            self._shortfall[0] += max(SHRINK_MIN_BYTES, int((self.device_budget - CONTEXT_BYTES) * SHRINK_FRACTION))
+        return self.room
 
     @property
     def streams_keys(self) -> bool:
@@ -126,7 +148,7 @@ class Lane:
         DeviceMemoryTooSmall, with the figures, where even a streamed key cannot be proved."""
         if not self.streams_keys:
             return None
-        plan = plan_residency(circuit_id, self.name, counts, available_bytes=self.device_budget,
+        plan = plan_residency(circuit_id, self.name, counts, available_bytes=self.room,
                               in_flight=self.in_flight, min_in_flight=1 if self._sets_in_flight else self.in_flight,
                               circuit=circuit, other_resident_bytes=self.resident_bytes(exclude),
                               stream_chunk=self.stream_chunk)
@@ -316,7 +338,7 @@ class LaneKey:
             return True
         footprint = CircuitFootprint.of(pce)
         need = footprint.streamed if self.plan.circuit_streamed else footprint.resident
-        room = self.lane.device_budget - CONTEXT_BYTES - self.lane.resident_bytes() - self.plan.working_bytes
+        room = self.lane.room - CONTEXT_BYTES - self.lane.resident_bytes() - self.plan.working_bytes
         if need <= room:
             return True
         log.warning("pce %s: %.1f GB does not fit on %s beside the key copies (%.1f GB free of the plan's); its a, b, c "

@@ -477,6 +477,14 @@ class SrsManager:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), until)
 
+    def replan_copy(self, circuit_id: str, lane: str) -> None:
+        """Release ``circuit_id``'s copy on ``lane`` so that the next :meth:`hot` there plans it
+        afresh (the lane's room shrank). Only for a caller that holds every worker of the lane:
+        no other partition proves with that copy."""
+        entry = self._entries.get(circuit_id)
+        if entry is not None and lane in entry.handles:
+            self._drop_copy(entry, lane)
+
     def _drop_copy(self, entry: SrsEntry, lane: str) -> int:
         """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay). The
         bytes freed: the copy's, and the host copy's with its last lane (less the mapping's,

@@ -108,7 +108,7 @@ class StatusReport:
                                  resident_bytes=held, resident=resident,
                                  partitions_proved=int(proved.get(lane.name, 0)),
                                  partitions_failed=int(failed.get(lane.name, 0)),
-                                 resting=self.lane_resting(lane.name), device_budget_bytes=lane.device_budget,
+                                 resting=self.lane_resting(lane.name), device_budget_bytes=lane.room,
                                  key_residency=lane.key_plans()))
         queues: dict[str, list[int]] = {}
         for job in self.jobs:

@@ -59,3 +59,44 @@ async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon
     # .params file's mapping not again while the host copy serves the lanes.
     assert entry.warm_bytes == 0 and entry.path.stat().st_size > 0
     assert loaded.size_bytes == sum(sizes.values()) == status.pinned_memory_bytes
+
+
+async def test_a_partition_out_of_memory_under_its_plan_is_proved_again_under_a_tighter_one(make_daemon, monkeypatch):
+    """A plan too generous for its device (the planner's estimates short of what the device
+    really needs): the partition's first run fails out of device memory with the lane to
+    itself; the lane then plans with less room, the key's copy there is planned again with h
+    streamed, and the same partition proves. The job completes, and status shows the room."""
+    from cuzk_plugin.engine import lanes as lanes_module
+    from cuzk_plugin.errors import DeviceOutOfMemory
+
+    counts = await _counts(make_daemon, "synthetic-k6")
+    shape, sizes = PartitionShape.of_key(counts), vector_bytes(counts)
+    chunk = 16
+    limit = CONTEXT_BYTES + shape.upload_bytes(False) + shape.compute_bytes(chunk, True, False, roomy=False) + sizes["h"] + sizes["l"]
+    monkeypatch.setattr(lanes_module, "SHRINK_MIN_BYTES", sizes["h"])  # this small key's scale
+    monkeypatch.setattr(lanes_module, "SHRINK_FRACTION", 0.0)
+
+    class ShortWithHResident(FakeStreamingBackend):
+        """This device runs out of memory whenever h is resident (more than the plan knew)."""
+
+        def __init__(self, free: int):
+            super().__init__(free)
+            self.runs: list[tuple[str, ...]] = []
+
+        def prove_start(self, srs, part):
+            self.runs.append(srs.resident)
+            if "h" in srs.resident:
+                raise DeviceOutOfMemory("cz_prove_start: out of memory (cudaErrorMemoryAllocation, 2)")
+            return super().prove_start(srs, part)
+
+    backend = ShortWithHResident(free=1 << 40)
+    d = await make_daemon(backends=[backend], gpus={"device_memory_limit": limit, "gpu_workers_per_device": 1})
+    for lane in d.engine.lanes:
+        object.__setattr__(lane, "stream_chunk", chunk)
+    stub = d.stub()
+    res = (await stub.Prove(pb.ProveRequest(submit=synthetic_request("k6-short", log2=6)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message  # verified by the daemon
+    assert backend.runs[0] == ("h", "l") and "h" not in backend.runs[-1]
+    status = await stub.GetStatus(pb.GetStatusRequest())
+    (used,) = [g for g in status.gpus if g.key_residency]
+    assert used.device_budget_bytes == limit - sizes["h"] and "h" in used.key_residency[0].streamed
