@@ -252,9 +252,11 @@ async def test_a_key_on_two_lanes_counts_twice_and_status_lists_every_lane(make_
 
 async def test_a_lane_without_room_waits_or_evicts_never_fails(make_daemon):
     file_bytes, copy_bytes = await _key_sizes(make_daemon)
-    # Room for the mapping and one lane's copy, not two.
+    # Room for the mapping and one lane's copy, not two. The first partition waits on lane 0 (up
+    # to 5 s) for a second beside it, so that the next meets a busy lane 0 and takes lane 1
+    # (which must wait for lane 0's copy to go, then evict it) however slowly they are synthesized.
     budget = file_bytes + copy_bytes + copy_bytes // 2
-    backend = MultiDeviceBackend(2)
+    backend = MultiDeviceBackend(2, barrier=2)
     d = await make_daemon(backends=[backend], gpus={"gpu_workers_per_device": 1}, memory={"total_budget": budget, "eviction_min_idle": 0})
     prove = d.stub().Prove(pb.ProveRequest(submit=synthetic_request("tight", log2=4, partitions=4, seed=80)))
     res = (await asyncio.wait_for(prove, 30)).result  # a lane waiting on room that never comes hangs: fail instead
@@ -264,7 +266,7 @@ async def test_a_lane_without_room_waits_or_evicts_never_fails(make_daemon):
     assert backend.max_live_total == 1  # never two copies at once: the second lane waited, then evicted
     assert d.engine.srs.used_bytes <= budget
     # With room for both, both lanes keep their copy.
-    roomy = MultiDeviceBackend(2)
+    roomy = MultiDeviceBackend(2, barrier=2)
     d2 = await make_daemon(backends=[roomy], gpus={"gpu_workers_per_device": 1},
                            memory={"total_budget": file_bytes + 2 * copy_bytes})
     res = (await d2.stub().Prove(pb.ProveRequest(submit=synthetic_request("roomy", log2=4, partitions=4, seed=90)))).result
