@@ -9,9 +9,10 @@ share one load) or on PreloadSRS. Every byte of host memory a key holds counts a
 budget ([memory] total_budget - safety_margin): WARM keys by their file size, HOT copies by the
 host memory they hold (all of it on a CPU lane; on a GPU, page-locked circuit rows), the
 page-locked host copy a key streams from once; a copy on a device that no residency plan
-governs (its memory unknown) counts whole, as nothing else bounds it. Keys stay loaded (a PoSt key is there when its deadline comes): only a load that
-would exceed the budget evicts, and only keys idle (ref count 0) for at least [memory]
-eviction_min_idle, least recently used first, as cuzk does; until one is, the load waits.
+governs (its memory unknown) counts whole, as nothing else bounds it. Keys stay loaded (a PoSt
+key is there when its deadline comes): only a load that would exceed the budget evicts, and
+only keys idle (ref count 0) for at least [memory] eviction_min_idle, least recently used
+first, as cuzk does; until one is, the load waits.
 EvictSRS releases the handles and drops the mapping, so the memory really goes.
 
 Each lane holds its own copy of a key's resident part (in device memory on a GPU: the lane's
@@ -121,11 +122,16 @@ class SrsEntry:
         return sum(copies.values())
 
     @property
+    def held_bytes(self) -> int:
+        """Bytes this key holds now, as the budget counts them (0 when cold)."""
+        return self.warm_bytes + self.hot_bytes + self.host_bytes
+
+    @property
     def size_bytes(self) -> int:
         """Bytes this key holds now, or its file size when cold."""
         if self.tier == COLD:
             return self.path.stat().st_size if self.path.exists() else 0
-        return self.warm_bytes + self.hot_bytes + self.host_bytes
+        return self.held_bytes
 
 
 def _embedded_vk_bytes(path: Path) -> bytes:
@@ -251,7 +257,7 @@ class SrsManager:
     # -- queries ---------------------------------------------------------------------------
     @property
     def used_bytes(self) -> int:
-        return sum(e.warm_bytes + e.hot_bytes + e.host_bytes for e in self._entries.values())
+        return sum(e.held_bytes for e in self._entries.values())
 
     def hot_bytes_on(self, lane: str) -> int:
         return sum(e.copy_bytes(lane) for e in self._entries.values())
@@ -267,7 +273,7 @@ class SrsManager:
     def allocations(self) -> list[tuple[str, int, float, bool]]:
         """Loaded keys: (circuit id, bytes, seconds since last use, evictable now under pressure)."""
         now = time.monotonic()
-        return [(e.circuit_id, e.warm_bytes + e.hot_bytes + e.host_bytes, now - e.last_used,
+        return [(e.circuit_id, e.held_bytes, now - e.last_used,
                  e.ref_count == 0 and not e.loading and now - e.last_used >= self.min_idle_s)
                 for e in self._entries.values() if e.tier != COLD]
 
@@ -441,15 +447,19 @@ class SrsManager:
                          victim.circuit_id, f" from {on}" if on else "", now - last, keep, f" on {lane}" if lane else "",
                          freed / 1e6, need / 1e6)
                 continue
-            # Wake when a key is released, or when the first idle one reaches min_idle_s.
-            until = min((self.min_idle_s - (now - c[1]) for c in candidates), default=None)
-            log.info("srs: '%s'%s waits for a key to go idle%s (need %.1f MB, %.1f of %.1f MB in use, %.1f MB loading)",
-                     keep, f" on {lane}" if lane else "",
-                     f" ([memory] eviction_min_idle: {until:.0f}s more)" if until is not None else "",
-                     need / 1e6, self.used_bytes / 1e6, self.budget_bytes / 1e6, self._reserved / 1e6)
-            async with self._changed:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), until)
+            await self._wait_for_idle(
+                [c[1] for c in candidates],
+                f"'{keep}'{f' on {lane}' if lane else ''} waits for a key to go idle (need {need / 1e6:.1f} MB, "
+                f"{self.used_bytes / 1e6:.1f} of {self.budget_bytes / 1e6:.1f} MB in use, {self._reserved / 1e6:.1f} MB loading)")
+
+    async def _wait_for_idle(self, idle_since: list[float], waiting: str) -> None:
+        """Wake when a key or a copy is released, or when the first of those idle since
+        ``idle_since`` reaches min_idle_s; ``waiting`` says who waits, for the log."""
+        until = min((self.min_idle_s - (time.monotonic() - last) for last in idle_since), default=None)
+        log.info("srs: %s%s", waiting, f" ([memory] eviction_min_idle: {until:.0f}s more)" if until is not None else "")
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), until)
 
     async def _free_device_copy(self, keep: str, lane: str) -> bool:
         """Release the least recently used copy of another key on ``lane`` (its device memory),
@@ -470,12 +480,8 @@ class SrsManager:
                          victim.circuit_id, lane, now - last, keep, freed / 1e6)
                 await self._notify()
                 return True
-            until = min((self.min_idle_s - (now - last) for last, _ in idle), default=None)
-            log.info("srs: '%s' waits for a copy of another key on %s to go idle%s", keep, lane,
-                     f" ([memory] eviction_min_idle: {until:.0f}s more)" if until is not None else "")
-            async with self._changed:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), until)
+            await self._wait_for_idle([last for last, _ in idle],
+                                      f"'{keep}' waits for a copy of another key on {lane} to go idle")
 
     def replan_copy(self, circuit_id: str, lane: str) -> None:
         """Release ``circuit_id``'s copy on ``lane`` so that the next :meth:`hot` there plans it
@@ -489,16 +495,16 @@ class SrsManager:
         """Release ``entry``'s copy on ``lane`` (the mapping and other lanes' copies stay). The
         bytes freed: the copy's, and the host copy's with its last lane (less the mapping's,
         counted again once no host copy serves the lanes)."""
-        before = entry.warm_bytes + entry.hot_bytes + entry.host_bytes
+        before = entry.held_bytes
         handle = entry.handles.pop(lane)
         entry.lane_used.pop(lane, None)
         release = getattr(handle, "release", None)
         if release is not None:
             release()
-        return before - (entry.warm_bytes + entry.hot_bytes + entry.host_bytes)
+        return before - entry.held_bytes
 
     def _drop(self, entry: SrsEntry) -> int:
-        freed = entry.warm_bytes + entry.hot_bytes + entry.host_bytes
+        freed = entry.held_bytes
         for handle in entry.handles.values():
             release = getattr(handle, "release", None)
             if release is not None:
