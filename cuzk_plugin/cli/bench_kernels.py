@@ -58,6 +58,10 @@ def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
                    help="prove: the key vectors kept in device memory, comma separated (h,l,a,b_g1,b_g2; "
                         "'none' streams them all); the others stream from a page-locked host copy. Default: all resident")
     p.add_argument("--stream-chunk-log2", type=int, default=24, help="prove: points a streamed chunk (2^K, default 24)")
+    p.add_argument("--in-flight", type=int, choices=(1, 2), default=2,
+                   help="prove (cuda): partitions the device holds at once; 1 as a small card's plan sets it")
+    p.add_argument("--memory-limit-gib", type=float, default=0,
+                   help="prove (cuda): device memory the proofs plan with, as [gpus] device_memory_limit (0: all)")
     p.set_defaults(handler=run_kernels)
 
 
@@ -241,7 +245,8 @@ def _vector_list(text: str) -> tuple[str, ...]:
 
 
 def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int = 3,
-            resident: tuple[str, ...] | None = None, stream_chunk: int = 1 << 24) -> tuple[list[float], str]:
+            resident: tuple[str, ...] | None = None, stream_chunk: int = 1 << 24,
+            in_flight: int = 2, memory_limit: int = 0) -> tuple[list[float], str]:
     """Times in ms and a one-line note (self-check or stage split)."""
     if op == "pipeline":
         if not hasattr(bench, "bench_pipeline"):
@@ -256,7 +261,7 @@ def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int
         return times, f"round trip {'ok' if ok else 'FAILED'}"
     if op == "r1cs":
         return measure_r1cs(bench, log2, repeat)
-    return measure_prove(bench, log2, repeat, frac_bits, resident, stream_chunk)
+    return measure_prove(bench, log2, repeat, frac_bits, resident, stream_chunk, in_flight, memory_limit)
 
 
 def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
@@ -272,12 +277,16 @@ def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
 
 
 def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tuple[str, ...] | None = None,
-                  stream_chunk: int = 1 << 24) -> tuple[list[float], str]:
+                  stream_chunk: int = 1 << 24, in_flight: int = 2, memory_limit: int = 0) -> tuple[list[float], str]:
     """Device times of the benchmark circuit's partitions; every proof is assembled and checked
     by the CPU verifier afterwards (and a tampered copy must fail). ``resident``: the key
     vectors kept on the device (None: all), the others streamed."""
     secrets = BenchSecrets.random()
     streamed = {} if resident is None else {"resident": resident, "stream_chunk": stream_chunk}
+    if in_flight != 2 or memory_limit:  # a small card's settings: CudaBench only
+        if not hasattr(bench, "bench_pipeline"):
+            raise SystemExit(f"cuzk-bench kernels: --in-flight and --memory-limit-gib are cuda's, not {bench.name}'s")
+        streamed |= {"in_flight": in_flight, "memory_limit": memory_limit}
     runs, stages = bench.bench_prove(log2, repeat, secrets.limbs(), frac_bits=frac_bits, **streamed)
     checks = [check_proof(verifying_key(secrets, log2, len(r.inputs), r.w_one), r.sums, r.inputs) for r in runs]
     good = sum(c.ok for c in checks)
@@ -324,7 +333,8 @@ def run_kernels(args: argparse.Namespace) -> int:
     msm = args.op.startswith("msm")
     frac_bits = args.frac_bits if args.frac_bits is not None else 0.0 if msm else 0.95
     times, note = measure(bench, args.op, args.log2, max(1, args.repeat), frac_bits, max(1, args.parts),
-                          args.resident, 1 << max(0, args.stream_chunk_log2))
+                          args.resident, 1 << max(0, args.stream_chunk_log2), args.in_flight,
+                          int(args.memory_limit_gib * (1 << 30)))
     print(format_report(args.op, args.log2, times, note, backend=args.backend, random_scalars=not (msm and frac_bits)),
           flush=True)
     return 0 if "FAILED" not in note else 1

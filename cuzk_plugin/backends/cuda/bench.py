@@ -85,27 +85,34 @@ class CudaBench:
 
     def bench_prove(self, log_n: int, repeat: int, secrets: np.ndarray, *, n_inputs: int = 16,
                     frac_bits: float = 0.95, resident: tuple[str, ...] | None = None,
-                    stream_chunk: int = 1 << 24) -> tuple[list[BenchProveRun], dict[str, float]]:
+                    stream_chunk: int = 1 << 24, in_flight: int = 2,
+                    memory_limit: int = 0) -> tuple[list[BenchProveRun], dict[str, float]]:
         """``repeat`` whole 2^log_n-constraint partitions of the benchmark circuit
         (``kernels/bench/instance.cuh``: key from ``secrets``, ``(5, 4) uint64`` tau, alpha, beta,
         gamma, delta; a fresh witness a run, made on the device) after one warm-up: each run's
         device time and what the host needs to assemble and verify its proof; and the stage
         split of the last run. ``resident`` names the key vectors kept on the device (None:
-        all); the others move to a page-locked host copy and stream in ``stream_chunk`` points."""
+        all); the others move to a page-locked host copy and stream in ``stream_chunk`` points.
+        ``in_flight``: partitions the context holds at once (1 as a small card's plan sets it);
+        ``memory_limit``: the device bytes the proofs may plan with (0: all; the key is made
+        on the whole device first), as ``[gpus] device_memory_limit`` sets it."""
         keys = np.ascontiguousarray(secrets, dtype=np.uint64)
         if keys.shape != (5, FR_LIMBS):
             raise ValueError(f"bench_prove: secrets must be (5, 4) uint64, got {keys.shape}")
         times = (ctypes.c_double * max(repeat, 1))()
-        stages = (ctypes.c_double * 4)()
+        stages = (ctypes.c_double * 5)()
         sums = np.zeros((max(repeat, 1), 72), dtype=np.uint64)
         inputs = np.zeros((max(repeat, 1), n_inputs, FR_LIMBS), dtype=np.uint64)
         w_one = np.zeros((max(repeat, 1), FR_LIMBS), dtype=np.uint64)
+        self._call("cz_context_set_partitions_in_flight", self.context(), in_flight)
+        self._call("cz_context_set_memory_limit", self.context(), memory_limit)
         self._call("cz_bench_prove", self.context(), log_n, repeat, frac_bits, n_inputs, u64_ptr(keys),
                    resident_mask(SRS_VECTORS if resident is None else resident), stream_chunk, times, stages,
                    u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
         runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
                               w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]
-        return runs, dict(zip(PROVE_TIMINGS[:4], list(stages), strict=True))  # the device stages
+        # The device stages, and how many MSMs ran alone (prove_timings::msm_in_turn).
+        return runs, dict(zip((*PROVE_TIMINGS[:4], "msm_in_turn"), list(stages), strict=True))
 
     def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
                        frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:

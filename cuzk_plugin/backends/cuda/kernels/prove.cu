@@ -141,13 +141,13 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     // and host thread (an MSM synchronises its stream between phases), so their small kernels,
     // sorts and tails fill what the others leave idle; the main stream (H, then the H MSM: the
     // longest chain) has the highest priority. Where the device lacks the memory for all five at
-    // once (a 73 GB WindowPoSt key beside a 2^27 partition, any small card), they run one after
-    // another on the main stream instead, after H.
+    // once (a 73 GB WindowPoSt key beside a 2^27 partition, any small card), they run after H,
+    // one at a time on the main stream, except where a pair fits (pair_fits below).
+    const auto msm_bytes = [chunk](size_t count, size_t large, size_t point, bool streamed) {
+        return msm_peak_bytes(count, large, point, chunk, streamed);
+    };
     bool side_by_side = false;
     if (roomy) {
-        auto msm_bytes = [chunk](size_t count, size_t large, size_t point, bool streamed) {
-            return msm_peak_bytes(count, large, point, chunk, streamed);
-        };
         const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
         const size_t side_by_side_bytes =
             msm_bytes(nb, b_large, g2_bytes, !srs.b_g2) + msm_bytes(nb, b_large, g1, !srs.b_g1) +
@@ -156,7 +156,6 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + twiddle_bytes;  // H: every value large
         side_by_side = side_by_side_bytes <= usable_device_bytes(ctx);
     }
-    if (timings) timings->msm_in_turn = side_by_side ? 0 : 1;
     msm_options opt;
     opt.cancel = cancel;
     std::future<xyzz_t<fq2_t>> g2;
@@ -166,6 +165,20 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
         a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_scalars.get(), na, opt);
     }
+    // In turn, two MSMs still share the device where their peaks fit what it has left now, one
+    // partition in flight (a second one's upload would take that room): a streamed vector's MSM
+    // is bound by the link where its scalars are mostly bits (L, A, B) and by the SMs where they
+    // are not (H) or its points are in G2, so L's copies run under the H MSM and B in G2's
+    // arithmetic under A's and B in G1's copies. Both then run whole (not in pieces).
+    const auto pair_fits = [&](size_t first, size_t second) {
+        return ctx.partitions_in_flight.load() <= 1 && first + second + kRoomMargin <= usable_device_bytes(ctx);
+    };
+    int alone = side_by_side ? 0 : 5;  // MSMs that ran with no other beside them
+    size_t l_peak = 0;
+    const auto l_bytes = [&] {
+        if (!l_peak) l_peak = msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l);
+        return l_peak;
+    };
 
     proof_sums out;
     try {
@@ -177,9 +190,14 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (!roomy) twiddles_release(ctx);
         wait_stream(s, cancel);
         if (timings) timings->h_ms = ms_since(th);
-        if (side_by_side)
+        if (side_by_side) {
             b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt);
-        out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side);
+        } else if (pair_fits(msm_bytes(srs.n_h, srs.n_h, g1, !srs.h), l_bytes())) {
+            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
+            alone -= 2;
+        }
+        out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side && !l.valid());
+        if (!side_by_side && l.valid()) out.l = l.get();  // it ran beside the H MSM
         part.release(1);
         if (!roomy) select_scalars();  // in the room H leaves
         if (side_by_side) {
@@ -187,9 +205,19 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             out.l = l.get();
             out.a = a.get();
         } else {
-            out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt, true);
-            out.l = msm_key<fq_t>(ctx, s, srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt, true);
-            out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_scalars.get(), na, opt, true);
+            const bool l_done = alone < 5;
+            const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
+            const size_t g1_most = std::max(
+                {msm_bytes(nb, b_large, g1, !srs.b_g1), msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a),
+                 l_done ? 0 : l_bytes()});
+            if (pair_fits(msm_bytes(nb, b_large, g2_bytes, !srs.b_g2), g1_most)) {
+                g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
+                alone -= l_done ? 3 : 4;
+            }
+            const bool in_pieces = !g2.valid();
+            out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt, in_pieces);
+            if (!l_done) out.l = msm_key<fq_t>(ctx, s, srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt, in_pieces);
+            out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_scalars.get(), na, opt, in_pieces);
         }
         if (timings) timings->g1_msm_ms = ms_since(th) - timings->h_ms;
     } catch (...) {
@@ -200,10 +228,11 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         sync_compute_streams(ctx);
         throw;
     }
+    if (timings) timings->msm_in_turn = alone;
     auto tw = std::chrono::steady_clock::now();
     try {
-        out.b_g2 = side_by_side ? g2.get()
-                                : msm_key<fq2_t>(ctx, s, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt, true);
+        out.b_g2 = g2.valid() ? g2.get()
+                              : msm_key<fq2_t>(ctx, s, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt, true);
     } catch (...) {
         sync_compute_streams(ctx);
         throw;

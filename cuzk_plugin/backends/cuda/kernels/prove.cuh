@@ -87,7 +87,9 @@ struct prove_timings {
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
-    double msm_in_turn = 0;  // 1: too little device memory to run the MSMs side by side
+    // How many of the five MSMs ran with no other beside them: 0 side by side, 5 all in turn (too
+    // little device memory), 1 or 0 where the H and L MSMs, or B in G2 and the last G1 ones, paired.
+    double msm_in_turn = 0;
     // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs, msm_in_turn).
     void write(double* out) const {
         const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms, r1cs_ms, msm_in_turn};

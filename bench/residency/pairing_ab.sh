@@ -1,0 +1,46 @@
+#!/bin/bash
+# One device call: the GPU suite under a 24 GiB hold (the rest of the card held by another
+# process), then an A/B of the MSMs run in turn against paired ones (prove.cu, pair_fits) on the
+# benchmark circuit with its whole key streamed, one partition in flight and the planning limit
+# of a small card (`kernels --op prove --memory-limit-gib`), every proof verified on the CPU.
+# Build here first: the new library into cuzk_plugin/backends/cuda/build, the baseline's (the
+# commit before) into .device-carry/old:
+#   .venv/bin/python -m cuzk_plugin.backends.cuda.build
+#   git worktree add /tmp/wt-old <base> && (cd /tmp/wt-old && /work/main/.venv/bin/python \
+#       -m cuzk_plugin.backends.cuda.build --arch 90 --out /work/main/.device-carry/old)
+# then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"]:
+#   bash bench/residency/pairing_ab.sh
+# LOG2 (default 26), LIMITS (GiB, default "16 20"), REPEAT (default 3), TESTS=skip.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+NEW=$PWD/cuzk_plugin/backends/cuda/build OLD=$PWD/.device-carry/old
+{
+    date -u +%Y-%m-%dT%H:%M:%SZ
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv,noheader
+    nproc; free -g | head -2
+} 2>&1 | tee "$OUT/device.txt"
+if [ "${TESTS:-}" != skip ]; then
+    source bench/device_memory_hold.sh
+    hold "${TEST_LIMIT_GIB:-24}"
+    CUZK_CUDA_LIBRARY=$NEW/libcuzk_cuda.so timeout "${TEST_TIMEOUT:-240}" python3 -m pytest tests/gpu -q -rfEs \
+        -p no:cacheprovider --backend cuda -s -k "cancel or pair or in_turn or small_device" >"$OUT/tests-focus.txt" 2>&1
+    echo "focus tests rc=$? (${TEST_LIMIT_GIB:-24} GiB held)"; grep -E "^2\^|cancelled|passed|failed|Error" "$OUT/tests-focus.txt" | tail -12
+    CUZK_CUDA_LIBRARY=$NEW/libcuzk_cuda.so timeout "${TEST_TIMEOUT:-240}" python3 -m pytest tests/gpu -q -rfEs \
+        -p no:cacheprovider --backend cuda >"$OUT/tests.txt" 2>&1
+    echo "gpu tests rc=$? (${TEST_LIMIT_GIB:-24} GiB held)"; tail -6 "$OUT/tests.txt"
+    unhold
+fi
+for limit in ${LIMITS:-16 20}; do
+    for lib in old new; do
+        dir=$NEW; [ "$lib" = old ] && dir=$OLD
+        echo "# $lib library, prove 2^${LOG2:-26}, whole key streamed, 1 in flight, limit $limit GiB" | tee -a "$OUT/bench.txt"
+        CUZK_CUDA_LIBRARY=$dir/libcuzk_cuda.so timeout "${BENCH_TIMEOUT:-150}" python3 -m cuzk_plugin.cli.bench kernels \
+            --backend cuda --op prove --log2 "${LOG2:-26}" --repeat "${REPEAT:-3}" --resident none \
+            --stream-chunk-log2 24 --in-flight 1 --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
+        echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
+    done
+done
+date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"
