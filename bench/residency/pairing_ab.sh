@@ -10,7 +10,7 @@
 #       -m cuzk_plugin.backends.cuda.build --arch 90 --out /work/main/.device-carry/old)
 # then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"]:
 #   bash bench/residency/pairing_ab.sh
-# LOG2 (default 26), LIMITS (GiB, default "16 20"), REPEAT (default 3), TESTS=skip.
+# LOG2 (default 26), LIMITS (GiB, default "16 20 24"), REPEAT (default 3), TESTS=skip.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -33,7 +33,7 @@ if [ "${TESTS:-}" != skip ]; then
     echo "gpu tests rc=$? (${TEST_LIMIT_GIB:-24} GiB held)"; tail -6 "$OUT/tests.txt"
     unhold
 fi
-for limit in ${LIMITS:-16 20}; do
+for limit in ${LIMITS:-16 20 24}; do
     for lib in old new; do
         dir=$NEW; [ "$lib" = old ] && dir=$OLD
         echo "# $lib library, prove 2^${LOG2:-26}, whole key streamed, 1 in flight, limit $limit GiB" | tee -a "$OUT/bench.txt"

@@ -107,7 +107,7 @@ def test_memory_limit_runs_the_msms_in_turn_with_the_same_sums(cuda, keyed):
         assert times["msm_in_turn"] == 0
         cuda.set_memory_limit(1)  # no room beside what the process holds: one MSM at a time
         got, times = sums_of(cuda, srs, part)
-        assert times["msm_in_turn"] == 5
+        assert times["msm_in_turn"] == 1 and times["msm_paired"] == 0
         assert_same_sums(got, want)
     finally:
         cuda.set_memory_limit(0)
@@ -122,36 +122,34 @@ def _device_used(cuda) -> int:
 
 
 def test_msms_pair_where_two_fit_but_not_five(cuda, keyed):
-    """One partition in flight, a limit with room for two MSMs but not five: the H and L MSMs run
-    together, then B in G2 beside the last G1 ones (fewer than five MSMs alone), the same sums.
-    The limit is found by bisection between one where all five run side by side and 1 byte."""
+    """One partition in flight, a limit with room for two MSMs but not five: in turn, the H and
+    L MSMs still run together (then B in G2 beside the last G1 ones where that fits too), the
+    same sums. The limit is found by bisection between one where all five run side by side and
+    1 byte (all alone)."""
     key, part, _ = keyed
     host = cuda.host_key(key)
     srs = cuda.load_srs(host, resident=("a",), stream_chunk=300)
-    seen: dict[int, int] = {}
+    seen: dict[int, tuple[int, int]] = {}
     try:
         want, times = sums_of(cuda, srs, part)
         assert times["msm_in_turn"] == 0
         cuda.set_partitions_in_flight(1)
         lo, hi = 1, _device_used(cuda) + (4 << 30)  # all alone at lo; side by side at hi
-        for _ in range(40):
+        while hi - lo > (1 << 20):
             mid = (lo + hi) // 2
             cuda.set_memory_limit(mid)
             got, times = sums_of(cuda, srs, part)
             assert_same_sums(got, want)
-            alone = int(times["msm_in_turn"])
-            seen[mid] = alone
-            if 0 < alone < 5:
+            seen[mid] = in_turn, paired = int(times["msm_in_turn"]), int(times["msm_paired"])
+            if in_turn and paired:
                 break
-            lo, hi = (mid, hi) if alone == 5 else (lo, mid)
-            if hi - lo < (1 << 20):
-                break
-        assert any(0 < alone < 5 for alone in seen.values()), f"no limit paired two MSMs: {seen}"
+            lo, hi = (lo, mid) if not in_turn else (mid, hi)
+        assert any(in_turn and paired for in_turn, paired in seen.values()), f"no limit paired two MSMs: {seen}"
         # A second partition in flight would take the room: no pairs then.
         cuda.set_partitions_in_flight(2)
         got, times = sums_of(cuda, srs, part)
         assert_same_sums(got, want)
-        assert times["msm_in_turn"] in (0, 5)
+        assert times["msm_paired"] == 0
     finally:
         cuda.set_memory_limit(0)
         cuda.set_partitions_in_flight(2)
@@ -204,7 +202,7 @@ def test_a_small_device_proves_one_partition_at_a_time_in_turn(cuda, keyed):
         pending = [cuda.prove_start(srs, part) for _ in range(2)]
         for p in pending:
             assert_same_sums(cuda.prove_finish(p), want)
-            assert p.timings_ms["msm_in_turn"] == 5
+            assert p.timings_ms["msm_in_turn"] == 1
     finally:
         cuda.set_memory_limit(0)
         cuda.set_partitions_in_flight(2)

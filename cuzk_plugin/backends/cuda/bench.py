@@ -100,7 +100,7 @@ class CudaBench:
         if keys.shape != (5, FR_LIMBS):
             raise ValueError(f"bench_prove: secrets must be (5, 4) uint64, got {keys.shape}")
         times = (ctypes.c_double * max(repeat, 1))()
-        stages = (ctypes.c_double * 5)()
+        stages = (ctypes.c_double * 6)()
         sums = np.zeros((max(repeat, 1), 72), dtype=np.uint64)
         inputs = np.zeros((max(repeat, 1), n_inputs, FR_LIMBS), dtype=np.uint64)
         w_one = np.zeros((max(repeat, 1), FR_LIMBS), dtype=np.uint64)
@@ -111,8 +111,8 @@ class CudaBench:
                    u64_ptr(sums), u64_ptr(inputs), u64_ptr(w_one))
         runs = [BenchProveRun(time_ms=times[r], sums=sums_from_limbs(sums[r]), inputs=limbs_to_ints(inputs[r]),
                               w_one=limbs_to_ints(w_one[r])[0]) for r in range(repeat)]
-        # The device stages, and how many MSMs ran alone (prove_timings::msm_in_turn).
-        return runs, dict(zip((*PROVE_TIMINGS[:4], "msm_in_turn"), list(stages), strict=True))
+        stage_names = (*PROVE_TIMINGS[:4], "msm_in_turn", "msm_paired")  # the device's, and how its MSMs ran
+        return runs, dict(zip(stage_names, list(stages), strict=True))
 
     def bench_pipeline(self, log_n: int, parts: int, *, overlap: bool,
                        frac_bits: float = 0.95) -> tuple[float, list[dict[str, float]]]:

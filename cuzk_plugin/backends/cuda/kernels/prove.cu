@@ -154,7 +154,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l) +
             msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a) +
             msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + twiddle_bytes;  // H: every value large
-        side_by_side = side_by_side_bytes <= usable_device_bytes(ctx);
+        side_by_side = side_by_side_bytes + kRoomMargin <= usable_device_bytes(ctx);  // as pair_fits
     }
     msm_options opt;
     opt.cancel = cancel;
@@ -173,7 +173,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     const auto pair_fits = [&](size_t first, size_t second) {
         return ctx.partitions_in_flight.load() <= 1 && first + second + kRoomMargin <= usable_device_bytes(ctx);
     };
-    int alone = side_by_side ? 0 : 5;  // MSMs that ran with no other beside them
+    int pairs = 0;
     size_t l_peak = 0;
     const auto l_bytes = [&] {
         if (!l_peak) l_peak = msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l);
@@ -194,7 +194,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt);
         } else if (pair_fits(msm_bytes(srs.n_h, srs.n_h, g1, !srs.h), l_bytes())) {
             l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
-            alone -= 2;
+            pairs++;
         }
         out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side && !l.valid());
         if (!side_by_side && l.valid()) out.l = l.get();  // it ran beside the H MSM
@@ -205,14 +205,14 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             out.l = l.get();
             out.a = a.get();
         } else {
-            const bool l_done = alone < 5;
+            const bool l_done = pairs > 0;
             const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
             const size_t g1_most = std::max(
                 {msm_bytes(nb, b_large, g1, !srs.b_g1), msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a),
                  l_done ? 0 : l_bytes()});
             if (pair_fits(msm_bytes(nb, b_large, g2_bytes, !srs.b_g2), g1_most)) {
                 g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
-                alone -= l_done ? 3 : 4;
+                pairs++;
             }
             const bool in_pieces = !g2.valid();
             out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt, in_pieces);
@@ -228,7 +228,10 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         sync_compute_streams(ctx);
         throw;
     }
-    if (timings) timings->msm_in_turn = alone;
+    if (timings) {
+        timings->msm_in_turn = side_by_side ? 0 : 1;
+        timings->msm_paired = pairs;
+    }
     auto tw = std::chrono::steady_clock::now();
     try {
         out.b_g2 = g2.valid() ? g2.get()

@@ -83,16 +83,17 @@ struct proof_sums {
 // (upload.cu): the upload until the data was on the device, the wait behind partitions ahead
 // of it, and the R1CS evaluation of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 8;
+    static constexpr int kCount = 9;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
-    // How many of the five MSMs ran with no other beside them: 0 side by side, 5 all in turn (too
-    // little device memory), 1 or 0 where the H and L MSMs, or B in G2 and the last G1 ones, paired.
-    double msm_in_turn = 0;
-    // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs, msm_in_turn).
+    double msm_in_turn = 0;  // 1: too little device memory to run the MSMs side by side
+    double msm_paired = 0;   // in turn, pairs of MSMs that still shared the device (0, 1 or 2)
+    // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs,
+    // msm_in_turn, msm_paired).
     void write(double* out) const {
-        const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms, r1cs_ms, msm_in_turn};
+        const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms, r1cs_ms, msm_in_turn,
+                                  msm_paired};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };

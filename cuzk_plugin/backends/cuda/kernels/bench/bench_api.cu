@@ -136,8 +136,8 @@ cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int 
 // Whole partitions of 2^log_n constraints on the device: the instance of instance.cuh with a
 // key made from `secrets` (tau, alpha, beta, gamma, delta: canonical, 4 uint64 each), one
 // fresh witness a run (aux values bits with probability frac_bits). times_ms: `repeat` totals
-// of prove_device (after one warm-up); stages_ms: h, g1 msm, g2 wait, total of the last run and
-// how many of its MSMs ran alone (prove_timings::msm_in_turn).
+// of prove_device (after one warm-up); stages_ms: h, g1 msm, g2 wait, total, msm_in_turn and
+// msm_paired (prove_timings) of the last run.
 // For each run, so the host can assemble and verify the proof: sums_out (72 uint64 as
 // cz_prove_finish's out), inputs_out (n_inputs values, 4 uint64 each, x_0 = 1) and w_one_out
 // (w(ONE) at tau, 4 uint64).
@@ -168,7 +168,7 @@ cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bit
             if (r < 0) continue;
             times_ms[r] = t.total_ms;
             stages_ms[0] = t.h_ms, stages_ms[1] = t.g1_msm_ms, stages_ms[2] = t.g2_wait_ms, stages_ms[3] = t.total_ms;
-            stages_ms[4] = t.msm_in_turn;
+            stages_ms[4] = t.msm_in_turn, stages_ms[5] = t.msm_paired;
             write_sums(sums, sums_out + 72 * r);
             CZ_CHECK(cudaMemcpy(inputs_out + 4 * n_inputs * r, w.part.inputs, n_inputs * sizeof(fr_t),
                                 cudaMemcpyDeviceToHost));
