@@ -84,8 +84,21 @@ inline void pool_alloc(void** p, size_t bytes, cudaStream_t s, const char* what,
 #define CZ_POOL_ALLOC(ptr, bytes, stream) \
     pool_alloc(reinterpret_cast<void**>(ptr), (bytes), (stream), "cudaMallocAsync(" #ptr ", " #bytes ")", __FILE__, __LINE__)
 
+// The bytes this process holds through device_alloc on each device (keys, circuits), so that a
+// memory limit counts what the process holds even where another process's memory went away
+// after the context was made (usable_device_bytes).
+struct device_allocations {
+    std::mutex lock;
+    std::map<void*, std::pair<int, size_t>> blocks;  // pointer -> (device, bytes)
+    std::map<int, size_t> bytes;                      // device -> bytes held
+    static device_allocations& get() {
+        static device_allocations all;
+        return all;
+    }
+};
+
 // Memory held beyond one call (a key's vectors, a circuit): cudaMalloc, outside the pool, which
-// may be holding the room idle.
+// may be holding the room idle. Freed with device_free.
 inline void device_alloc(void** p, size_t bytes, const char* what, const char* file, int line) {
     cudaError_t err = cudaMalloc(p, bytes);
     if (err == cudaErrorMemoryAllocation) {
@@ -93,9 +106,38 @@ inline void device_alloc(void** p, size_t bytes, const char* what, const char* f
         err = cudaMalloc(p, bytes);
     }
     if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
+    int device = 0;
+    cudaGetDevice(&device);
+    auto& all = device_allocations::get();
+    std::lock_guard<std::mutex> guard(all.lock);
+    all.blocks[*p] = {device, bytes};
+    all.bytes[device] += bytes;
 }
 #define CZ_DEVICE_ALLOC(ptr, bytes) \
     device_alloc(reinterpret_cast<void**>(ptr), (bytes), "cudaMalloc(" #ptr ", " #bytes ")", __FILE__, __LINE__)
+
+// cudaFree of a device_alloc block (the current device must be its device).
+inline cudaError_t device_free(void* p) {
+    if (!p) return cudaSuccess;
+    {
+        auto& all = device_allocations::get();
+        std::lock_guard<std::mutex> guard(all.lock);
+        auto it = all.blocks.find(p);
+        if (it != all.blocks.end()) {
+            all.bytes[it->second.first] -= it->second.second;
+            all.blocks.erase(it);
+        }
+    }
+    return cudaFree(p);
+}
+
+// Bytes this process holds on `device` through device_alloc.
+inline size_t device_alloc_bytes(int device) {
+    auto& all = device_allocations::get();
+    std::lock_guard<std::mutex> guard(all.lock);
+    auto it = all.bytes.find(device);
+    return it == all.bytes.end() ? 0 : it->second;
+}
 
 // Device memory owned for the life of a scope, allocated and freed in stream order
 // (cudaMallocAsync keeps freed blocks in the device's pool, so repeated proofs do not pay

@@ -89,7 +89,7 @@ P* upload_points(cz_context& ctx, const char* what, const uint8_t* raw, size_t n
     try {
         convert_points<P>(ctx, what, raw, n, width, out, nullptr);
     } catch (...) {
-        cudaFree(out);
+        device_free(out);
         throw;
     }
     nbytes += n * sizeof(P);
@@ -140,7 +140,7 @@ cz_host_srs::~cz_host_srs() {
 
 cz_srs::~cz_srs() {
     cudaSetDevice(device);
-    for (void* p : owned) cudaFree(p);
+    for (void* p : owned) device_free(p);
 }
 
 uint32_t cz_srs::resident_mask() const {
@@ -165,8 +165,11 @@ size_t usable_device_bytes(const cz_context& ctx) {
     if (ctx.memory_limit) {
         // What this process holds: everything in use now (the pool's idle blocks included)
         // beyond what was in use when the context was made, less those idle blocks.
+        // Also at least what it is known to hold (the pool's blocks in use and its own cudaMalloc
+        // blocks), where memory in use at the context's start has gone since.
         const size_t in_use = total_bytes - free_bytes;
-        const size_t ours = in_use > ctx.baseline_used + cached ? in_use - ctx.baseline_used - cached : 0;
+        const size_t grown = in_use > ctx.baseline_used + cached ? in_use - ctx.baseline_used - cached : 0;
+        const size_t ours = std::max<size_t>(grown, (size_t)used + device_alloc_bytes(ctx.device));
         usable = std::min(usable, ctx.memory_limit > ours ? ctx.memory_limit - ours : 0);
     }
     return usable;

@@ -180,7 +180,7 @@ void park_on_host(cudaStream_t s, cz_srs& key, int which, P*& dev, const P*& hos
     CZ_CHECK(cudaMemcpyAsync(h, dev, bytes, cudaMemcpyDeviceToHost, s));  // after the multiplications on s
     CZ_CHECK(cudaStreamSynchronize(s));
     key.owned.erase(std::find(key.owned.begin(), key.owned.end(), static_cast<void*>(dev)));
-    CZ_CHECK(cudaFree(dev));
+    CZ_CHECK(device_free(dev));
     key.nbytes -= bytes;
     dev = nullptr;
     host = static_cast<const P*>(h);

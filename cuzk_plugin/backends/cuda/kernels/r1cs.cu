@@ -206,7 +206,7 @@ cz_circuit::~cz_circuit() {
         cudaEventSynchronize(evaluated);  // the last evaluation's copies may still read host_block
         cudaEventDestroy(evaluated);
     }
-    for (void* p : owned) cudaFree(p);
+    for (void* p : owned) device_free(p);
     if (host_block) cudaFreeHost(host_block);
 }
 
