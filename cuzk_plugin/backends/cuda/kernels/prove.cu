@@ -133,7 +133,8 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     const size_t streamed_msm = streamed_msm_bytes(srs), freed_after_h = 2 * n * sizeof(fr_t);
     const bool roomy = usable_device_bytes(ctx) >= (srs.n_a + srs.n_b_g1) * sizeof(fr_t) + twiddle_bytes + kRoomMargin +
                                                       (streamed_msm > freed_after_h ? streamed_msm - freed_after_h : 0);
-    if (roomy) select_scalars();
+    bool selected = roomy;
+    if (selected) select_scalars();
     CZ_CHECK(cudaStreamSynchronize(s));
     throw_if_cancelled(cancel);
 
@@ -155,6 +156,11 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a) +
             msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + twiddle_bytes;  // H: every value large
         side_by_side = side_by_side_bytes + kRoomMargin <= usable_device_bytes(ctx);  // as pair_fits
+    }
+    if (selected && !side_by_side) {  // in turn, nothing reads them before the H MSM ends: their
+        a_scalars = dev_buf<fr_t>();  // room goes to the MSMs paired beside it, and they are
+        b_scalars = dev_buf<fr_t>();  // selected again after it, as on a short device
+        selected = false;
     }
     msm_options opt;
     opt.cancel = cancel;
@@ -199,7 +205,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side && !l.valid());
         if (!side_by_side && l.valid()) out.l = l.get();  // it ran beside the H MSM
         part.release(1);
-        if (!roomy) select_scalars();  // in the room H leaves
+        if (!selected) select_scalars();  // in the room H leaves
         if (side_by_side) {
             out.b_g1 = b1.get();
             out.l = l.get();
