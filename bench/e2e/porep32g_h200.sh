@@ -38,6 +38,7 @@ PY=python3
 C1=$CACHE/c1-32g.json
 stamp() { date -u +%H:%M:%S; }
 source bench/device_memory_hold.sh  # hold GIB / unhold
+source bench/host_memory_guard.sh  # guard_host_memory PID FILE / unguard
 
 if [ "${PHASE:-prep}" = testkey ]; then
     /usr/bin/time -v $PY -m cuzk_plugin.cli.main params write-test-key --circuit porep-32g --param-cache "$PARAMS" \
@@ -126,6 +127,7 @@ HOLD_AT=${HOLD_AT:-start}
 held_after_preload() { [ -n "${LIMIT_GIB:-}" ] && [ "$HOLD_AT" = preload ] && [ -z "$holder" ] && hold "$LIMIT_GIB"; }
 CUZK_TIMING=1 /usr/bin/time -v $PY -m cuzk_plugin.cli.daemon -c "$CACHE/daemon.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!
+guard_host_memory $daemon "$OUT/host-mem.txt"
 t_start=$(date +%s%N)
 for _ in $(seq 1 120); do
     $PY -m cuzk_plugin.cli.bench status -a "$ADDR" --timeout 2 >/dev/null 2>&1 && break
@@ -219,7 +221,9 @@ $BENCH metrics -a "$ADDR" >"$OUT/metrics.txt" 2>&1
 # SIGTERM to the daemon itself, not to /usr/bin/time (which would die without its figures)
 kill -TERM "$(pgrep -P $daemon)"; wait $daemon; echo "daemon rc=$?"
 kill $smi 2>/dev/null
+unguard
 unhold
+echo "host memory available, least: $(sort -k2 -n "$OUT/host-mem.txt" | head -1)"
 grep -E "Maximum resident|Elapsed" "$OUT/daemon.log"
 echo "device memory peak: $(sort -t, -k2 -n "$OUT/gpu-mem.csv" | tail -1)"
 grep -E "TEST KEY|keygen|srs porep|CUZK_TIMING" "$OUT/daemon.log" | head -40 | cut -c1-300

@@ -76,6 +76,7 @@ seal window "$DATA/wpost-$short.json" --sectors "$sectors" --seed 3 | tee "$OUT/
 limit_line=""  # (quotes inside ${VAR:+...} do not survive a here-document)
 [ -n "${LIMIT_GIB:-}" ] && limit_line="device_memory_limit = \"${LIMIT_GIB}GiB\""
 source bench/device_memory_hold.sh  # hold GIB / unhold
+source bench/host_memory_guard.sh  # guard_host_memory PID FILE / unguard
 cat >"$CACHE/post-daemon.toml" <<EOF
 [daemon]
 listen = "$ADDR"
@@ -99,6 +100,7 @@ command -v nvidia-smi >/dev/null && { nvidia-smi --query-gpu=timestamp,memory.us
 rm -f "$SOCK"
 CUZK_TIMING=1 /usr/bin/time -v $PY -m cuzk_plugin.cli.daemon -c "$CACHE/post-daemon.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!
+guard_host_memory $daemon "$OUT/host-mem.txt"
 t_start=$(date +%s%N)
 for _ in $(seq 1 120); do
     $BENCH status -a "$ADDR" --timeout 2 >/dev/null 2>&1 && break
@@ -160,7 +162,9 @@ $BENCH metrics -a "$ADDR" >"$OUT/metrics.txt" 2>&1
 # -- 4. stop, peaks, summary ----------------------------------------------------------------
 # SIGTERM to the daemon itself, not to /usr/bin/time (which would die without printing its figures)
 kill -TERM "$(pgrep -P $daemon)"; wait $daemon; echo "daemon rc=$? (SIGTERM)"
+unguard
 unhold
+echo "host memory available, least: $(sort -k2 -n "$OUT/host-mem.txt" | head -1)"
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
 grep -E "Maximum resident|Elapsed" "$OUT/daemon.log" | sed 's/^/daemon /'
 [ -s "$OUT/gpu-mem.csv" ] && echo "device memory peak: $(sort -t, -k2 -n "$OUT/gpu-mem.csv" | tail -1)"
