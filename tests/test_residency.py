@@ -170,6 +170,7 @@ class FakeStreamingBackend(CpuBackend):
         self.free = free
         self.host_copies: list[FakeHostCopy] = []
         self.limits: list[int] = []
+        self.loads: list[bool] = []  # each load_circuit's streamed flag
         self._lock = threading.Lock()
 
     def devices(self) -> list[DeviceInfo]:
@@ -194,6 +195,10 @@ class FakeStreamingBackend(CpuBackend):
             sizes = vector_bytes(key.key.counts())
             return FakeSrs(super().load_srs(key.key, device), sum(sizes[v] for v in names), names, key)
         return FakeSrs(super().load_srs(key, device), key.vectors_nbytes, VECTORS)
+
+    def load_circuit(self, pce, device: int = 0, *, streamed: bool = False):
+        self.loads.append(streamed)
+        return super().load_circuit(pce)
 
     def prove_start(self, srs, part):
         return super().prove_start(srs.inner, part)
@@ -304,12 +309,7 @@ def test_a_circuit_streamed_by_rows_and_one_partition_in_flight_reach_the_backen
     class StreamsCircuits(FakeStreamingBackend):
         def __init__(self, free: int):
             super().__init__(free)
-            self.loads: list[bool] = []
             self.in_flight: list[int] = []
-
-        def load_circuit(self, pce, device: int = 0, *, streamed: bool = False):
-            self.loads.append(streamed)
-            return CpuBackend.load_circuit(self, pce)
 
         def set_partitions_in_flight(self, count: int, device: int = 0) -> None:
             self.in_flight.append(count)
@@ -408,12 +408,10 @@ def test_a_test_key_made_where_its_circuit_streams_drops_keygens_resident_circui
     class MakesKeys(FakeStreamingBackend):
         def __init__(self, free: int):
             super().__init__(free)
-            self.loads: list[bool] = []
             self.released: list[bool] = []
 
         def load_circuit(self, pce, device: int = 0, *, streamed: bool = False):
-            self.loads.append(streamed)
-            circuit = CpuBackend.load_circuit(self, pce)
+            circuit = super().load_circuit(pce, device, streamed=streamed)
             release = circuit.release
             circuit.release = lambda: (self.released.append(streamed), release())  # type: ignore[method-assign]
             return circuit
