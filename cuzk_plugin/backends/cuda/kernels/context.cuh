@@ -71,15 +71,21 @@ inline void release_idle_pool() {
     CZ_CHECK(cudaMemPoolTrimTo(pool, 0));
 }
 
+// `alloc()`, and once more after release_idle_pool where the device was full; throws on failure.
+template <class Alloc>
+void alloc_or_throw(Alloc alloc, const char* what, const char* file, int line) {
+    cudaError_t err = alloc();
+    if (err == cudaErrorMemoryAllocation) {
+        release_idle_pool();
+        err = alloc();
+    }
+    if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
+}
+
 // Stream-ordered allocation from the pool (a large request its idle blocks of other sizes
 // cannot serve may need them released).
 inline void pool_alloc(void** p, size_t bytes, cudaStream_t s, const char* what, const char* file, int line) {
-    cudaError_t err = cudaMallocAsync(p, bytes, s);
-    if (err == cudaErrorMemoryAllocation) {
-        release_idle_pool();
-        err = cudaMallocAsync(p, bytes, s);
-    }
-    if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
+    alloc_or_throw([&] { return cudaMallocAsync(p, bytes, s); }, what, file, line);
 }
 #define CZ_POOL_ALLOC(ptr, bytes, stream) \
     pool_alloc(reinterpret_cast<void**>(ptr), (bytes), (stream), "cudaMallocAsync(" #ptr ", " #bytes ")", __FILE__, __LINE__)
@@ -90,7 +96,6 @@ inline void pool_alloc(void** p, size_t bytes, cudaStream_t s, const char* what,
 struct device_allocations {
     std::mutex lock;
     std::map<void*, std::pair<int, size_t>> blocks;  // pointer -> (device, bytes)
-    std::map<int, size_t> bytes;                      // device -> bytes held
     static device_allocations& get() {
         static device_allocations all;
         return all;
@@ -100,18 +105,12 @@ struct device_allocations {
 // Memory held beyond one call (a key's vectors, a circuit): cudaMalloc, outside the pool, which
 // may be holding the room idle. Freed with device_free.
 inline void device_alloc(void** p, size_t bytes, const char* what, const char* file, int line) {
-    cudaError_t err = cudaMalloc(p, bytes);
-    if (err == cudaErrorMemoryAllocation) {
-        release_idle_pool();
-        err = cudaMalloc(p, bytes);
-    }
-    if (err != cudaSuccess) cz_throw_cuda(err, what, file, line);
+    alloc_or_throw([&] { return cudaMalloc(p, bytes); }, what, file, line);
     int device = 0;
     cudaGetDevice(&device);
     auto& all = device_allocations::get();
     std::lock_guard<std::mutex> guard(all.lock);
     all.blocks[*p] = {device, bytes};
-    all.bytes[device] += bytes;
 }
 #define CZ_DEVICE_ALLOC(ptr, bytes) \
     device_alloc(reinterpret_cast<void**>(ptr), (bytes), "cudaMalloc(" #ptr ", " #bytes ")", __FILE__, __LINE__)
@@ -122,21 +121,20 @@ inline cudaError_t device_free(void* p) {
     {
         auto& all = device_allocations::get();
         std::lock_guard<std::mutex> guard(all.lock);
-        auto it = all.blocks.find(p);
-        if (it != all.blocks.end()) {
-            all.bytes[it->second.first] -= it->second.second;
-            all.blocks.erase(it);
-        }
+        all.blocks.erase(p);
     }
     return cudaFree(p);
 }
 
-// Bytes this process holds on `device` through device_alloc.
+// Bytes this process holds on `device` through device_alloc (a key's vectors and a circuit's
+// arrays: tens of blocks).
 inline size_t device_alloc_bytes(int device) {
     auto& all = device_allocations::get();
     std::lock_guard<std::mutex> guard(all.lock);
-    auto it = all.bytes.find(device);
-    return it == all.bytes.end() ? 0 : it->second;
+    size_t held = 0;
+    for (const auto& [ptr, block] : all.blocks)
+        if (block.first == device) held += block.second;
+    return held;
 }
 
 // Device memory owned for the life of a scope, allocated and freed in stream order

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "ntt.cuh"
@@ -147,14 +148,23 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     const auto msm_bytes = [chunk](size_t count, size_t large, size_t point, bool streamed) {
         return msm_peak_bytes(count, large, point, chunk, streamed);
     };
+    // Scalars other than 0 and 1 of L's, A's and B's MSMs, each counted once (a pass over them
+    // and a synchronisation; the scalars selected again after H are the same values).
+    std::optional<size_t> aux_large, a_large, b_large;
+    const auto large_of = [&](std::optional<size_t>& memo, const fr_t* scalars, size_t count) {
+        if (!memo) memo = count_large_scalars(s, scalars, count);
+        return *memo;
+    };
+    const auto l_bytes = [&] { return msm_bytes(part.n_aux, large_of(aux_large, part.aux, part.n_aux), g1, !srs.l); };
+    const auto a_bytes = [&] { return msm_bytes(na, large_of(a_large, a_scalars.get(), na), g1, !srs.a); };
+    const auto b_bytes = [&](size_t point, bool streamed) {
+        return msm_bytes(nb, large_of(b_large, b_scalars.get(), nb), point, streamed);
+    };
     bool side_by_side = false;
     if (roomy) {
-        const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
-        const size_t side_by_side_bytes =
-            msm_bytes(nb, b_large, g2_bytes, !srs.b_g2) + msm_bytes(nb, b_large, g1, !srs.b_g1) +
-            msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l) +
-            msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a) +
-            msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + twiddle_bytes;  // H: every value large
+        const size_t side_by_side_bytes = b_bytes(g2_bytes, !srs.b_g2) + b_bytes(g1, !srs.b_g1) + l_bytes() +
+                                          a_bytes() + msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) +
+                                          twiddle_bytes;  // H: every value large
         side_by_side = side_by_side_bytes + kRoomMargin <= usable_device_bytes(ctx);  // as pair_fits
     }
     if (selected && !side_by_side) {  // in turn, nothing reads them before the H MSM ends: their
@@ -180,11 +190,6 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         return ctx.partitions_in_flight.load() <= 1 && first + second + kRoomMargin <= usable_device_bytes(ctx);
     };
     int pairs = 0;
-    size_t l_peak = 0;
-    const auto l_bytes = [&] {
-        if (!l_peak) l_peak = msm_bytes(part.n_aux, count_large_scalars(s, part.aux, part.n_aux), g1, !srs.l);
-        return l_peak;
-    };
 
     proof_sums out;
     try {
@@ -212,11 +217,8 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             out.a = a.get();
         } else {
             const bool l_done = pairs > 0;
-            const size_t b_large = count_large_scalars(s, b_scalars.get(), nb);
-            const size_t g1_most = std::max(
-                {msm_bytes(nb, b_large, g1, !srs.b_g1), msm_bytes(na, count_large_scalars(s, a_scalars.get(), na), g1, !srs.a),
-                 l_done ? 0 : l_bytes()});
-            if (pair_fits(msm_bytes(nb, b_large, g2_bytes, !srs.b_g2), g1_most)) {
+            const size_t g1_most = std::max({b_bytes(g1, !srs.b_g1), a_bytes(), l_done ? 0 : l_bytes()});
+            if (pair_fits(b_bytes(g2_bytes, !srs.b_g2), g1_most)) {
                 g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
                 pairs++;
             }
