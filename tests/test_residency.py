@@ -72,7 +72,7 @@ def test_the_circuit_goes_to_the_host_before_the_card_is_refused():
     shape = PartitionShape.of_key(POREP_32G)
     working = 2 * shape.upload_bytes(False) + shape.compute_bytes(1 << 22, True, False)
     plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=working + CONTEXT_BYTES + 1 * GB,
-                          circuit=CircuitFootprint(40 * GB))
+                          circuit=CircuitFootprint(60 * GB))
     assert plan.circuit_on_host and plan.circuit_bytes == 0 and fits(plan)
 
 
@@ -105,10 +105,32 @@ def test_a_24_gib_card_streams_everything_with_one_partition_in_flight():
                           circuit=POREP_32G_CIRCUIT)
     assert plan.resident == () and plan.circuit_streamed and plan.in_flight == 1 and plan.msm_in_turn and fits(plan)
     assert plan.streamed_bytes == sum(vector_bytes(POREP_32G).values())
+    assert not plan.h_lean  # a, b, c and the twiddle tables fit beside one partition's assignment
+
+
+def test_a_16_gib_card_proves_a_32_gib_porep_with_h_in_two_buffers():
+    """Three buffers of 2^27 and the transforms' tables (17.2 GB) do not fit beside a partition's
+    assignment (4.4 GB) on a 16 GiB card; two buffers and small tables (8.6 GB) do, so the card
+    proves instead of being refused, its MSMs in turn over small chunks."""
+    plan = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=16 << 30, in_flight=2, min_in_flight=1,
+                          circuit=POREP_32G_CIRCUIT)
+    assert plan.h_lean and plan.msm_in_turn and plan.in_flight == 1 and plan.resident == () and fits(plan)
+    assert plan.circuit_streamed and plan.stream_chunk < 1 << 24
+    assert "H in two buffers" in plan.describe()
+    from cuzk_plugin.server.convert import _residency
+    from cuzk_plugin.server.proto import cuzk_pb2 as pb
+
+    assert pb.KeyResidency(**_residency(plan)).h_lean  # GetStatus shows it
+    shape = PartitionShape.of_key(POREP_32G)
+    assert shape.compute_bytes(plan.stream_chunk, True, True, roomy=False, lean=True) < shape.compute_bytes(
+        plan.stream_chunk, True, True, roomy=False)
     # A lane that cannot hold fewer partitions in flight (min_in_flight = 2) is refused instead.
     with pytest.raises(DeviceMemoryTooSmall, match=r"2 in flight"):
-        plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=24 << 30, in_flight=2,
+        plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=16 << 30, in_flight=2,
                        circuit=POREP_32G_CIRCUIT)
+    # Partitions that bring a, b, c from the host cannot make H in two buffers: refused.
+    with pytest.raises(DeviceMemoryTooSmall):
+        plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=16 << 30, in_flight=1)
 
 
 def test_a_card_too_small_even_streamed_is_refused_with_the_figures():

@@ -330,7 +330,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             circuit = ("circuit a, b, c on the host" if r.circuit_on_host else
                        f"circuit streamed by rows ({r.circuit_bytes / 1e9:.1f} GB on the device)" if r.circuit_streamed
                        else f"circuit {r.circuit_bytes / 1e9:.1f} GB" if r.circuit_bytes else "no circuit")
-            turns = ", MSMs in turn" if r.msm_in_turn else ""
+            turns = (", MSMs in turn" if r.msm_in_turn else "") + (", H in two buffers" if r.h_lean else "")
             print(f"    key {r.circuit_id}: {where}; {circuit}; {r.partitions_in_flight} partition(s) in flight{turns}")
     for s in st.loaded_srs:
         print(f"  srs {s.circuit_id}: {TIER_NAMES.get(s.tier, s.tier)}, {s.size_bytes / 1e6:.1f} MB, refs {s.ref_count}")

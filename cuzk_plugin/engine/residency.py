@@ -34,6 +34,9 @@ CONTEXT_BYTES = 1536 << 20
 #: the fewest a plan goes down to where memory is short.
 STREAM_CHUNK = 1 << 24
 MIN_STREAM_CHUNK = 1 << 18
+#: Device bytes of the lean H's small tables beside its two buffers (two twiddle tables and two
+#: power tables of at most 2^14 entries each), rounded up.
+LEAN_H_TABLE_BYTES = 8 << 20
 #: What streaming costs a partition beyond the resident MSMs (bench/residency/README.md). The
 #: copies (page-locked host memory, 54-55 GB/s on the H200 and the H100) overlap the MSMs of the
 #: chunk before; what is left is each chunk's own MSM set-up and reduction, dearer for small
@@ -112,24 +115,30 @@ class PartitionShape:
         abc = 0 if witness else 3 * self.domain
         return (abc + self.num_inputs + self.num_aux) * FR_BYTES + 2 * self.num_aux + self.num_inputs
 
-    def compute_bytes(self, stream_chunk: int, streaming: bool, witness: bool, *, roomy: bool = True) -> int:
+    def compute_bytes(self, stream_chunk: int, streaming: bool, witness: bool, *, roomy: bool = True,
+                      lean: bool = False) -> int:
         """The partition that computes, at the larger of its two peaks (kernels/prove.cu), H made
         in b's buffer, a and c freed after it. ``roomy``: the dense A and B scalars and the
         transforms' twiddles sit beside a, b, c during H, and the MSMs beside them, the H MSM
         whole. Else (a small device) H first, the twiddles freed after it, the H MSM, then the
         scalars in H's room, and the other MSMs in turn, each in pieces of at most
-        ``stream_chunk`` points. Where vectors stream, two chunks of G2 points."""
+        ``stream_chunk`` points. Where vectors stream, two chunks of G2 points. ``lean`` (a
+        witness partition on a device without room for a, b, c and the twiddle tables; the MSMs
+        in turn): H in two buffers, C evaluated in B's room once A B is formed, the twiddles
+        from two small tables (quotient_h_lean in kernels/ntt.cu)."""
         n = self.domain
         scalars = (self.a_count + self.b_count) * FR_BYTES
         twiddles = n * FR_BYTES  # N/2 entries each way
         abc = 3 * n * FR_BYTES if witness else 0  # else uploaded with the partition (upload_bytes)
         piece = min(stream_chunk, n)
         stream = 2 * piece * POINT_BYTES["b_g2"] if streaming else 0
+        msms_in_turn = max(n * FR_BYTES, scalars) + msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"]) + stream
+        if lean and witness:
+            return max(2 * n * FR_BYTES + LEAN_H_TABLE_BYTES, msms_in_turn)
         if roomy:
             return max(abc + scalars + twiddles,
                        n * FR_BYTES + scalars + twiddles + msm_scratch_bytes(n, n, 96) + stream)
-        return max(abc + twiddles,
-                   max(n * FR_BYTES, scalars) + msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"]) + stream)
+        return max(abc + twiddles, msms_in_turn)
 
 
 def vector_bytes(counts: Mapping[str, int]) -> dict[str, int]:
@@ -184,6 +193,9 @@ class ResidencyPlan:
     in_flight: int = 2
     #: The MSMs run one after another (in pieces where needed), not side by side.
     msm_in_turn: bool = False
+    #: H is made in two buffers of the domain instead of three (a witness partition on a device
+    #: without room for a, b, c and the transforms' twiddle tables).
+    h_lean: bool = False
 
     @property
     def all_resident(self) -> bool:
@@ -198,7 +210,7 @@ class ResidencyPlan:
         circuit = ("circuit a, b, c on the host" if self.circuit_on_host else
                    f"circuit streamed by rows ({self.circuit_bytes / gb:.1f} GB on the device)" if self.circuit_streamed
                    else f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
-        turns = "; MSMs in turn" if self.msm_in_turn else ""
+        turns = ("; MSMs in turn" if self.msm_in_turn else "") + ("; H in two buffers" if self.h_lean else "")
         cost = f"; streaming ~{self.stream_seconds:.1f} s a partition" if self.stream_seconds else ""
         return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; {self.in_flight} partition(s) in flight{turns}; "
                 f"working set {self.working_bytes / gb:.1f} GB{cost}; {self.available_bytes / gb:.1f} GB usable")
@@ -206,8 +218,10 @@ class ResidencyPlan:
 
 #: Estimated costs a partition of the choices a small device forces, beyond the streamed bytes
 #: (models, not measurements): the five MSMs one after another instead of overlapping H and
-#: each other; a, b, c evaluated on the host (minutes of CPU at 2^27) and uploaded.
+#: each other; H in two buffers (one more product a twiddle, an in-place bit reversal, C not
+#: overlapped with A and B); a, b, c evaluated on the host (minutes of CPU at 2^27) and uploaded.
 IN_TURN_SECONDS = 0.3
+LEAN_H_SECONDS = 0.1
 HOST_EVALUATION_SECONDS = 10.0
 
 
@@ -252,32 +266,39 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
         for where, circuit_dev, witness, circuit_seconds in placements:
             upload = shape.upload_bytes(witness)
             serial = (in_flight - flights) * upload / LINK_BYTES_PER_S
-            for roomy in (True, False):
+            # (roomy, lean): side by side; in turn; in turn with H in two buffers (witness only)
+            for roomy, lean in ((True, False), (False, False), (False, True)):
+                if lean and not witness:
+                    continue
                 for chunk in chunks:
                     for resident in subsets:
                         streaming = len(resident) < len(VECTORS)
                         if not streaming and chunk != chunks[0]:
                             continue
-                        working = flights * upload + shape.compute_bytes(chunk, streaming, witness, roomy=roomy)
+                        working = flights * upload + shape.compute_bytes(chunk, streaming, witness, roomy=roomy,
+                                                                         lean=lean)
                         if sum(sizes[v] for v in resident) + working + circuit_dev > free:
                             continue
                         cost = (key_seconds(resident, chunk) + circuit_seconds + serial
-                                + (0.0 if roomy else IN_TURN_SECONDS))
+                                + (0.0 if roomy else IN_TURN_SECONDS) + (LEAN_H_SECONDS if lean else 0.0))
                         rank = (round(cost, 6), -flights, -chunk)
                         if best is None or rank < best[0]:
-                            best = (rank, resident, chunk, where, circuit_dev, working, flights, roomy, cost)
+                            best = (rank, resident, chunk, where, circuit_dev, working, flights, roomy, lean)
     if best is not None:
-        _, resident, chunk, where, circuit_dev, working, flights, roomy, cost = best
+        _, resident, chunk, where, circuit_dev, working, flights, roomy, lean = best
         streamed = tuple(v for v in VECTORS if v not in resident)
         return ResidencyPlan(circuit_id, lane, available_bytes, tuple(resident), streamed,
                              sum(sizes[v] for v in resident), sum(sizes[v] for v in streamed), circuit_dev,
                              where == "host", working, chunk, key_seconds(resident, chunk) if streamed else 0.0,
-                             circuit_streamed=where == "streamed", in_flight=flights, msm_in_turn=not roomy)
+                             circuit_streamed=where == "streamed", in_flight=flights, msm_in_turn=not roomy,
+                             h_lean=lean)
     # Refused: the least it would take is every vector streamed in the smallest chunks, the
-    # fewest partitions in flight, the MSMs in turn, the circuit where it weighs least.
+    # fewest partitions in flight, the MSMs in turn (H in two buffers for witness partitions),
+    # the circuit where it weighs least.
     flights = flights_tried[-1]
     need = CONTEXT_BYTES + other_resident_bytes + min(
-        flights * shape.upload_bytes(witness) + shape.compute_bytes(MIN_STREAM_CHUNK, True, witness, roomy=False)
+        flights * shape.upload_bytes(witness)
+        + shape.compute_bytes(MIN_STREAM_CHUNK, True, witness, roomy=False, lean=witness)
         + circuit_dev for _, circuit_dev, witness, _ in placements)
     gb = 1e9
     raise DeviceMemoryTooSmall(

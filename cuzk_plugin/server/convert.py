@@ -108,7 +108,7 @@ def _residency(plan) -> dict:
             "circuit_bytes": plan.circuit_bytes, "circuit_on_host": plan.circuit_on_host,
             "working_bytes": plan.working_bytes, "stream_chunk_points": plan.stream_chunk,
             "circuit_streamed": plan.circuit_streamed, "partitions_in_flight": plan.in_flight,
-            "msm_in_turn": plan.msm_in_turn}
+            "msm_in_turn": plan.msm_in_turn, "h_lean": plan.h_lean}
 
 
 def _srs_to_proto(s) -> pb.SRSStatus:

@@ -268,3 +268,38 @@ def test_a_test_key_is_not_made_from_a_streamed_circuit(cuda):
             cuda.generate_srs(handle, SetupSecrets.draw())
     finally:
         handle.release()
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["resident", "streamed"])
+def test_h_in_two_buffers_gives_the_roomy_proof(cuda, rng, streamed):
+    """A device without room for a, b, c and the twiddle tables (a 1-byte limit) makes a witness
+    partition's H in two buffers: A and B evaluated and multiplied first, C evaluated (copied by
+    rows where streamed) into B's room, the twiddles from two small tables, h combined over C and
+    bit-reversed in place. Same r and s: byte for byte the roomy proof, and it verifies; after
+    the limit is lifted the roomy path runs again. Domains 2^11 and 2^12 (the two tables of
+    unequal and equal size)."""
+    for constraints in (1500, 3000):
+        seed = int(rng.integers(1 << 30))
+        r1cs, inputs, aux = filecoin_like(constraints, seed).finish_witness()
+        key = setup(r1cs)
+        pce = precompile_r1cs(r1cs, "filecoin-like")
+        srs = cuda.load_srs(key)
+        circuit = load_streamed(cuda, pce, 61) if streamed else cuda.load_circuit(pce)
+        try:
+            part = WitnessPartition(circuit, inputs, aux)
+            runs = []
+            for limit in (0, 1, 0):
+                cuda.set_memory_limit(limit)
+                pending = cuda.prove_start(srs, part)
+                runs.append((cuda.prove_finish(pending), pending.timings_ms))
+            assert [t["h_lean"] for _, t in runs] == [0, 1, 0]
+            assert runs[1][1]["msm_in_turn"] == 1
+            rnd = random.Random(seed)
+            r, s = rnd.randrange(R), rnd.randrange(R)
+            proofs = [assemble(key.vk, sums, r, s) for sums, _ in runs]
+            assert proofs[1].to_bytes() == proofs[0].to_bytes() == proofs[2].to_bytes()
+            assert verify(key.vk, proofs[1], limbs_to_ints(inputs)[1:])
+        finally:
+            cuda.set_memory_limit(0)
+            circuit.release()
+            srs.release()

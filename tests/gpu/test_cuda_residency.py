@@ -185,9 +185,9 @@ def test_witness_partitions_prove_with_a_streamed_key(cuda, keyed):
 
 
 def test_a_small_device_proves_one_partition_at_a_time_in_turn(cuda, keyed):
-    """No room beside what the process holds (limit 1 byte) and one partition in flight: H first
-    in b's buffer, the twiddles dropped, the scalars after H, the MSMs in turn and in pieces; two
-    witness partitions started together prove the sums of a roomy device."""
+    """No room beside what the process holds (limit 1 byte) and one partition in flight: H first,
+    in two buffers (C evaluated in B's room), the scalars after H, the MSMs in turn and in
+    pieces; two witness partitions started together prove the sums of a roomy device."""
     key, _, _ = keyed
     r1cs, inputs, aux = filecoin_like(1 << 10, seed=13).finish()
     circuit = cuda.load_circuit(precompile_r1cs(r1cs, "small-device-test"))
@@ -202,7 +202,7 @@ def test_a_small_device_proves_one_partition_at_a_time_in_turn(cuda, keyed):
         pending = [cuda.prove_start(srs, part) for _ in range(2)]
         for p in pending:
             assert_same_sums(cuda.prove_finish(p), want)
-            assert p.timings_ms["msm_in_turn"] == 1
+            assert p.timings_ms["msm_in_turn"] == 1 and p.timings_ms["h_lean"] == 1
     finally:
         cuda.set_memory_limit(0)
         cuda.set_partitions_in_flight(2)

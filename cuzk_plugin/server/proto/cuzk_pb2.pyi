@@ -266,7 +266,7 @@ class GPUStatus(_message.Message):
     def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ..., resting: _Optional[bool] = ..., device_budget_bytes: _Optional[int] = ..., key_residency: _Optional[_Iterable[_Union[KeyResidency, _Mapping]]] = ...) -> None: ...
 
 class KeyResidency(_message.Message):
-    __slots__ = ("circuit_id", "resident", "streamed", "resident_bytes", "streamed_bytes_per_partition", "circuit_bytes", "circuit_on_host", "working_bytes", "stream_chunk_points", "circuit_streamed", "partitions_in_flight", "msm_in_turn")
+    __slots__ = ("circuit_id", "resident", "streamed", "resident_bytes", "streamed_bytes_per_partition", "circuit_bytes", "circuit_on_host", "working_bytes", "stream_chunk_points", "circuit_streamed", "partitions_in_flight", "msm_in_turn", "h_lean")
     CIRCUIT_ID_FIELD_NUMBER: _ClassVar[int]
     RESIDENT_FIELD_NUMBER: _ClassVar[int]
     STREAMED_FIELD_NUMBER: _ClassVar[int]
@@ -279,6 +279,7 @@ class KeyResidency(_message.Message):
     CIRCUIT_STREAMED_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     MSM_IN_TURN_FIELD_NUMBER: _ClassVar[int]
+    H_LEAN_FIELD_NUMBER: _ClassVar[int]
     circuit_id: str
     resident: _containers.RepeatedScalarFieldContainer[str]
     streamed: _containers.RepeatedScalarFieldContainer[str]
@@ -291,7 +292,8 @@ class KeyResidency(_message.Message):
     circuit_streamed: bool
     partitions_in_flight: int
     msm_in_turn: bool
-    def __init__(self, circuit_id: _Optional[str] = ..., resident: _Optional[_Iterable[str]] = ..., streamed: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., streamed_bytes_per_partition: _Optional[int] = ..., circuit_bytes: _Optional[int] = ..., circuit_on_host: _Optional[bool] = ..., working_bytes: _Optional[int] = ..., stream_chunk_points: _Optional[int] = ..., circuit_streamed: _Optional[bool] = ..., partitions_in_flight: _Optional[int] = ..., msm_in_turn: _Optional[bool] = ...) -> None: ...
+    h_lean: bool
+    def __init__(self, circuit_id: _Optional[str] = ..., resident: _Optional[_Iterable[str]] = ..., streamed: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., streamed_bytes_per_partition: _Optional[int] = ..., circuit_bytes: _Optional[int] = ..., circuit_on_host: _Optional[bool] = ..., working_bytes: _Optional[int] = ..., stream_chunk_points: _Optional[int] = ..., circuit_streamed: _Optional[bool] = ..., partitions_in_flight: _Optional[int] = ..., msm_in_turn: _Optional[bool] = ..., h_lean: _Optional[bool] = ...) -> None: ...
 
 class SRSStatus(_message.Message):
     __slots__ = ("circuit_id", "tier", "size_bytes", "ref_count")

@@ -46,8 +46,8 @@ __device__ __forceinline__ void store_group(fr_t* __restrict__ d, const fr_t* sh
 // barriers of radix-2. The quad t0 + k 2^p, k = 0..3, shares j = t0 mod 2^p: bit p's stage
 // uses w_s^j for both of its pairs, bit p + 1's uses w_(s+1)^j for (0, 2) and
 // w_(s+1)^(j + 2^p) for (1, 3). Returns the stages done (g rounded down to even).
-template <bool DIT>
-__device__ __forceinline__ int radix4_steps(fr_t* sh, const fr_t* __restrict__ tw, const group_layout& L) {
+template <bool DIT, class TW>
+__device__ __forceinline__ int radix4_steps(fr_t* sh, const TW& tw, const group_layout& L) {
     int step = 0;
     for (; step + 1 < L.g; step += 2) {
         const int p = DIT ? step : L.g - 2 - step;
@@ -81,8 +81,9 @@ __device__ __forceinline__ int radix4_steps(fr_t* sh, const fr_t* __restrict__ t
 
 // Butterfly u of the radix-2 stage on local bit p (global stage s): its two shared-memory
 // slots and its twiddle.
-__device__ __forceinline__ void radix2_slots(const group_layout& L, const fr_t* __restrict__ tw, int p, int s,
-                                             uint32_t u, uint32_t& i0, uint32_t& i1, fr_t& w) {
+template <class TW>
+__device__ __forceinline__ void radix2_slots(const group_layout& L, const TW& tw, int p, int s, uint32_t u,
+                                             uint32_t& i0, uint32_t& i1, fr_t& w) {
     uint32_t lo_off = u & L.col_mask;
     uint32_t q = u >> L.cols;
     uint32_t t0 = ((q >> p) << (p + 1)) | (q & ((1u << p) - 1));
@@ -95,8 +96,8 @@ __device__ __forceinline__ void radix2_slots(const group_layout& L, const fr_t* 
 // Radix-2 stages from `step` to g. PAIRED: two butterflies a thread with their products
 // interleaved (the odd last stage after radix-4 steps; a block has >= 4 elements); else one
 // butterfly a thread (blocks of two elements).
-template <bool DIT, bool PAIRED>
-__device__ __forceinline__ void radix2_steps(fr_t* sh, const fr_t* __restrict__ tw, const group_layout& L, int step) {
+template <bool DIT, bool PAIRED, class TW>
+__device__ __forceinline__ void radix2_steps(fr_t* sh, const TW& tw, const group_layout& L, int step) {
     const uint32_t T = L.E >> 1;
     for (; step < L.g; step++) {
         const int p = DIT ? step : L.g - 1 - step;  // local bit of this stage
@@ -141,9 +142,25 @@ __device__ __forceinline__ void radix2_steps(fr_t* sh, const fr_t* __restrict__ 
 // 2^(g + cols) elements a block, a quarter as many threads. Held to 64 registers so four
 // 256-thread blocks fit an SM (bench/cuda-kernels-2026-12-02.md measures it against the
 // unbounded radix-4 and against radix-2 kernels).
-template <bool DIT>
+// The twiddles w^k (k < N/2) of a transform: one table of N/2 entries, or (a device short of
+// memory) the product of two tables of about sqrt(N/2) entries each, w^k = hi[k >> lo_bits] *
+// lo[k mod 2^lo_bits], at one more product a twiddle (0.5 MB at 2^27 instead of 2 GB a direction).
+struct table_twiddles {
+    const fr_t* __restrict__ tw;
+    __device__ __forceinline__ fr_t operator[](uint64_t k) const { return tw[k]; }
+};
+struct split_twiddles {
+    const fr_t* __restrict__ lo;
+    const fr_t* __restrict__ hi;
+    int lo_bits;
+    __device__ __forceinline__ fr_t operator[](uint64_t k) const {
+        return hi[k >> lo_bits] * lo[k & ((1ull << lo_bits) - 1)];
+    }
+};
+
+template <bool DIT, class TW>
 __global__ void __launch_bounds__(256, 4)
-    ntt_group_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g, int cols) {
+    ntt_group_kernel(fr_t* __restrict__ d, const TW tw, int log_n, int low, int g, int cols) {
     extern __shared__ fr_t sh[];
     const group_layout L(log_n, low, g, cols);
     load_group(sh, d, L);
@@ -152,9 +169,8 @@ __global__ void __launch_bounds__(256, 4)
 }
 
 // The same for blocks of two elements (a 2-point transform), one butterfly a thread.
-template <bool DIT>
-__global__ void ntt_pair_kernel(fr_t* __restrict__ d, const fr_t* __restrict__ tw, int log_n, int low, int g,
-                                int cols) {
+template <bool DIT, class TW>
+__global__ void ntt_pair_kernel(fr_t* __restrict__ d, const TW tw, int log_n, int low, int g, int cols) {
     extern __shared__ fr_t sh[];
     const group_layout L(log_n, low, g, cols);
     load_group(sh, d, L);
@@ -224,6 +240,28 @@ __global__ void quotient_combine_kernel(const fr_t* __restrict__ p, const fr_t* 
     h[e] = p[j] * lo[e & ((1ull << lo_bits) - 1)] * hi[e >> lo_bits] - c[j] * k;
 }
 
+// The last step of quotient_h_lean: quotient_combine_kernel's values in place in c's slots,
+// c[j] = h[bitrev(j)] (bit_reverse_in_place then puts them in natural order).
+__global__ void quotient_combine_in_place_kernel(const fr_t* __restrict__ p, fr_t* __restrict__ c, uint64_t n,
+                                                 int log_n, const fr_t* lo, const fr_t* hi, int lo_bits, fr_t k) {
+    uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    uint64_t e = log_n ? (__brevll(j) >> (64 - log_n)) : 0;
+    c[j] = p[j] * lo[e & ((1ull << lo_bits) - 1)] * hi[e >> lo_bits] - c[j] * k;
+}
+
+// d[i] <-> d[bitrev(i)]: each pair swapped once, by the thread of its smaller index.
+__global__ void bit_reverse_in_place_kernel(fr_t* d, uint64_t n, int log_n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint64_t r = log_n ? (__brevll(i) >> (64 - log_n)) : 0;
+    if (i < r) {
+        const fr_t x = d[i];
+        d[i] = d[r];
+        d[r] = x;
+    }
+}
+
 const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
     auto key = std::make_pair(log_n, inverse);
     auto it = ctx.twiddles.find(key);
@@ -241,21 +279,41 @@ const fr_t* twiddles(cz_context& ctx, int log_n, bool inverse) {
 }
 
 // One launch of g stages; blocks of 2^(g + cols) elements.
-template <bool DIT>
-void launch_group(cudaStream_t stream, fr_t* d, const fr_t* tw, int log_n, int low, int g, int cols) {
+template <bool DIT, class TW>
+void launch_group(cudaStream_t stream, fr_t* d, const TW& tw, int log_n, int low, int g, int cols) {
     const uint32_t elems = 1u << (g + cols);
     const unsigned blocks = (unsigned)(1ull << (log_n - g - cols));
     const size_t smem = elems * sizeof(fr_t);
     if (elems >= 4)  // four elements a thread (radix-4, or paired radix-2)
-        ntt_group_kernel<DIT><<<blocks, elems / 4, smem, stream>>>(d, tw, log_n, low, g, cols);
+        ntt_group_kernel<DIT, TW><<<blocks, elems / 4, smem, stream>>>(d, tw, log_n, low, g, cols);
     else
-        ntt_pair_kernel<DIT><<<blocks, elems / 2, smem, stream>>>(d, tw, log_n, low, g, cols);
+        ntt_pair_kernel<DIT, TW><<<blocks, elems / 2, smem, stream>>>(d, tw, log_n, low, g, cols);
     CZ_CHECK_LAUNCH();
 }
 
-void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
-    if (log_n == 0) return;
-    const fr_t* tw = twiddles(ctx, log_n, inverse);
+// The two small tables of split_twiddles for a 2^log_n transform (log_n >= 1), made per use:
+// a few thousand exponentiations.
+struct split_twiddle_tables {
+    int lo_bits;
+    dev_buf<fr_t> lo, hi;
+    split_twiddle_tables(cz_context& ctx, int log_n, bool inverse)
+        : lo_bits(log_n / 2), lo(size_t(1) << (log_n / 2), ctx.stream),
+          hi(size_t(1) << (log_n - 1 - log_n / 2), ctx.stream) {
+        fr_t w = fr_root_of_unity(log_n);
+        if (inverse) w = w.inverse();
+        fr_t w_hi = w;
+        for (int i = 0; i < lo_bits; i++) w_hi = w_hi.sqr();  // w^(2^lo_bits)
+        const uint32_t lo_count = (uint32_t)lo.count, hi_count = (uint32_t)hi.count;
+        power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, w, fr_t::one());
+        CZ_CHECK_LAUNCH();
+        power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, w_hi, fr_t::one());
+        CZ_CHECK_LAUNCH();
+    }
+    split_twiddles view() const { return {lo.get(), hi.get(), lo_bits}; }
+};
+
+template <class TW>
+void run_stages_with(cz_context& ctx, fr_t* d, const TW& tw, int log_n, bool dit) {
     int ngroups = (log_n + kMaxGroupLog - 1) / kMaxGroupLog;
     // Split log_n bits into ngroups groups as evenly as possible.
     int sizes[8];
@@ -276,6 +334,17 @@ void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
         else
             launch_group<false>(ctx.stream, d, tw, log_n, low, g, cols);
     }
+}
+
+void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
+    if (log_n == 0) return;
+    run_stages_with(ctx, d, table_twiddles{twiddles(ctx, log_n, inverse)}, log_n, dit);
+}
+
+void run_stages_split(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
+    if (log_n == 0) return;
+    const split_twiddle_tables t(ctx, log_n, inverse);
+    run_stages_with(ctx, d, t.view(), log_n, dit);
 }
 
 }  // namespace
@@ -376,25 +445,61 @@ void ntt_natural(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool coset) 
 // coset. H = coset_interp((A B - C) / Z) and coset interpolation is linear, so
 // H = coset_interp(A B / Z) - C / Z, where coset_interp(C) = C needs no transform at all
 // (C's coefficients are already those of a polynomial of degree < N).
+namespace {
+// 1 / Z on the coset: Z(g w^k) = g^N - 1 for every k (Montgomery form: z_inv R).
+fr_t coset_z_inverse(int log_n) {
+    fr_t g_n = fr_coset_shift();
+    for (int i = 0; i < log_n; i++) g_n = g_n.sqr();
+    return (g_n - fr_t::one()).inverse();
+}
+
+// A and B from evaluations to evaluations on the coset g<w> (natural order in and out), a
+// <- a b / Z there: the first half of H, the same in both of its forms. `stages` runs the
+// transforms (run_stages or run_stages_split).
+template <class Stages>
+void coset_product(cz_context& ctx, fr_t* a, fr_t* b, int log_n, fr_t z_inv, Stages stages) {
+    const uint64_t n = 1ull << log_n;
+    const fr_t n_inv = fr_from_u64(n).inverse(), g = fr_coset_shift();
+    for (fr_t* v : {a, b}) {
+        stages(ctx, v, log_n, true, false);              // -> N * coefficients, bit-reversed
+        scale_by_powers(ctx, v, log_n, g, n_inv, true);  // coefficient i times g^i / N
+        stages(ctx, v, log_n, false, true);              // -> evaluations on g<w>, natural
+    }
+    coset_product_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, n, z_inv.to_mont());
+    CZ_CHECK_LAUNCH();
+}
+}  // namespace
+
 void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int log_n) {
     uint64_t n = 1ull << log_n;
     fr_t n_inv = fr_from_u64(n).inverse();
     fr_t g = fr_coset_shift();
-    for (fr_t* v : {a, b}) {
-        ntt_dif(ctx, v, log_n, true);                     // -> N * coefficients, bit-reversed
-        scale_by_powers(ctx, v, log_n, g, n_inv, true);  // coefficient i times g^i / N
-        ntt_dit(ctx, v, log_n, false);                    // -> evaluations on g<w>, natural
-    }
+    fr_t z_inv = coset_z_inverse(log_n);
+    coset_product(ctx, a, b, log_n, z_inv, run_stages);
     ntt_dif(ctx, c, log_n, true);  // -> N * C's coefficients, bit-reversed
-    // Z(g w^k) = g^N - 1 for every k.
-    fr_t g_n = g;
-    for (int i = 0; i < log_n; i++) g_n = g_n.sqr();
-    fr_t z_inv = (g_n - fr_t::one()).inverse();  // Montgomery form: z_inv R
-    coset_product_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, n, z_inv.to_mont());
-    CZ_CHECK_LAUNCH();
     ntt_dif(ctx, a, log_n, true);  // -> N * coefficients of (A B / Z)(gX), bit-reversed
     power_tables t(ctx, log_n, g.inverse(), n_inv);  // coefficient i of q(gX) times g^-i / N
     quotient_combine_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, c, h, n, log_n, t.lo.get(), t.hi.get(),
                                                                         t.lo_bits, n_inv * z_inv);
+    CZ_CHECK_LAUNCH();
+}
+
+// The same transforms and formulas as quotient_h_device, in another order: C is made only
+// once B's room is free, the combination writes over C (bit-reversed h) and one in-place
+// permutation puts h in natural order; the twiddles come from two small tables.
+void quotient_h_lean(cz_context& ctx, fr_t* a, fr_t* b, const std::function<void(fr_t*)>& fill_c, int log_n) {
+    uint64_t n = 1ull << log_n;
+    fr_t n_inv = fr_from_u64(n).inverse();
+    fr_t g = fr_coset_shift();
+    fr_t z_inv = coset_z_inverse(log_n);
+    coset_product(ctx, a, b, log_n, z_inv, run_stages_split);
+    fill_c(b);                                 // C's evaluations, in ctx.stream's order
+    run_stages_split(ctx, b, log_n, true, false);  // -> N * C's coefficients, bit-reversed
+    run_stages_split(ctx, a, log_n, true, false);  // -> N * coefficients of (A B / Z)(gX), bit-reversed
+    power_tables t(ctx, log_n, g.inverse(), n_inv);
+    quotient_combine_in_place_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(a, b, n, log_n, t.lo.get(),
+                                                                                 t.hi.get(), t.lo_bits, n_inv * z_inv);
+    CZ_CHECK_LAUNCH();
+    bit_reverse_in_place_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(b, n, log_n);
     CZ_CHECK_LAUNCH();
 }

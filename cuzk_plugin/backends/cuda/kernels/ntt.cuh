@@ -1,5 +1,7 @@
 // Number-theoretic transforms over Fr on the device (data in Montgomery form).
 #pragma once
+#include <functional>
+
 #include "context.cuh"
 
 // Decimation in frequency: natural-order input -> bit-reversed output, in place.
@@ -28,6 +30,12 @@ void ntt_natural(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool coset);
 // conversion passes: transforms and scalings by Montgomery constants are linear, so canonical
 // values stay canonical; only the pointwise product needs a correction (quotient_kernel).
 void quotient_h_device(cz_context& ctx, fr_t* a, fr_t* b, fr_t* c, fr_t* h, int log_n);
+// The same H in two buffers of N instead of three, for a device short of memory: a and b
+// (canonical evaluations, as above) are transformed and multiplied first, then `fill_c(b)`
+// writes C's evaluations (canonical, N, zero padded) into b's room on ctx.stream, and H ends
+// in b (canonical, natural order); a is clobbered. Its transforms make their twiddles from two
+// small tables (no N-entry tables: the twiddle cache is left as it is).
+void quotient_h_lean(cz_context& ctx, fr_t* a, fr_t* b, const std::function<void(fr_t*)>& fill_c, int log_n);
 
 // Whether both twiddle tables of a 2^log_n transform are cached on the context, and the cache
 // emptied (in the main stream's order) where a small device needs their N entries of room.

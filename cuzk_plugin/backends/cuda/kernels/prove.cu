@@ -11,9 +11,6 @@
 
 namespace {
 
-// Room left beside a stage's own buffers for what the stage allocates besides (sort scratch,
-// power tables, the pool's rounding).
-constexpr size_t kRoomMargin = size_t(256) << 20;
 // The fewest points a resident MSM run in pieces takes at a time.
 constexpr size_t kMinMsmPiece = size_t(1) << 18;
 
@@ -128,12 +125,14 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     // its scratch does not fit.
     const size_t g1 = sizeof(affine_t<fq_t>), g2_bytes = sizeof(affine_t<fq2_t>);
     const size_t chunk = srs.stream_chunk;
-    const size_t twiddle_bytes = twiddles_cached(ctx, part.log_n) ? 0 : n * sizeof(fr_t);  // N/2 each way
+    const bool lean = static_cast<bool>(part.evaluate_c);  // H in two buffers: the device is short
+    const size_t twiddle_bytes = lean || twiddles_cached(ctx, part.log_n) ? 0 : n * sizeof(fr_t);  // N/2 each way
     // Roomy: the scalars and twiddles beside a, b, c, and afterwards, with a and c freed, a
     // streamed MSM's two chunks and scratch beside them.
     const size_t streamed_msm = streamed_msm_bytes(srs), freed_after_h = 2 * n * sizeof(fr_t);
-    const bool roomy = usable_device_bytes(ctx) >= (srs.n_a + srs.n_b_g1) * sizeof(fr_t) + twiddle_bytes + kRoomMargin +
-                                                      (streamed_msm > freed_after_h ? streamed_msm - freed_after_h : 0);
+    const bool roomy = !lean && usable_device_bytes(ctx) >= (srs.n_a + srs.n_b_g1) * sizeof(fr_t) + twiddle_bytes +
+                                                                kRoomMargin +
+                                                                (streamed_msm > freed_after_h ? streamed_msm - freed_after_h : 0);
     bool selected = roomy;
     if (selected) select_scalars();
     CZ_CHECK(cudaStreamSynchronize(s));
@@ -195,7 +194,10 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     try {
         auto th = std::chrono::steady_clock::now();
         const fr_t* h = part.b;  // H is made in b's buffer
-        quotient_h_device(ctx, part.a, part.b, part.c, part.b, part.log_n);  // canonical in and out
+        if (lean)
+            quotient_h_lean(ctx, part.a, part.b, part.evaluate_c, part.log_n);
+        else
+            quotient_h_device(ctx, part.a, part.b, part.c, part.b, part.log_n);  // canonical in and out
         part.release(0);  // the MSMs below have their room
         part.release(2);
         if (!roomy) twiddles_release(ctx);
@@ -239,6 +241,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     if (timings) {
         timings->msm_in_turn = side_by_side ? 0 : 1;
         timings->msm_paired = pairs;
+        timings->h_lean = lean ? 1 : 0;
     }
     auto tw = std::chrono::steady_clock::now();
     try {

@@ -8,6 +8,10 @@
 
 #include "msm.cuh"
 
+// Room left beside a stage's own buffers for what the stage allocates besides (sort scratch,
+// power tables, the pool's rounding).
+constexpr size_t kRoomMargin = size_t(256) << 20;
+
 // The key's vectors in the library's order (cz_srs_counts, cz_srs_read, residency masks).
 enum srs_vector { kSrsH = 0, kSrsL = 1, kSrsA = 2, kSrsBG1 = 3, kSrsBG2 = 4, kSrsVectors = 5 };
 
@@ -57,6 +61,10 @@ struct partition_device {
     // them: they are the largest buffers of a proof). H is made in b's buffer: a and c go once H
     // is computed, b once the H MSM has read it.
     std::function<void(int)> release_abc;
+    // Set where c is not made yet (a witness partition on a device short of memory: c == null):
+    // writes C's evaluations into the buffer it is given, in the main stream's order, once H
+    // has formed A B in a (quotient_h_lean).
+    std::function<void(fr_t*)> evaluate_c;
     void release(int which) {
         fr_t** v[3] = {&a, &b, &c};
         if (release_abc && *v[which]) release_abc(which);
@@ -83,17 +91,18 @@ struct proof_sums {
 // (upload.cu): the upload until the data was on the device, the wait behind partitions ahead
 // of it, and the R1CS evaluation of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 9;
+    static constexpr int kCount = 10;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
     double msm_in_turn = 0;  // 1: too little device memory to run the MSMs side by side
     double msm_paired = 0;   // in turn, pairs of MSMs that still shared the device (0, 1 or 2)
+    double h_lean = 0;       // 1: H made in two buffers (quotient_h_lean), C evaluated within h_ms
     // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs,
-    // msm_in_turn, msm_paired).
+    // msm_in_turn, msm_paired, h_lean).
     void write(double* out) const {
-        const double v[kCount] = {h_ms, g1_msm_ms, g2_wait_ms, total_ms, upload_ms, queue_ms, r1cs_ms, msm_in_turn,
-                                  msm_paired};
+        const double v[kCount] = {h_ms,    g1_msm_ms, g2_wait_ms,  total_ms,   upload_ms,
+                                  queue_ms, r1cs_ms,  msm_in_turn, msm_paired, h_lean};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };

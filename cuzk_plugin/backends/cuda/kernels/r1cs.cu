@@ -29,15 +29,17 @@ struct r1cs_tables {
     const uint8_t* kinds;
 };
 
-// Rows row0 .. row0 + rows of the outputs from rows 0 .. rows of the tables' matrices.
+// Rows row0 .. row0 + rows of the outputs from rows 0 .. rows of the tables' matrices: matrix
+// first + blockIdx.y (the launch's gridDim.y matrices from `first`).
 __global__ void r1cs_rows_kernel(r1cs_tables t, const fr_t* __restrict__ z, uint64_t rows, uint64_t row0, fr_t* a,
-                                 fr_t* b, fr_t* c) {
+                                 fr_t* b, fr_t* c, uint32_t first) {
     const uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= rows) return;
+    const uint32_t which = first + blockIdx.y;
     // A constant index per branch keeps the tables in the parameter space (a run-time index
     // into a parameter array makes a local copy).
-    const csr_device mat = blockIdx.y == 0 ? t.mat[0] : (blockIdx.y == 1 ? t.mat[1] : t.mat[2]);
-    const uint64_t term0 = blockIdx.y == 0 ? t.term0[0] : (blockIdx.y == 1 ? t.term0[1] : t.term0[2]);
+    const csr_device mat = which == 0 ? t.mat[0] : (which == 1 ? t.mat[1] : t.mat[2]);
+    const uint64_t term0 = which == 0 ? t.term0[0] : (which == 1 ? t.term0[1] : t.term0[2]);
     fr_t acc = fr_t::zero();
     const uint64_t end = mat.row_ptr[row + 1] - term0;
     for (uint64_t k = mat.row_ptr[row] - term0; k < end; k++) {
@@ -54,7 +56,7 @@ __global__ void r1cs_rows_kernel(r1cs_tables t, const fr_t* __restrict__ z, uint
         else
             acc = acc + t.coeff_mont[ci] * v;
     }
-    fr_t* out = blockIdx.y == 0 ? a : (blockIdx.y == 1 ? b : c);
+    fr_t* out = which == 0 ? a : (which == 1 ? b : c);
     out[row0 + row] = acc;
 }
 
@@ -78,9 +80,10 @@ __global__ void r1cs_check_kernel(const fr_t* __restrict__ a, const fr_t* __rest
 }
 
 void launch_rows(cudaStream_t stream, const r1cs_tables& t, const fr_t* z, size_t rows, size_t row0, fr_t* a,
-                 fr_t* b, fr_t* c) {
+                 fr_t* b, fr_t* c, matrix_range which) {
     constexpr unsigned kThreads = 256;
-    r1cs_rows_kernel<<<dim3(blocks_for(rows, kThreads), 3), kThreads, 0, stream>>>(t, z, rows, row0, a, b, c);
+    r1cs_rows_kernel<<<dim3(blocks_for(rows, kThreads), which.count), kThreads, 0, stream>>>(t, z, rows, row0, a, b,
+                                                                                           c, which.first);
     CZ_CHECK_LAUNCH();
 }
 
@@ -141,7 +144,7 @@ struct evaluation_end {
 // The rows a chunk at a time: chunk i + 1 is copied (on a stream of its own, into the other
 // chunk buffer, once chunk i - 1's kernel has read it) while chunk i is evaluated.
 void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, r1cs_tables t, const fr_t* z, fr_t* a,
-                       fr_t* b, fr_t* c) {
+                       fr_t* b, fr_t* c, matrix_range which) {
     std::lock_guard<std::mutex> lock(circuit.evaluating);
     const size_t m = circuit.m, rows = circuit.chunk_rows, nchunks = (m + rows - 1) / rows;
     int priority = 0;
@@ -155,7 +158,7 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, r1cs_tabl
         const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
         const csr_chunk& buf = circuit.chunk[i % 2];
         if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(copier.s, consumed[i % 2].e, 0));
-        for (int k = 0; k < 3; k++) {
+        for (int k = which.first; k < which.first + which.count; k++) {
             const csr_host& h = circuit.host_mat[k];
             const uint64_t term0 = h.row_ptr[r0], terms = h.row_ptr[r1] - term0;
             CZ_CHECK(cudaMemcpyAsync(buf.row_ptr[k], h.row_ptr + r0, (r1 - r0 + 1) * sizeof(uint64_t),
@@ -173,13 +176,13 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, r1cs_tabl
         if (i + 1 < nchunks) copy(i + 1);
         const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
         const csr_chunk& buf = circuit.chunk[i % 2];
-        for (int k = 0; k < 3; k++) {
+        for (int k = which.first; k < which.first + which.count; k++) {
             const csr_host& h = circuit.host_mat[k];
             t.mat[k] = {buf.row_ptr[k], buf.cols[k], buf.coeff[k], h.row_ptr[r1] - h.row_ptr[r0]};
             t.term0[k] = h.row_ptr[r0];
         }
         CZ_CHECK(cudaStreamWaitEvent(stream, copied[i % 2].e, 0));
-        launch_rows(stream, t, z, r1 - r0, r0, a, b, c);
+        launch_rows(stream, t, z, r1 - r0, r0, a, b, c, which);
         CZ_CHECK(cudaEventRecord(consumed[i % 2].e, stream));
     }
 }
@@ -283,15 +286,20 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
 }
 
 void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c,
-                   size_t n) {
+                   size_t n, matrix_range which) {
     CZ_REQUIRE(n >= circuit.m, "R1CS output shorter than the circuit's rows");
+    CZ_REQUIRE(which.first >= 0 && which.count >= 1 && which.first + which.count <= 3,
+               "an R1CS evaluation covers one to three of A, B and C");
     const size_t m = circuit.m;
-    if (n > m)
-        for (fr_t* out : {a, b, c}) CZ_CHECK(cudaMemsetAsync(out + m, 0, (n - m) * sizeof(fr_t), stream));
+    fr_t* outs[3] = {a, b, c};
+    for (int k = which.first; k < which.first + which.count; k++) {
+        CZ_REQUIRE(outs[k] != nullptr, "an R1CS evaluation's output is missing");
+        if (n > m) CZ_CHECK(cudaMemsetAsync(outs[k] + m, 0, (n - m) * sizeof(fr_t), stream));
+    }
     r1cs_tables t{{circuit.mat[0], circuit.mat[1], circuit.mat[2]}, {0, 0, 0}, circuit.coeff_mont,
                   circuit.coeff_canon, circuit.coeff_kinds};
     if (circuit.streamed())
-        evaluate_streamed(stream, circuit, t, z, a, b, c);
+        evaluate_streamed(stream, circuit, t, z, a, b, c, which);
     else
-        launch_rows(stream, t, z, m, 0, a, b, c);
+        launch_rows(stream, t, z, m, 0, a, b, c, which);
 }

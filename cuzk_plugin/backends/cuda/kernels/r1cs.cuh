@@ -81,9 +81,17 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
                                          const uint8_t* a_aux_density, const uint8_t* b_input_density,
                                          const uint8_t* b_aux_density, bool streamed, size_t chunk_rows);
 
+// Which of A, B and C (0, 1, 2) an evaluation fills: `count` of them from `first`.
+struct matrix_range {
+    int first = 0, count = 3;
+};
+
 // a, b, c (canonical, circuit.m rows each, rows m .. n - 1 set to zero) from z (canonical,
 // inputs then aux) on `stream`; a streamed circuit's chunks are copied on a stream of their own.
-void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c, size_t n);
+// Only the matrices of `which` are evaluated (and, streamed, copied): the others' outputs may
+// be null. A device short of memory evaluates C after A B has been formed, in A's or B's room.
+void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c, size_t n,
+                   matrix_range which = {});
 
 // Rows j < m with a_j * b_j != c_j (canonical a, b, c on the device): how many, and the first
 // (UINT64_MAX when every row holds). Blocks until the count is on the host.

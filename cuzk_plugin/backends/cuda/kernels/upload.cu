@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "ntt.cuh"
 #include "upload.cuh"
 
 namespace {
@@ -195,14 +196,25 @@ void free_after_compute(cz_context& ctx, partition_buffers& up) {
     for (auto& b : up.abc) b.stream = ctx.stream;
 }
 
+// Whether a witness partition's H fits in three buffers of N beside the transforms' N-entry
+// twiddle tables (made at its first transform where not cached), with room to spare.
+bool abc_fit(cz_context& ctx, int log_n) {
+    const size_t n = 1ull << log_n;
+    const size_t twiddle_bytes = twiddles_cached(ctx, log_n) ? 0 : n * sizeof(fr_t);
+    return 3 * n * sizeof(fr_t) + twiddle_bytes + kRoomMargin <= usable_device_bytes(ctx);
+}
+
 // a, b, c of `up` allocated on the main stream (a witness partition: the circuit fills them),
-// and freed there once H no longer needs them.
-void own_abc(cz_context& ctx, partition_buffers& up) {
+// and freed there once H no longer needs them. `lean`: only a and b; c is made in b's room
+// during H (partition_device::evaluate_c, quotient_h_lean).
+void own_abc(cz_context& ctx, partition_buffers& up, bool lean) {
     const size_t n = 1ull << up.part.log_n;
     if (up.abc.empty())
-        for (int i = 0; i < 3; i++) up.abc.emplace_back(n, ctx.stream);
-    up.part.a = up.abc[0].get(), up.part.b = up.abc[1].get(), up.part.c = up.abc[2].get();
+        for (int i = 0; i < (lean ? 2 : 3); i++) up.abc.emplace_back(n, ctx.stream);
+    up.part.a = up.abc[0].get(), up.part.b = up.abc[1].get();
+    up.part.c = up.abc.size() > 2 ? up.abc[2].get() : nullptr;
     up.part.release_abc = [&ctx, &up](int which) {
+        if (which >= (int)up.abc.size()) return;
         dev_buf<fr_t> gone = std::move(up.abc[which]);
         gone.stream = ctx.stream;  // freed here, in the main stream's order, after the kernels reading it
     };
@@ -234,11 +246,24 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
     try {
-        own_abc(ctx, up);
-        if (host.circuit) {  // a, b, c straight into H's buffers
+        // A witness partition's a, b, c go straight into H's buffers; on a device without room
+        // for three of them and the twiddle tables, C waits for B's room (quotient_h_lean).
+        const bool lean = host.circuit && !abc_fit(ctx, up.part.log_n);
+        if (lean) twiddles_release(ctx);  // N entries a direction that the lean transforms do without
+        own_abc(ctx, up, lean);
+        if (host.circuit) {
+            const cz_circuit& circuit = *host.circuit;
+            const size_t n = 1ull << up.part.log_n;
             auto tr = std::chrono::steady_clock::now();
-            r1cs_evaluate(ctx.stream, *host.circuit, up.part.inputs, up.part.a, up.part.b, up.part.c,
-                          1ull << up.part.log_n);
+            r1cs_evaluate(ctx.stream, circuit, up.part.inputs, up.part.a, up.part.b, up.part.c, n,
+                          matrix_range{0, lean ? 2 : 3});
+            if (lean) {
+                const fr_t* z = up.part.inputs;
+                cudaStream_t s = ctx.stream;
+                up.part.evaluate_c = [&circuit, z, s, n](fr_t* c) {
+                    r1cs_evaluate(s, circuit, z, nullptr, nullptr, c, n, matrix_range{2, 1});
+                };
+            }
             wait_stream(ctx.stream, cancel);
             t.r1cs_ms = ms_since(tr);
         }
