@@ -17,8 +17,8 @@ CIRCUIT = CircuitFootprint(9_170_000_000, 1_500_000_000)
 
 
 def main() -> None:
-    print("| device limit | in flight (lane / plan) | resident | streamed a partition | chunk | circuit | MSMs | working set | est. streaming |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| device limit | in flight (lane / plan) | resident | streamed a partition | chunk | circuit | MSMs | H | working set | est. streaming |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for gib in (139, 80, 64, 48, 40, 32, 24, 16):
         for lane_flights in (2,):
             try:
@@ -26,12 +26,13 @@ def main() -> None:
                                    min_in_flight=1, circuit=CIRCUIT)
             except DeviceMemoryTooSmall as exc:
                 need = str(exc).split("needs ")[1].split(" of")[0]
-                print(f"| {gib} GiB | {lane_flights} / - | refused: a partition needs {need} | | | | | | |")
+                print(f"| {gib} GiB | {lane_flights} / - | refused: a partition needs {need} | | | | | | | |")
                 continue
             circuit = "rows streamed" if p.circuit_streamed else "on the host" if p.circuit_on_host else "resident"
             print(f"| {gib} GiB | {lane_flights} / {p.in_flight} | {'+'.join(p.resident) or 'none'} "
                   f"({p.resident_bytes / 1e9:.1f} GB) | {p.streamed_bytes / 1e9:.1f} GB | {p.stream_chunk:,} | {circuit} "
                   f"({p.circuit_bytes / 1e9:.1f} GB) | {'in turn' if p.msm_in_turn else 'side by side'} | "
+                  f"{'two buffers' if p.h_lean else 'three buffers'} | "
                   f"{p.working_bytes / 1e9:.1f} GB | {p.stream_seconds:.2f} s |")
 
 
