@@ -75,6 +75,30 @@ class CudaBench:
                    float(frac_bits), times, ctypes.byref(ok))
         return list(times)[:repeat], bool(ok.value)
 
+    def msm_streamed(self, bases: np.ndarray, scalars: np.ndarray, chunk: int, *, window_bits: int = 0,
+                     cancel: bool | None = False) -> tuple[np.ndarray, int, int]:
+        """sum_i scalars[i] bases[i] by the streamed MSM (``msm_streamed``: the bases in page-locked
+        host memory, copied to the device ``chunk`` points at a time, one Pippenger over all the
+        chunks). ``bases``: ``(n, 2, 6)`` (G1) or ``(n, 2, 2, 6)`` (G2) affine canonical limbs;
+        ``scalars``: ``(n, 4)`` canonical, below r; ``window_bits`` 0 chooses by size. ``cancel``:
+        None runs without a cancel flag, False with one never set, True with one set before the
+        call (ProveCancelled). Returns the affine canonical sum, the device bytes the memory pool
+        held at the MSM's peak beyond what it held before, and ``msm_streamed_scratch_bytes``'s
+        bound for the call (0 where ``window_bits`` is set)."""
+        pts = np.ascontiguousarray(bases, dtype=np.uint64)
+        if pts.ndim < 3 or pts.shape[1:] not in ((2, 6), (2, 2, 6)):
+            raise ValueError(f"msm_streamed: bases must be (n, 2, 6) or (n, 2, 2, 6) uint64, got {pts.shape}")
+        k = np.ascontiguousarray(scalars, dtype=np.uint64)
+        if k.shape != (pts.shape[0], FR_LIMBS):
+            raise ValueError(f"msm_streamed: {pts.shape[0]} bases but scalars of shape {k.shape}")
+        g2 = pts.shape[1:] == (2, 2, 6)
+        out = np.zeros(pts.shape[1:], dtype=np.uint64)
+        peak, bound = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        mode = 0 if cancel is None else 2 if cancel else 1
+        self._call("cz_bench_msm_streamed", self.context(), int(g2), u64_ptr(pts), u64_ptr(k), pts.shape[0], chunk,
+                   window_bits, mode, u64_ptr(out), ctypes.byref(peak), ctypes.byref(bound))
+        return out, peak.value, bound.value
+
     def bench_ntt(self, log_n: int, repeat: int, *, inverse: bool = False, coset: bool = False) -> tuple[list[float], bool]:
         """Event-timed milliseconds of ``repeat`` device-resident NTTs (natural in, bit-reversed
         out), and whether forward-then-inverse returned the input."""

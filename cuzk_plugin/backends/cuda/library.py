@@ -120,6 +120,7 @@ _SIGNATURES = {
 _BENCH_SIGNATURES = {
     "cz_bench_msm": [c_void_p, c_int, c_int, c_int, c_uint64, c_int, c_int, c_double, POINTER(c_double),
                      POINTER(c_int)],
+    "cz_bench_msm_streamed": [c_void_p, c_int, _U64P, _U64P, c_size_t, c_uint64, c_int, c_int, _U64P, _U64P, _U64P],
     "cz_bench_ntt": [c_void_p, c_int, c_int, c_int, c_int, POINTER(c_double), POINTER(c_int)],
     "cz_bench_prove": [c_void_p, c_int, c_int, c_double, c_int, _U64P, c_uint32, c_uint64, POINTER(c_double),
                        POINTER(c_double), _U64P,

@@ -1,7 +1,7 @@
 // Where a proving key's points live: resident in device memory, or in page-locked host memory
-// (cz_host_srs, one copy a host) streamed through the device in chunks during each MSM, the
-// copy of chunk i + 1 overlapping the MSM of chunk i. Raw Filecoin encodings are converted and
-// checked on the device a chunk at a time, so a key never has to fit the device to be read.
+// (cz_host_srs, one copy a host) streamed through the device in chunks during each MSM
+// (msm_streamed, msm.cu). Raw Filecoin encodings are converted and checked on the device a
+// chunk at a time, so a key never has to fit the device to be read.
 #include <algorithm>
 #include <string>
 
@@ -118,18 +118,6 @@ vector_slot slot_of(cz_srs& srs, int which) {
             return {reinterpret_cast<void**>(&srs.b_g2), reinterpret_cast<const void**>(&srs.host_b_g2), srs.n_b_g2};
     }
 }
-
-// On scope exit `into` waits for everything queued on `from` (buffers freed in `into`'s order
-// are then not freed under `from`'s copies, also when an error cut the work short).
-struct join_streams {
-    cudaStream_t into, from;
-    ~join_streams() {
-        cudaEvent_t e;
-        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return;
-        if (cudaEventRecord(e, from) == cudaSuccess) cudaStreamWaitEvent(into, e, 0);
-        cudaEventDestroy(e);
-    }
-};
 
 }  // namespace
 
@@ -259,42 +247,3 @@ std::unique_ptr<cz_srs> srs_attach(cz_context& ctx, const cz_host_srs& host, uin
     }
     return srs;
 }
-
-template <class F>
-xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
-                       const fr_t* scalars, size_t n, const msm_options& opt) {
-    if (n == 0) return xyzz_t<F>::identity();
-    chunk = std::min(std::max<size_t>(chunk, 1), n);
-    const size_t nchunks = (n + chunk - 1) / chunk;
-    dev_buf<affine_t<F>> bufs[2] = {dev_buf<affine_t<F>>(chunk, stream),
-                                    dev_buf<affine_t<F>>(nchunks > 1 ? chunk : 0, stream)};
-    int priority = 0;
-    CZ_CHECK(cudaStreamGetPriority(stream, &priority));
-    cuda_stream copier(priority);
-    join_streams join{stream, copier.s};  // declared after the buffers: runs before they are freed
-    cuda_event allocated, copied[2];
-    CZ_CHECK(cudaEventRecord(allocated.e, stream));
-    CZ_CHECK(cudaStreamWaitEvent(copier.s, allocated.e, 0));
-    auto copy = [&](size_t i) {
-        const size_t off = i * chunk, cnt = std::min(chunk, n - off);
-        CZ_CHECK(cudaMemcpyAsync(bufs[i % 2].get(), host + off, cnt * sizeof(affine_t<F>), cudaMemcpyHostToDevice,
-                                 copier.s));
-        CZ_CHECK(cudaEventRecord(copied[i % 2].e, copier.s));
-    };
-    copy(0);
-    xyzz_t<F> acc = xyzz_t<F>::identity();
-    for (size_t i = 0; i < nchunks; i++) {
-        throw_if_cancelled(opt.cancel);
-        CZ_CHECK(cudaStreamWaitEvent(stream, copied[i % 2].e, 0));
-        // The other buffer's MSM (chunk i - 1) has returned: its device work is done.
-        if (i + 1 < nchunks) copy(i + 1);
-        const size_t off = i * chunk;
-        acc = acc.add(msm_device<F>(ctx, stream, bufs[i % 2].get(), scalars + off, std::min(chunk, n - off), opt));
-    }
-    return acc;
-}
-
-template xyzz_t<fq_t> msm_streamed<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, size_t, const fr_t*,
-                                         size_t, const msm_options&);
-template xyzz_t<fq2_t> msm_streamed<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, size_t, const fr_t*,
-                                           size_t, const msm_options&);

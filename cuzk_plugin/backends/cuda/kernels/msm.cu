@@ -15,6 +15,11 @@
 // sum_b b * S_b per window with running sums over segments of buckets, a tree over the
 // segments, and Horner over the windows on the host (a few hundred doublings: faster on the
 // CPU than on one GPU thread).
+//
+// A streamed MSM (points in host memory, copied in chunks) is one Pippenger over all its
+// chunks: (1)-(5) run a chunk at a time, (6) adds the chunk's items into the buckets the
+// earlier chunks filled (the sum is linear in the points), and the window sums and Horner run
+// once at the end (pippenger_sum).
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -22,6 +27,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +36,11 @@
 namespace {
 
 constexpr uint32_t kSignBit = 0x80000000u;
+// The widest window of a streamed MSM (msm_streamed_window).
+constexpr int kStreamedWindowMost = 20;
+// msm_streamed_scratch_bytes' room for CUB's histograms and tile states and the pool's
+// rounding of the streamed MSM's ~45 allocations.
+constexpr size_t kStreamedMargin = size_t(128) << 20;
 
 struct digit_offset {  // M = sum_w 2^(c w + c - 1), 9 words (c W <= 288)
     uint32_t w[9];
@@ -139,15 +150,24 @@ __global__ void accumulate_kernel(const affine_t<F>* __restrict__ bases, const u
 
 constexpr int kAccumulateThreads = 128;
 
-template <class F>
+// Bucket b = the sum of its items (every bucket 0..nb written), or with kAdd, bucket b += that
+// sum (a streamed MSM's later chunks; an empty bucket keeps its value, bucket 0 is never read).
+template <class F, bool kAdd>
 __global__ void merge_items_kernel(const xyzz_t<F>* partials, const uint32_t* nitems, const uint32_t* offs,
                                    uint32_t nb, xyzz_t<F>* buckets) {
     uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b > nb) return;
-    xyzz_t<F> acc = xyzz_t<F>::identity();
-    if (b != 0)
+    if constexpr (kAdd) {
+        if (b == 0 || nitems[b] == 0) return;
+        xyzz_t<F> acc = buckets[b];
         for (uint32_t k = 0; k < nitems[b]; k++) acc = acc.add(partials[offs[b] + k]);
-    buckets[b] = acc;
+        buckets[b] = acc;
+    } else {
+        xyzz_t<F> acc = xyzz_t<F>::identity();
+        if (b != 0)
+            for (uint32_t k = 0; k < nitems[b]; k++) acc = acc.add(partials[offs[b] + k]);
+        buckets[b] = acc;
+    }
 }
 
 // Segment j of window w: sum_{b in [lo, hi)} b * S_b by running sums, buckets 1..nb.
@@ -177,8 +197,9 @@ __global__ void fold_kernel(xyzz_t<F>* rows, uint32_t nwin, uint32_t width, uint
     row[i] = row[i].add(row[i + half]);
 }
 
-// Sum of bases[idx[i]] for i < n: each of the launch's threads sums a strided share.
-template <class F>
+// Sum of bases[idx[i]] for i < *count: each of the launch's threads sums a strided share into
+// partials[t] (kAdd: adds it to partials[t], a streamed MSM's running sum over its chunks).
+template <class F, bool kAdd>
 __global__ void sum_selected_kernel(const affine_t<F>* __restrict__ bases, const uint32_t* __restrict__ idx,
                                     const uint32_t* count, xyzz_t<F>* partials, uint32_t nthreads) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -191,7 +212,10 @@ __global__ void sum_selected_kernel(const affine_t<F>* __restrict__ bases, const
         else
             acc = acc.add_affine(bases[idx[i]]);
     }
-    partials[t] = acc;
+    if constexpr (kAdd)
+        partials[t] = partials[t].add(acc);
+    else
+        partials[t] = acc;
 }
 
 template <class F>
@@ -226,8 +250,9 @@ struct phase_profile {
         CZ_CHECK(cudaEventRecord(e, stream));
         events.push_back(e);
     }
-    // Events are [start, then kPhases a window..., reduction end].
-    void report(uint32_t n, int c, int nwin, double host_ms) {
+    // Events are [start, then kPhases a window..., reduction end]; nwin: the windows run (a
+    // streamed MSM's chunks each run every window).
+    void report(size_t n, int c, int nwin, double host_ms) {
         if (!on) return;
         CZ_CHECK(cudaEventSynchronize(events.back()));
         double phase[kPhases] = {0, 0, 0, 0};
@@ -239,7 +264,7 @@ struct phase_profile {
             }
         CZ_CHECK(cudaEventElapsedTime(&ms, events[nwin * kPhases], events.back()));
         std::fprintf(stderr,
-                     "msm profile: n=%u c=%d windows=%d | digits+sort %.2f ms | bucket ranges %.2f ms | "
+                     "msm profile: n=%zu c=%d windows=%d | digits+sort %.2f ms | bucket ranges %.2f ms | "
                      "accumulate %.2f ms | merge %.2f ms | reduction %.2f ms | host horner %.3f ms\n",
                      n, c, nwin, phase[0], phase[1], phase[2], phase[3], ms, host_ms);
     }
@@ -254,15 +279,25 @@ uint32_t next_pow2(uint64_t x) {
     return p;
 }
 
+// Threads that sum up to `count` bases whose scalar is 1 (their partial sums: one each): ~2^18
+// fill an H200 (132 SMs) several times over; small counts use ~16 points a thread.
+uint32_t ones_threads(size_t count) { return next_pow2(count < (1u << 22) ? (count + 15) / 16 : (1u << 18)); }
+
+// Segments of buckets a window's sum is cut into (reduce_windows): ~2^16 threads over all the
+// windows, at most one a bucket.
+uint32_t reduction_segments(int nwin, uint32_t nb) {
+    return std::min(next_pow2(std::max<uint32_t>(1, (1u << 16) / nwin)), nb);
+}
+
 // Sum of the bases whose scalar is 1.
 template <class F>
 xyzz_t<F> sum_ones(cudaStream_t stream, const affine_t<F>* bases, const uint32_t* idx, const uint32_t* d_count,
                    uint32_t count) {
     if (count == 0) return xyzz_t<F>::identity();
-    // ~2^18 threads fill an H200 (132 SMs) several times over; small counts use ~16 points a thread.
-    uint32_t nthreads = next_pow2(count < (1u << 22) ? (count + 15) / 16 : (1u << 18));
+    uint32_t nthreads = ones_threads(count);
     dev_buf<xyzz_t<F>> partials(nthreads, stream);
-    sum_selected_kernel<F><<<blocks_for(nthreads, 128), 128, 0, stream>>>(bases, idx, d_count, partials.get(), nthreads);
+    sum_selected_kernel<F, false><<<blocks_for(nthreads, 128), 128, 0, stream>>>(bases, idx, d_count, partials.get(),
+                                                                                nthreads);
     CZ_CHECK_LAUNCH();
     fold_rows<F>(stream, partials.get(), 1, nthreads);
     xyzz_t<F> out;
@@ -271,7 +306,46 @@ xyzz_t<F> sum_ones(cudaStream_t stream, const affine_t<F>* bases, const uint32_t
     return out;
 }
 
-// The sizes of one Pippenger run over n points with c-bit windows.
+// The CUB scratch classify_scalars needs for up to n scalars.
+size_t select_scratch_bytes(size_t n, cudaStream_t stream) {
+    thrust::counting_iterator<uint32_t> iota(0);
+    uint8_t* flags = nullptr;  // the size query reads no data
+    uint32_t* out = nullptr;
+    size_t bytes = 0;
+    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, iota, flags, out, out, n, stream));
+    return bytes;
+}
+
+// Scalars by kind (scalar_kind), on the device: the indices of those equal to 1 and of those
+// other than 0 and 1 (Pippenger's), in order, and how many of each (counts[0], counts[1]).
+struct scalar_classes {
+    dev_buf<uint32_t> one_idx, big_idx, counts;
+    scalar_classes(size_t n, cudaStream_t s) : one_idx(n, s), big_idx(n, s), counts(2, s) {}
+};
+
+// The flags and CUB scratch of classify_scalars over up to n scalars (one call at a time).
+struct classify_scratch {
+    size_t temp_bytes;
+    dev_buf<uint8_t> is_one, is_big, temp;
+    classify_scratch(size_t n, cudaStream_t s)
+        : temp_bytes(select_scratch_bytes(n, s)), is_one(n, s), is_big(n, s), temp(temp_bytes, s) {}
+};
+
+// scalars[0..n) into `out` (n <= the size of both), on `stream`.
+void classify_scalars(cudaStream_t stream, const fr_t* scalars, size_t n, classify_scratch& scratch,
+                      scalar_classes& out) {
+    classify_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, n, scratch.is_one.get(), scratch.is_big.get());
+    CZ_CHECK_LAUNCH();
+    thrust::counting_iterator<uint32_t> iota(0);
+    size_t bytes = scratch.temp_bytes;
+    CZ_CHECK(cub::DeviceSelect::Flagged(scratch.temp.get(), bytes, iota, scratch.is_one.get(), out.one_idx.get(),
+                                        out.counts.get(), n, stream));
+    bytes = scratch.temp_bytes;
+    CZ_CHECK(cub::DeviceSelect::Flagged(scratch.temp.get(), bytes, iota, scratch.is_big.get(), out.big_idx.get(),
+                                        out.counts.get() + 1, n, stream));
+}
+
+// The sizes of one Pippenger run over at most n points at a time with c-bit windows.
 struct pippenger_plan {
     uint32_t n = 0;
     int c = 0;
@@ -284,11 +358,15 @@ struct pippenger_plan {
 
     static constexpr int kLenBits = 11;  // item lengths are at most L <= 1024
 
+    static uint32_t item_len(size_t n) { return (uint32_t)std::min<size_t>(1024, std::max<size_t>(8, n >> 17)); }
+    // Items of up to n points in nb buckets: sum_b ceil(n_b / L) <= n / L + (buckets in use).
+    static size_t items_most(size_t n, uint32_t nb) { return n / item_len(n) + nb + 2; }
+
     pippenger_plan(uint32_t count, int window_bits, cudaStream_t stream) : n(count), c(window_bits) {
         nwin = (256 + c - 1) / c;
         nb = 1u << (c - 1);
-        L = std::min<uint32_t>(1024, std::max<uint32_t>(8, n >> 17));
-        item_cap = n / L + nb + 2;
+        L = item_len(n);
+        item_cap = items_most(n, nb);
         for (int w = 0; w < nwin; w++) {
             int bit = w * c + c - 1;
             m.w[bit >> 5] |= 1u << (bit & 31);
@@ -334,22 +412,22 @@ struct stream_join {
     }
 };
 
-// Steps (1)-(4) of window w on stream ss: signed digits, sorted by bucket, bucket ranges cut
-// into items, items sorted longest first; records ws.prepared.
+// Steps (1)-(4) of window w over n <= p.n points on stream ss: signed digits, sorted by bucket,
+// bucket ranges cut into items, items sorted longest first; records ws.prepared.
 template <class F>
-void prepare_window(const pippenger_plan& p, window_state<F>& ws, const fr_t* scalars, const uint32_t* idx, int w,
-                    const uint32_t* item_ids, cudaStream_t ss, phase_profile& prof) {
-    digits_kernel<<<blocks_for(p.n, 256), 256, 0, ss>>>(scalars, idx, p.n, w, p.c, p.m, ws.keys_in.get(),
-                                                        ws.vals_in.get());
+void prepare_window(const pippenger_plan& p, window_state<F>& ws, const fr_t* scalars, const uint32_t* idx,
+                    uint32_t n, int w, const uint32_t* item_ids, cudaStream_t ss, phase_profile& prof) {
+    digits_kernel<<<blocks_for(n, 256), 256, 0, ss>>>(scalars, idx, n, w, p.c, p.m, ws.keys_in.get(),
+                                                      ws.vals_in.get());
     CZ_CHECK_LAUNCH();
-    size_t bytes = p.temp_bytes;
+    size_t bytes = p.temp_bytes;  // enough for n <= p.n (CUB's scratch grows with the count)
     CZ_CHECK(cub::DeviceRadixSort::SortPairs(ws.temp.get(), bytes, ws.keys_in.get(), ws.keys_out.get(),
-                                             ws.vals_in.get(), ws.vals_out.get(), p.n, 0, p.c, ss));
+                                             ws.vals_in.get(), ws.vals_out.get(), n, 0, p.c, ss));
     prof.mark();
     CZ_CHECK(cudaMemsetAsync(ws.start.get(), 0, ws.start.bytes(), ss));
     CZ_CHECK(cudaMemsetAsync(ws.end.get(), 0, ws.end.bytes(), ss));
     CZ_CHECK(cudaMemsetAsync(ws.nitems.get(), 0, ws.nitems.bytes(), ss));
-    bucket_ranges_kernel<<<blocks_for(p.n, 256), 256, 0, ss>>>(ws.keys_out.get(), p.n, ws.start.get(), ws.end.get());
+    bucket_ranges_kernel<<<blocks_for(n, 256), 256, 0, ss>>>(ws.keys_out.get(), n, ws.start.get(), ws.end.get());
     CZ_CHECK_LAUNCH();
     item_counts_kernel<<<blocks_for(p.nb + 1, 256), 256, 0, ss>>>(ws.start.get(), ws.end.get(), p.nb, p.L,
                                                                    ws.nitems.get());
@@ -370,19 +448,26 @@ void prepare_window(const pippenger_plan& p, window_state<F>& ws, const fr_t* sc
 }
 
 // Steps (5)-(6) of window w on `stream`, once its items are ready: the bucket loop, then one
-// thread a bucket adds its items into row w of `buckets`; records ws.consumed.
+// thread a bucket sums its items into row w of `buckets` (`add_to_buckets`: adds them to the
+// row's sums); records ws.consumed.
 template <class F>
 void accumulate_window(const pippenger_plan& p, window_state<F>& ws, const affine_t<F>* bases, int w,
-                       xyzz_t<F>* buckets, cudaStream_t stream, phase_profile& prof) {
+                       xyzz_t<F>* buckets, bool add_to_buckets, cudaStream_t stream, phase_profile& prof) {
     CZ_CHECK(cudaStreamWaitEvent(stream, ws.prepared.e, 0));
     accumulate_kernel<F><<<blocks_for(p.item_cap, kAccumulateThreads), kAccumulateThreads, 0, stream>>>(
         bases, ws.vals_out.get(), ws.item_start.get(), ws.item_len.get(), ws.item_order.get(),
         ws.offs.get() + p.nb + 1, ws.partials.get());
     CZ_CHECK_LAUNCH();
     prof.mark();
-    merge_items_kernel<F><<<blocks_for(p.nb + 1, 128), 128, 0, stream>>>(ws.partials.get(), ws.nitems.get(),
-                                                                        ws.offs.get(), p.nb,
-                                                                        buckets + (size_t)w * (p.nb + 1));
+    xyzz_t<F>* row = buckets + (size_t)w * (p.nb + 1);
+    if (add_to_buckets)
+        merge_items_kernel<F, true><<<blocks_for(p.nb + 1, 128), 128, 0, stream>>>(ws.partials.get(),
+                                                                                  ws.nitems.get(), ws.offs.get(),
+                                                                                  p.nb, row);
+    else
+        merge_items_kernel<F, false><<<blocks_for(p.nb + 1, 128), 128, 0, stream>>>(ws.partials.get(),
+                                                                                   ws.nitems.get(), ws.offs.get(),
+                                                                                   p.nb, row);
     CZ_CHECK_LAUNCH();
     CZ_CHECK(cudaEventRecord(ws.consumed.e, stream));
     prof.mark();
@@ -392,8 +477,7 @@ void accumulate_window(const pippenger_plan& p, window_state<F>& ws, const affin
 // buckets, then a tree over the segments; the window sums, copied to the host.
 template <class F>
 std::vector<xyzz_t<F>> reduce_windows(const pippenger_plan& p, const xyzz_t<F>* buckets, cudaStream_t stream) {
-    uint32_t nseg = next_pow2(std::max<uint32_t>(1, (1u << 16) / p.nwin));
-    if (nseg > p.nb) nseg = p.nb;
+    uint32_t nseg = reduction_segments(p.nwin, p.nb);
     uint32_t seg_len = (p.nb + nseg - 1) / nseg;
     dev_buf<xyzz_t<F>> segs((size_t)p.nwin * nseg, stream);
     segment_kernel<F><<<blocks_for(p.nwin * nseg, 64), 64, 0, stream>>>(buckets, p.nb, p.nwin, nseg, seg_len,
@@ -418,56 +502,105 @@ xyzz_t<F> horner(const std::vector<xyzz_t<F>>& wins, int c) {
     return acc;
 }
 
-// sum_i k_idx[i] P_idx[i] for i < n with c-bit signed windows (steps at the top of this file).
-// Unless profiling, window w + 1 is prepared on a sort stream of its own (two window states)
-// while window w accumulates.
+// sum_i k_idx[i] P_idx[i] over the points of one or more add() calls, with c-bit signed
+// windows (steps at the top of this file): one bucket array for all windows, which the first
+// add() writes and later ones add into, and the window sums and Horner once, in finish(). A
+// resident MSM makes one add(), a streamed one an add() a chunk. Unless profiling, window
+// w + 1 is prepared on a sort stream of its own (two window states, which go round across
+// add() calls) while window w accumulates.
+template <class F>
+class pippenger_sum {
+  public:
+    // For add() calls of at most max_count points each.
+    pippenger_sum(cudaStream_t stream, uint32_t max_count, int c, bool profile, const cz_cancel_flag* cancel)
+        : stream_(stream), cancel_(cancel), plan_(max_count, c, stream), prof_(stream, profile),
+          item_ids_(plan_.item_cap, stream), buckets_((size_t)plan_.nwin * (plan_.nb + 1), stream),
+          states_(make_states(plan_, stream, profile ? 1 : 2)), sorter_(make_sorter(stream, !profile)),
+          ss_(sorter_ ? sorter_->s : stream), join_{stream, ss_} {
+        iota_kernel<<<blocks_for(plan_.item_cap, 256), 256, 0, stream>>>(item_ids_.get(), plan_.item_cap);
+        CZ_CHECK_LAUNCH();
+        cuda_event allocated;
+        CZ_CHECK(cudaEventRecord(allocated.e, stream));
+        CZ_CHECK(cudaStreamWaitEvent(ss_, allocated.e, 0));
+        prof_.mark();
+    }
+    pippenger_sum(const pippenger_sum&) = delete;
+    pippenger_sum& operator=(const pippenger_sum&) = delete;
+
+    // Adds sum_i k_idx[i] P_idx[i] for i < n (idx indexes bases and scalars). Work queued on
+    // the MSM stream before the call has made bases, scalars and idx; the sort stream, which
+    // reads scalars and idx, also waits for `inputs_ready` where it is set.
+    void add(const affine_t<F>* bases, const fr_t* scalars, const uint32_t* idx, uint32_t n,
+             cudaEvent_t inputs_ready = nullptr) {
+        if (n == 0) return;
+        if (n > plan_.n) throw cz_error(CZ_INTERNAL, "pippenger_sum::add: more points than its plan holds");
+        if (inputs_ready) CZ_CHECK(cudaStreamWaitEvent(ss_, inputs_ready, 0));
+        for (int w = 0; w < plan_.nwin; w++, windows_run_++) {
+            window_state<F>& ws = *states_[windows_run_ % states_.size()];
+            throw_if_cancelled(cancel_);
+            if (windows_run_ >= states_.size()) {
+                if (cancel_) wait_event(ws.consumed.e, cancel_);  // stay two windows ahead, so a cancel stops soon
+                CZ_CHECK(cudaStreamWaitEvent(ss_, ws.consumed.e, 0));
+            }
+            prepare_window<F>(plan_, ws, scalars, idx, n, w, item_ids_.get(), ss_, prof_);
+            accumulate_window<F>(plan_, ws, bases, w, buckets_.get(), written_, stream_, prof_);
+        }
+        written_ = true;
+        points_ += n;
+    }
+
+    // The sum of every point added: the window sums (reduce_windows), then Horner's rule on the host.
+    xyzz_t<F> finish() {
+        if (!written_) return xyzz_t<F>::identity();
+        std::vector<xyzz_t<F>> wins = reduce_windows<F>(plan_, buckets_.get(), stream_);
+        prof_.mark();
+        wait_stream(stream_, cancel_);
+        auto t0 = std::chrono::steady_clock::now();
+        xyzz_t<F> acc = horner<F>(wins, plan_.c);
+        prof_.report(points_, plan_.c, (int)windows_run_, ms_since(t0));
+        return acc;
+    }
+
+  private:
+    static std::vector<std::unique_ptr<window_state<F>>> make_states(const pippenger_plan& p, cudaStream_t s,
+                                                                     int count) {
+        std::vector<std::unique_ptr<window_state<F>>> states;
+        for (int k = 0; k < count; k++) states.push_back(std::make_unique<window_state<F>>(p, s));
+        return states;
+    }
+    // The sort stream takes the MSM stream's priority (see cz_context_create); none when profiling.
+    static std::unique_ptr<cuda_stream> make_sorter(cudaStream_t stream, bool pipelined) {
+        if (!pipelined) return nullptr;
+        int priority = 0;
+        CZ_CHECK(cudaStreamGetPriority(stream, &priority));
+        return std::make_unique<cuda_stream>(priority);
+    }
+
+    cudaStream_t stream_;
+    const cz_cancel_flag* cancel_;
+    const pippenger_plan plan_;
+    phase_profile prof_;
+    dev_buf<uint32_t> item_ids_;
+    dev_buf<xyzz_t<F>> buckets_;
+    std::vector<std::unique_ptr<window_state<F>>> states_;
+    std::unique_ptr<cuda_stream> sorter_;
+    cudaStream_t ss_;  // the sort stream (the MSM stream when profiling)
+    // Declared after the buffers: on destruction, also after an error, the MSM stream waits for
+    // the sort stream before they are freed in its order.
+    stream_join join_;
+    size_t windows_run_ = 0;  // over every add(): picks a window's state, and when it is reused
+    size_t points_ = 0;
+    bool written_ = false;  // an add() has written every bucket
+};
+
+// sum_i k_idx[i] P_idx[i] for i < n: a resident MSM's Pippenger, one add().
 template <class F>
 xyzz_t<F> pippenger(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, const uint32_t* idx,
                     uint32_t n, int c, bool profile, const cz_cancel_flag* cancel) {
     if (n == 0) return xyzz_t<F>::identity();
-    const pippenger_plan plan(n, c, stream);
-    phase_profile prof(stream, profile);
-    const bool pipelined = !profile;
-
-    dev_buf<uint32_t> item_ids(plan.item_cap, stream);
-    dev_buf<xyzz_t<F>> buckets((size_t)plan.nwin * (plan.nb + 1), stream);
-    std::vector<std::unique_ptr<window_state<F>>> states;
-    for (int k = 0; k < (pipelined ? 2 : 1); k++) states.push_back(std::make_unique<window_state<F>>(plan, stream));
-    iota_kernel<<<blocks_for(plan.item_cap, 256), 256, 0, stream>>>(item_ids.get(), plan.item_cap);
-    CZ_CHECK_LAUNCH();
-
-    // The sort stream takes the MSM stream's priority (see cz_context_create).
-    std::unique_ptr<cuda_stream> sorter;
-    if (pipelined) {
-        int priority = 0;
-        CZ_CHECK(cudaStreamGetPriority(stream, &priority));
-        sorter = std::make_unique<cuda_stream>(priority);
-    }
-    cudaStream_t ss = pipelined ? sorter->s : stream;
-    stream_join join{stream, ss};
-    cuda_event allocated;
-    CZ_CHECK(cudaEventRecord(allocated.e, stream));
-    CZ_CHECK(cudaStreamWaitEvent(ss, allocated.e, 0));
-
-    prof.mark();
-    for (int w = 0; w < plan.nwin; w++) {
-        window_state<F>& ws = *states[w % states.size()];
-        throw_if_cancelled(cancel);
-        if (w >= (int)states.size()) {
-            if (cancel) wait_event(ws.consumed.e, cancel);  // stay two windows ahead, so a cancel stops soon
-            CZ_CHECK(cudaStreamWaitEvent(ss, ws.consumed.e, 0));
-        }
-        prepare_window<F>(plan, ws, scalars, idx, w, item_ids.get(), ss, prof);
-        accumulate_window<F>(plan, ws, bases, w, buckets.get(), stream, prof);
-    }
-    std::vector<xyzz_t<F>> wins = reduce_windows<F>(plan, buckets.get(), stream);
-    prof.mark();
-    wait_stream(stream, cancel);
-
-    auto t0 = std::chrono::steady_clock::now();
-    xyzz_t<F> acc = horner<F>(wins, c);
-    prof.report(n, c, plan.nwin, ms_since(t0));
-    return acc;
+    pippenger_sum<F> sum(stream, n, c, profile, cancel);
+    sum.add(bases, scalars, idx, n);
+    return sum.finish();
 }
 
 }  // namespace
@@ -500,6 +633,33 @@ size_t msm_scratch_bytes(size_t count, size_t large, size_t point_bytes) {
     return 10 * count + 40 * large + windows * buckets * xyzz_bytes + (size_t(64) << 20);
 }
 
+int msm_streamed_window(size_t large) { return std::min(msm_default_window(large), kStreamedWindowMost); }
+
+size_t msm_streamed_scratch_bytes(size_t count, size_t large, size_t point_bytes, size_t chunk) {
+    if (count == 0) return 0;
+    const size_t k = std::min(std::max<size_t>(chunk, 1), count);  // points a chunk
+    const size_t sets = count > k ? 2 : 1;                           // chunk buffers and classes
+    const size_t xyzz_bytes = point_bytes * 2;                       // X, Y, ZZ, ZZZ: twice the affine x, y
+    size_t bytes = sets * k * point_bytes;                           // the chunks' points
+    bytes += sets * (8 * k + 8) + 2 * k;                             // indices and counts; flags
+    bytes += ones_threads(k) * xyzz_bytes;                           // the running sum of ones
+    large = std::min(large, count);
+    if (large) {
+        const int c = msm_streamed_window(large);
+        const size_t nwin = (256 + c - 1) / c, nb = size_t(1) << (c - 1);
+        const size_t m = std::min(k, large);  // large scalars a chunk, at most
+        const size_t items = pippenger_plan::items_most(m, (uint32_t)nb);
+        // A window state: keys and values in and out (16 B a point), bucket ranges and item
+        // counts (16 B a bucket), four arrays of items and their partial sums, and the sorts'
+        // scratch: CUB's own copy of the keys and values (8 B a point or item) and its lookback
+        // tile states (under 1 B an item).
+        const size_t state = 16 * m + 16 * (nb + 2) + items * (16 + xyzz_bytes) + 9 * std::max(m, items);
+        bytes += nwin * (nb + 1) * xyzz_bytes + 4 * items + 2 * state;  // buckets, item ids, two states
+        bytes += nwin * reduction_segments((int)nwin, (uint32_t)nb) * xyzz_bytes;  // the window sums
+    }
+    return bytes + kStreamedMargin;
+}
+
 int msm_default_window(size_t count) {
     // Measured on the H200 (bench/cuda-kernels-2026-12-02.md): c = 20 is fastest at 2^24 points,
     // 22 at 2^27. Only c = 16, 20, 22, 24 leave the top window most of its bits (c W - 255
@@ -530,31 +690,115 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
     CZ_REQUIRE(opt.window_bits == 0 || (opt.window_bits >= 2 && opt.window_bits <= 24),
                "MSM window must be 0 (chosen by size) or 2 .. 24 bits, got " + std::to_string(opt.window_bits));
     if (n == 0) return xyzz_t<F>::identity();
-    dev_buf<uint8_t> is_one(n, stream), is_big(n, stream);
-    dev_buf<uint32_t> one_idx(n, stream), big_idx(n, stream), counts(2, stream);
-    classify_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(scalars, n, is_one.get(), is_big.get());
-    CZ_CHECK_LAUNCH();
-    thrust::counting_iterator<uint32_t> iota(0);
-    size_t sel_bytes = 0;
-    CZ_CHECK(cub::DeviceSelect::Flagged(nullptr, sel_bytes, iota, is_one.get(), one_idx.get(), counts.get(), n, stream));
-    dev_buf<uint8_t> temp(sel_bytes, stream);
-    size_t bytes = sel_bytes;
-    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, iota, is_one.get(), one_idx.get(), counts.get(), n, stream));
-    bytes = sel_bytes;
-    CZ_CHECK(cub::DeviceSelect::Flagged(temp.get(), bytes, iota, is_big.get(), big_idx.get(), counts.get() + 1, n, stream));
+    scalar_classes classes(n, stream);
+    classify_scratch scratch(n, stream);
+    classify_scalars(stream, scalars, n, scratch, classes);
     uint32_t host_counts[2];
-    CZ_CHECK(cudaMemcpyAsync(host_counts, counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaMemcpyAsync(host_counts, classes.counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
     wait_stream(stream, opt.cancel);
 
     auto t_ones = std::chrono::steady_clock::now();
-    xyzz_t<F> ones = sum_ones<F>(stream, bases, one_idx.get(), counts.get(), host_counts[0]);
+    xyzz_t<F> ones = sum_ones<F>(stream, bases, classes.one_idx.get(), classes.counts.get(), host_counts[0]);
     if (opt.profile)
         std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
                      host_counts[1], ms_since(t_ones));
     int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
     throw_if_cancelled(opt.cancel);
-    xyzz_t<F> big = pippenger<F>(stream, bases, scalars, big_idx.get(), host_counts[1], c, opt.profile, opt.cancel);
+    xyzz_t<F> big =
+        pippenger<F>(stream, bases, scalars, classes.big_idx.get(), host_counts[1], c, opt.profile, opt.cancel);
     return big.add(ones);
+}
+
+template <class F>
+xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
+                       const fr_t* scalars, size_t n, const msm_options& opt) {
+    (void)ctx;
+    CZ_REQUIRE(opt.window_bits == 0 || (opt.window_bits >= 2 && opt.window_bits <= 24),
+               "MSM window must be 0 (chosen by size) or 2 .. 24 bits, got " + std::to_string(opt.window_bits));
+    if (n == 0) return xyzz_t<F>::identity();
+    chunk = std::min(std::max<size_t>(chunk, 1), n);
+    CZ_REQUIRE(chunk < kSignBit, "MSM chunk larger than 2^31 points");  // indices within a chunk
+    const size_t nchunks = (n + chunk - 1) / chunk, sets = nchunks > 1 ? 2 : 1;
+    // The window from the whole vector's large scalars (a pass over them and a synchronisation).
+    const size_t large = count_large_scalars(stream, scalars, n);
+    const int c = opt.window_bits ? opt.window_bits : msm_streamed_window(large);
+
+    // Chunk i's points (copied on `copier`) and its scalars' classes (made on `classifier`) are
+    // set i % 2: chunk i + 1 is copied and classified while chunk i is summed.
+    dev_buf<affine_t<F>> points[2] = {dev_buf<affine_t<F>>(chunk, stream),
+                                      dev_buf<affine_t<F>>(sets > 1 ? chunk : 0, stream)};
+    scalar_classes classes[2] = {scalar_classes(chunk, stream), scalar_classes(sets > 1 ? chunk : 0, stream)};
+    classify_scratch scratch(chunk, stream);
+    // The running sum of ones: partial sums, all zero bytes (the identity, curve.cuh) to start.
+    const uint32_t ones_n = ones_threads(chunk);
+    dev_buf<xyzz_t<F>> ones(ones_n, stream);
+    CZ_CHECK(cudaMemsetAsync(ones.get(), 0, ones.bytes(), stream));
+    int priority = 0;
+    CZ_CHECK(cudaStreamGetPriority(stream, &priority));
+    cuda_stream copier(priority), classifier(priority);
+    // Declared after the buffers: on scope exit, also after an error or a cancel, `stream` waits
+    // for both side streams before the buffers are freed in its order.
+    stream_join join_copier{stream, copier.s}, join_classifier{stream, classifier.s};
+    // summed[i % 2]: recorded on `stream` once chunk i's sum of ones and the bucket loops of all
+    // its windows are queued; each of them waited there for the sorts of its window (which read
+    // the chunk's indices), so the event's completion means nothing reads set i % 2 any more.
+    cuda_event allocated, copied[2], classified[2], summed[2];
+    // Declared last: destroyed first, its sort stream joined into `stream` before the sets it
+    // reads are freed.
+    std::optional<pippenger_sum<F>> large_sum;
+    if (large) large_sum.emplace(stream, (uint32_t)std::min(chunk, large), c, opt.profile, opt.cancel);
+    CZ_CHECK(cudaEventRecord(allocated.e, stream));
+    CZ_CHECK(cudaStreamWaitEvent(copier.s, allocated.e, 0));
+    CZ_CHECK(cudaStreamWaitEvent(classifier.s, allocated.e, 0));
+
+    auto copy = [&](size_t i) {  // into set i % 2, once chunk i - 2 is summed
+        const size_t off = i * chunk, cnt = std::min(chunk, n - off);
+        if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(copier.s, summed[i % 2].e, 0));
+        CZ_CHECK(cudaMemcpyAsync(points[i % 2].get(), host + off, cnt * sizeof(affine_t<F>), cudaMemcpyHostToDevice,
+                                 copier.s));
+        CZ_CHECK(cudaEventRecord(copied[i % 2].e, copier.s));
+    };
+    auto classify = [&](size_t i) {  // into set i % 2, once chunk i - 2 is summed
+        const size_t off = i * chunk, cnt = std::min(chunk, n - off);
+        if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(classifier.s, summed[i % 2].e, 0));
+        classify_scalars(classifier.s, scalars + off, cnt, scratch, classes[i % 2]);
+        CZ_CHECK(cudaEventRecord(classified[i % 2].e, classifier.s));
+    };
+    copy(0);
+    classify(0);
+    for (size_t i = 0; i < nchunks; i++) {
+        const size_t b = i % 2, off = i * chunk;
+        throw_if_cancelled(opt.cancel);
+        // The chunk's counts, its Pippenger's launch sizes: the one host wait a chunk. It waits
+        // for chunk i - 2's sums (the classification's turn for the set), not chunk i - 1's, and
+        // the classifier holds nothing after it yet, so the copy returns at once.
+        wait_event(classified[b].e, opt.cancel);
+        uint32_t counts[2];
+        CZ_CHECK(cudaMemcpyAsync(counts, classes[b].counts.get(), sizeof counts, cudaMemcpyDeviceToHost,
+                                 classifier.s));
+        CZ_CHECK(cudaStreamSynchronize(classifier.s));
+        if (i + 1 < nchunks) {
+            copy(i + 1);
+            classify(i + 1);
+        }
+        CZ_CHECK(cudaStreamWaitEvent(stream, copied[b].e, 0));
+        CZ_CHECK(cudaStreamWaitEvent(stream, classified[b].e, 0));
+        if (counts[0]) {
+            sum_selected_kernel<F, true><<<blocks_for(ones_n, 128), 128, 0, stream>>>(
+                points[b].get(), classes[b].one_idx.get(), classes[b].counts.get(), ones.get(), ones_n);
+            CZ_CHECK_LAUNCH();
+        }
+        if (large_sum) large_sum->add(points[b].get(), scalars + off, classes[b].big_idx.get(), counts[1],
+                                      classified[b].e);
+        CZ_CHECK(cudaEventRecord(summed[b].e, stream));
+    }
+    fold_rows<F>(stream, ones.get(), 1, ones_n);
+    const xyzz_t<F> big = large_sum ? large_sum->finish() : xyzz_t<F>::identity();
+    wait_stream(stream, opt.cancel);
+    xyzz_t<F> ones_sum;  // `stream` is idle: the copy returns at once
+    CZ_CHECK(cudaMemcpyAsync(&ones_sum, ones.get(), sizeof ones_sum, cudaMemcpyDeviceToHost, stream));
+    CZ_CHECK(cudaStreamSynchronize(stream));
+    return big.add(ones_sum);
 }
 
 template <class F>
@@ -564,6 +808,10 @@ void affine_to_montgomery(cudaStream_t stream, affine_t<F>* pts, size_t n) {
     CZ_CHECK_LAUNCH();
 }
 
+template xyzz_t<fq_t> msm_streamed<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, size_t, const fr_t*,
+                                         size_t, const msm_options&);
+template xyzz_t<fq2_t> msm_streamed<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, size_t, const fr_t*,
+                                           size_t, const msm_options&);
 template xyzz_t<fq_t> msm_device<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, const fr_t*, size_t,
                                        const msm_options&);
 template xyzz_t<fq2_t> msm_device<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, const fr_t*, size_t,

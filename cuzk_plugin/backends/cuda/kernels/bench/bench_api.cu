@@ -59,6 +59,48 @@ void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, double fra
     }
 }
 
+// Page-locked host memory, freed on scope exit once `stream` is idle (a streamed MSM's copies
+// out of it are joined into its stream, also after an error or a cancel).
+struct pinned_buffer {
+    void* p = nullptr;
+    cudaStream_t stream = nullptr;
+    ~pinned_buffer() {
+        if (!p) return;
+        cudaStreamSynchronize(stream);
+        cudaFreeHost(p);
+    }
+};
+
+// msm_streamed on host inputs (see cz_bench_msm_streamed): the bases converted to Montgomery
+// form on the device into page-locked host memory, the scalars uploaded; then the MSM, with the
+// pool's high-water mark of device memory reset before it.
+template <class F>
+void msm_streamed_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, size_t chunk,
+                       const msm_options& opt, uint64_t* out, uint64_t* peak_bytes, uint64_t* bound_bytes) {
+    cudaStream_t s = ctx->stream;
+    pinned_buffer host{nullptr, s};
+    dev_buf<fr_t> d_scalars(n, s);
+    if (n) {
+        CZ_CHECK(cudaHostAlloc(&host.p, n * sizeof(affine_t<F>), cudaHostAllocPortable));
+        dev_buf<affine_t<F>> staging(n, s);
+        CZ_CHECK(cudaMemcpyAsync(staging.get(), bases, n * sizeof(affine_t<F>), cudaMemcpyHostToDevice, s));
+        affine_to_montgomery<F>(s, staging.get(), n);
+        CZ_CHECK(cudaMemcpyAsync(host.p, staging.get(), n * sizeof(affine_t<F>), cudaMemcpyDeviceToHost, s));
+        CZ_CHECK(cudaMemcpyAsync(d_scalars.get(), scalars, n * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+    }
+    const size_t large = count_large_scalars(s, d_scalars.get(), n);  // synchronises s
+    *bound_bytes = opt.window_bits ? 0 : msm_streamed_scratch_bytes(n, large, sizeof(affine_t<F>), chunk);
+    cudaMemPool_t pool;
+    CZ_CHECK(cudaDeviceGetDefaultMemPool(&pool, ctx->device));
+    uint64_t before = 0, high = 0;
+    CZ_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));  // only 0 resets it
+    CZ_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &before));
+    xyzz_t<F> sum = msm_streamed<F>(*ctx, s, static_cast<const affine_t<F>*>(host.p), chunk, d_scalars.get(), n, opt);
+    CZ_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+    *peak_bytes = high > before ? high - before : 0;
+    write_affine<F>(sum, out);
+}
+
 // Secrets of the pipeline benchmark's key (its proofs are not checked): small fixed values.
 bench_secrets fixed_secrets() {
     return {fr_from_u64(0x1234567), fr_from_u64(11), fr_from_u64(13), fr_from_u64(17), fr_from_u64(19)};
@@ -96,6 +138,30 @@ cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t 
             bench_msm<fq2_t>(ctx, log_n, repeat, seed, frac_bits, opt, times_ms, check_ok);
         else
             bench_msm<fq_t>(ctx, log_n, repeat, seed, frac_bits, opt, times_ms, check_ok);
+    });
+}
+
+// sum_i k_i P_i by msm_streamed (the points in page-locked host memory, copied in chunks of
+// `chunk`), for the tests' comparison with the CPU: bases (n, 2, 6) / (n, 2, 2, 6) uint64 affine
+// canonical (G2 when g2), scalars (n, 4) canonical below r; out: the sum, affine canonical (the
+// identity as zeros). window_bits: 0 chooses by size (msm_streamed_window). cancel: 0 runs
+// without a cancel flag, 1 with one never set, 2 with one set before the call (CZ_CANCELLED).
+// peak_bytes: the device bytes the pool held at the MSM's peak beyond what it held before;
+// bound_bytes: msm_streamed_scratch_bytes for the call (0 where window_bits is set).
+cz_status cz_bench_msm_streamed(cz_context* ctx, int g2, const uint64_t* bases, const uint64_t* scalars, size_t n,
+                                uint64_t chunk, int window_bits, int cancel, uint64_t* out, uint64_t* peak_bytes,
+                                uint64_t* bound_bytes) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        cz_cancel_flag flag{cancel == 2};
+        msm_options opt;
+        opt.window_bits = window_bits;
+        opt.cancel = cancel ? &flag : nullptr;
+        if (g2)
+            msm_streamed_host<fq2_t>(ctx, bases, scalars, n, (size_t)chunk, opt, out, peak_bytes, bound_bytes);
+        else
+            msm_streamed_host<fq_t>(ctx, bases, scalars, n, (size_t)chunk, opt, out, peak_bytes, bound_bytes);
     });
 }
 
