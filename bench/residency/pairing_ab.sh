@@ -10,7 +10,9 @@
 #       -m cuzk_plugin.backends.cuda.build --arch 90 --out /work/main/.device-carry/old)
 # then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"]:
 #   bash bench/residency/pairing_ab.sh
-# LOG2 (default 26), LIMITS (GiB, default "16 20 24"), REPEAT (default 3), TESTS=skip.
+# LOG2 (default 26), LIMITS (GiB, default "16 20 24"), CHUNK_LOG2 (points a streamed chunk,
+# default 24; a 16 GiB card's plan takes 22), REPEAT (default 3), TESTS=skip. The same A/B
+# measures any change to the streamed MSMs (old and new libraries, same inputs).
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -36,10 +38,11 @@ fi
 for limit in ${LIMITS:-16 20 24}; do
     for lib in old new; do
         dir=$NEW; [ "$lib" = old ] && dir=$OLD
-        echo "# $lib library, prove 2^${LOG2:-26}, whole key streamed, 1 in flight, limit $limit GiB" | tee -a "$OUT/bench.txt"
+        echo "# $lib library, prove 2^${LOG2:-26}, whole key streamed in 2^${CHUNK_LOG2:-24} chunks, 1 in flight," \
+            "limit $limit GiB" | tee -a "$OUT/bench.txt"
         CUZK_CUDA_LIBRARY=$dir/libcuzk_cuda.so timeout "${BENCH_TIMEOUT:-150}" python3 -m cuzk_plugin.cli.bench kernels \
             --backend cuda --op prove --log2 "${LOG2:-26}" --repeat "${REPEAT:-3}" --resident none \
-            --stream-chunk-log2 24 --in-flight 1 --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
+            --stream-chunk-log2 "${CHUNK_LOG2:-24}" --in-flight 1 --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
         echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
     done
 done

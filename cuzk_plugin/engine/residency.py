@@ -37,7 +37,9 @@ MIN_STREAM_CHUNK = 1 << 18
 #: Device bytes of the lean H's small tables beside its two buffers (two twiddle tables and two
 #: power tables of at most 2^14 entries each), rounded up.
 LEAN_H_TABLE_BYTES = 8 << 20
-#: What streaming costs a partition beyond the resident MSMs (bench/residency/README.md). The
+#: What streaming costs a partition beyond the resident MSMs (bench/residency/README.md),
+#: measured while each chunk was an MSM of its own (its own reduction and host waits): an upper
+#: bound for today's one Pippenger over all the chunks, until that is measured. The
 #: copies (page-locked host memory, 54-55 GB/s on the H200 and the H100) overlap the MSMs of the
 #: chunk before; what is left is each chunk's own MSM set-up and reduction, dearer for small
 #: chunks: 2^27 keys streamed whole took 0.99 s more than resident in 40 chunks of 2^24 points
@@ -72,6 +74,12 @@ class DeviceMemoryTooSmall(CuzkError):
         return self.other_resident_bytes > 0 and self.need_bytes - self.other_resident_bytes <= self.available_bytes
 
 
+#: Room an MSM's scratch bound leaves for CUB's scratch and the pool's rounding of its
+#: allocations: a resident MSM's, and a streamed one's (about 45 allocations), as kernels/msm.cu.
+MSM_MARGIN = 64 << 20
+STREAMED_MSM_MARGIN = 128 << 20
+
+
 def msm_window(large: int) -> int:
     """The CUDA MSM's window for a Pippenger tail of ``large`` scalars (msm_default_window)."""
     if (1 << 20) <= large < (1 << 23):
@@ -83,12 +91,45 @@ def msm_window(large: int) -> int:
     return min(range(4, 23), key=lambda c: (-(-256 // c)) * (large + 2 * (1 << (c - 1))))
 
 
+def msm_streamed_window(large: int, chunk: int) -> int:
+    """The streamed MSM's window (msm_streamed_window of kernels/msm.cu): the whole vector's,
+    at most a chunk's own."""
+    return min(msm_window(large), msm_window(chunk))
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, x - 1).bit_length()
+
+
+def msm_streamed_scratch_bytes(count: int, large: int, point_bytes: int, chunk: int) -> int:
+    """The device bytes an MSM of ``count`` points streamed in chunks of ``chunk``, ``large`` of
+    its scalars Pippenger's, holds at its peak, its two chunk buffers included
+    (msm_streamed_scratch_bytes of kernels/msm.cu: one Pippenger over all the chunks)."""
+    if count == 0:
+        return 0
+    k = min(max(chunk, 1), count)
+    sets = 2 if count > k else 1
+    xyzz = 2 * point_bytes
+    ones_threads = _next_pow2((k + 15) // 16 if k < 1 << 22 else 1 << 18)
+    total = sets * k * point_bytes + sets * (8 * k + 8) + 2 * k + ones_threads * xyzz
+    large = min(large, count)
+    if large:
+        c = msm_streamed_window(large, k)
+        nwin, nb = -(-256 // c), 1 << (c - 1)
+        m = min(k, large)
+        items = m // min(1024, max(8, m >> 17)) + nb + 2
+        state = 16 * m + 16 * (nb + 2) + items * (16 + xyzz) + 9 * max(m, items)
+        segments = min(_next_pow2(max(1, (1 << 16) // nwin)), nb)
+        total += nwin * (nb + 1) * xyzz + 4 * items + 2 * state + nwin * segments * xyzz
+    return total + STREAMED_MSM_MARGIN
+
+
 def msm_scratch_bytes(count: int, large: int, point_bytes: int) -> int:
     """The device bytes an MSM of ``count`` points, ``large`` of them Pippenger's, holds at its
     peak (msm_scratch_bytes of kernels/msm.cu)."""
     c = msm_window(large)
     windows, buckets = -(-256 // c), (1 << (c - 1)) + 1
-    return 10 * count + 40 * large + windows * buckets * 2 * point_bytes + (64 << 20)
+    return 10 * count + 40 * large + windows * buckets * 2 * point_bytes + MSM_MARGIN
 
 
 @dataclass(frozen=True)
@@ -122,7 +163,8 @@ class PartitionShape:
         transforms' twiddles sit beside a, b, c during H, and the MSMs beside them, the H MSM
         whole. Else (a small device) H first, the twiddles freed after it, the H MSM, then the
         scalars in H's room, and the other MSMs in turn, each in pieces of at most
-        ``stream_chunk`` points. Where vectors stream, two chunks of G2 points. ``lean`` (a
+        ``stream_chunk`` points. Where vectors stream, the largest streamed MSM (every scalar
+        taken large: H's in G1 or B's in G2, with their chunk buffers). ``lean`` (a
         witness partition on a device without room for a, b, c and the twiddle tables; the MSMs
         in turn): H in two buffers, C evaluated in B's room once A B is formed, the twiddles
         from two small tables (quotient_h_lean in kernels/ntt.cu)."""
@@ -131,8 +173,11 @@ class PartitionShape:
         twiddles = n * FR_BYTES  # N/2 entries each way
         abc = 3 * n * FR_BYTES if witness else 0  # else uploaded with the partition (upload_bytes)
         piece = min(stream_chunk, n)
-        stream = 2 * piece * POINT_BYTES["b_g2"] if streaming else 0
-        msms_in_turn = max(n * FR_BYTES, scalars) + msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"]) + stream
+        stream = max(msm_streamed_scratch_bytes(n, n, POINT_BYTES["h"], stream_chunk),
+                     msm_streamed_scratch_bytes(self.b_count, self.b_count, POINT_BYTES["b_g2"], stream_chunk)
+                     ) if streaming else 0
+        pieces = msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"])  # a resident vector's MSM in pieces
+        msms_in_turn = max(n * FR_BYTES, scalars) + max(pieces, stream)
         if lean and witness:
             return max(2 * n * FR_BYTES + LEAN_H_TABLE_BYTES, msms_in_turn)
         if roomy:

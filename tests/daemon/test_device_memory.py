@@ -11,7 +11,7 @@ from daemon_helpers import synthetic_request
 
 from cuzk_plugin.engine.residency import CONTEXT_BYTES, PartitionShape, vector_bytes
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
-from tests.test_residency import FakeStreamingBackend
+from tests.test_residency import FakeStreamingBackend, kilobyte_keys  # noqa: F401 (a fixture)
 
 
 async def _counts(make_daemon, circuit_id: str) -> dict[str, int]:
@@ -33,6 +33,7 @@ async def test_a_limit_below_the_floor_is_refused_at_preload_with_the_figures(ma
     assert all(s.tier != pb.SRSStatus.HOT for s in status.loaded_srs)
 
 
+@pytest.mark.usefixtures("kilobyte_keys")
 async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon):
     counts = await _counts(make_daemon, "synthetic-k6")
     shape, sizes = PartitionShape.of_key(counts), vector_bytes(counts)
@@ -61,6 +62,7 @@ async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon
     assert loaded.size_bytes == sum(sizes.values()) == status.pinned_memory_bytes
 
 
+@pytest.mark.usefixtures("kilobyte_keys")
 async def test_a_partition_out_of_memory_under_its_plan_is_proved_again_under_a_tighter_one(make_daemon, monkeypatch):
     """A plan too generous for its device (the planner's estimates short of what the device
     really needs): the partition's first run fails out of device memory with the lane to

@@ -3,8 +3,8 @@ chunks, one Pippenger over all the chunks, the sum of ones kept on the device) a
 The bases are P_i = k_i G with known k_i, so each result is checked against (sum_i s_i k_i mod r) G
 computed from integers and one arkworks multiplication. Random scalars, zeros, ones, bits with a
 few large, 1 and r - 1; chunks that split n unevenly, one point a chunk, one chunk for all;
-enough chunks that the two window states go round thousands of times; G1 and G2; the widest
-window a streamed MSM takes (20 bits); a cancelled MSM; and the device memory it held against
+enough chunks that the two window states go round thousands of times; G1 and G2; the windows a
+streamed MSM takes (16 bits at 2^20-2^22 points a chunk, 20 at 2^23-2^24); a cancelled MSM; and the device memory it held against
 msm_streamed_scratch_bytes."""
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ def test_one_and_r_minus_one(cuda_bench, g1_bases, g2_bases, rng, g2):
 
 @pytest.mark.parametrize("window_bits", [16, 20])
 def test_window_bits(cuda_bench, g1_bases, rng, window_bits):
-    """c = 16 and c = 20 (the widest a streamed MSM chooses: 2^19 buckets a window)."""
+    """c = 16 and c = 20 (what a streamed MSM chooses at 2^22 and 2^24 points a chunk: 2^15
+    and 2^19 buckets a window)."""
     assert_streamed_msm(cuda_bench, g1_bases, bits_and_large(rng, 1 << 14, 0.3), 5000, window_bits=window_bits)
 
 

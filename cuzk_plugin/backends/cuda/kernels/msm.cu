@@ -36,8 +36,6 @@
 namespace {
 
 constexpr uint32_t kSignBit = 0x80000000u;
-// The widest window of a streamed MSM (msm_streamed_window).
-constexpr int kStreamedWindowMost = 20;
 // msm_streamed_scratch_bytes' room for CUB's histograms and tile states and the pool's
 // rounding of the streamed MSM's ~45 allocations.
 constexpr size_t kStreamedMargin = size_t(128) << 20;
@@ -633,7 +631,9 @@ size_t msm_scratch_bytes(size_t count, size_t large, size_t point_bytes) {
     return 10 * count + 40 * large + windows * buckets * xyzz_bytes + (size_t(64) << 20);
 }
 
-int msm_streamed_window(size_t large) { return std::min(msm_default_window(large), kStreamedWindowMost); }
+int msm_streamed_window(size_t large, size_t chunk) {
+    return std::min(msm_default_window(large), msm_default_window(chunk));
+}
 
 size_t msm_streamed_scratch_bytes(size_t count, size_t large, size_t point_bytes, size_t chunk) {
     if (count == 0) return 0;
@@ -645,7 +645,7 @@ size_t msm_streamed_scratch_bytes(size_t count, size_t large, size_t point_bytes
     bytes += ones_threads(k) * xyzz_bytes;                           // the running sum of ones
     large = std::min(large, count);
     if (large) {
-        const int c = msm_streamed_window(large);
+        const int c = msm_streamed_window(large, k);
         const size_t nwin = (256 + c - 1) / c, nb = size_t(1) << (c - 1);
         const size_t m = std::min(k, large);  // large scalars a chunk, at most
         const size_t items = pippenger_plan::items_most(m, (uint32_t)nb);
@@ -721,7 +721,7 @@ xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* 
     const size_t nchunks = (n + chunk - 1) / chunk, sets = nchunks > 1 ? 2 : 1;
     // The window from the whole vector's large scalars (a pass over them and a synchronisation).
     const size_t large = count_large_scalars(stream, scalars, n);
-    const int c = opt.window_bits ? opt.window_bits : msm_streamed_window(large);
+    const int c = opt.window_bits ? opt.window_bits : msm_streamed_window(large, chunk);
 
     // Chunk i's points (copied on `copier`) and its scalars' classes (made on `classifier`) are
     // set i % 2: chunk i + 1 is copied and classified while chunk i is summed.

@@ -36,10 +36,12 @@ xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* 
 // Window bits used for a Pippenger tail of `count` scalars.
 int msm_default_window(size_t count);
 
-// Window bits of a streamed MSM whose scalars hold `large` other than 0 and 1 in all:
-// msm_default_window(large), at most 20 (its buckets stay as small as a 2^24-point MSM's:
-// 1.3 GB in G1, 2.6 GB in G2, where 22 bits would take 4.8 GB in G1).
-int msm_streamed_window(size_t large);
+// Window bits of a streamed MSM in chunks of `chunk` points whose scalars hold `large` other
+// than 0 and 1 in all: msm_default_window(large), at most the window of a chunk's own MSM
+// (msm_default_window(chunk)), so that its buckets take no more room than a chunk's MSM did:
+// 20 bits at 2^23-2^24 points a chunk (1.3 GB of buckets in G1, 2.6 GB in G2), 16 at 2^20-2^22
+// (0.1 and 0.2 GB), where the whole vector's 2^27 scalars alone would choose 22 (4.8 GB in G1).
+int msm_streamed_window(size_t large, size_t chunk);
 
 // Scalars of `scalars[0..n)` other than 0 and 1: the ones Pippenger sorts into buckets (a
 // Filecoin witness is mostly bits). Synchronises the stream.
@@ -53,7 +55,7 @@ size_t msm_scratch_bytes(size_t count, size_t large, size_t point_bytes);
 
 // An upper bound of the device memory msm_streamed holds at its peak over `count` points,
 // `large` of them with scalars other than 0 and 1, in chunks of `chunk` points (`point_bytes`
-// as above; the default window, msm_streamed_window(large)): the two chunk buffers of points
+// as above; the default window, msm_streamed_window(large, chunk)): the two chunk buffers of points
 // (one where a chunk holds them all) and the classifications of two chunks (indices, counts,
 // one set of flags), the running sum of ones, the buckets of every window, two window states
 // sized for a chunk's large scalars (keys, values, items, their partial sums, the sorts'

@@ -26,11 +26,9 @@ size_t resident_msm_piece(cz_context& ctx, size_t n, size_t point_bytes) {
 }
 
 // An MSM's peak (`large` of its `count` scalars Pippenger's): its scratch, or where its points
-// stream in chunks of `chunk`, a chunk's scratch and its points (two chunks where it has several).
+// stream in chunks of `chunk`, the streamed MSM's (its two chunk buffers included).
 size_t msm_peak_bytes(size_t count, size_t large, size_t point, size_t chunk, bool streamed) {
-    if (!streamed) return msm_scratch_bytes(count, large, point);
-    const size_t k = std::min(std::max<size_t>(chunk, 1), count);
-    return msm_scratch_bytes(k, std::min(large, k), point) + (count > k ? 2 : 1) * k * point;
+    return streamed ? msm_streamed_scratch_bytes(count, large, point, chunk) : msm_scratch_bytes(count, large, point);
 }
 
 // The most device memory a streamed vector's MSM takes (every scalar large).

@@ -125,13 +125,6 @@ std::unique_ptr<cz_host_srs> host_srs_from_device(const cz_srs& srs);
 std::unique_ptr<cz_srs> srs_attach(cz_context& ctx, const cz_host_srs& host, uint32_t resident_mask,
                                    size_t stream_chunk);
 
-// sum_i k_i P_i with the points in page-locked host memory (affine, Montgomery): chunks of
-// `chunk` points copied to the device on a stream of their own (chunk i + 1 while the MSM of
-// chunk i runs), each an MSM of its own (msm_device), the sums added on the host.
-template <class F>
-xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
-                       const fr_t* scalars, size_t n, const msm_options& opt);
-
 // out[0 .. k) = in[i] for the i < n with flags[i]; returns k (synchronises the stream): the
 // dense scalars of a partition, and of a key's columns.
 size_t select_flagged(cudaStream_t stream, const fr_t* in, const uint8_t* flags, size_t n, fr_t* out);
