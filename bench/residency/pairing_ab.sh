@@ -11,7 +11,8 @@
 # then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"]:
 #   bash bench/residency/pairing_ab.sh
 # LOG2 (default 26), LIMITS (GiB, default "16 20 24"), CHUNK_LOG2 (points a streamed chunk,
-# default 24; a 16 GiB card's plan takes 22), REPEAT (default 3), TESTS=skip. The same A/B
+# default 24; a 16 GiB card's plan takes 22), REPEAT (default 3), TESTS=skip, TEST_K (the tests run
+# first, under the hold: the newest changes' by default). The same A/B
 # measures any change to the streamed MSMs (old and new libraries, same inputs).
 set -u
 OUT=${OUT:-/tmp/out}
@@ -28,7 +29,8 @@ if [ "${TESTS:-}" != skip ]; then
     source bench/device_memory_hold.sh
     hold "${TEST_LIMIT_GIB:-24}"
     CUZK_CUDA_LIBRARY=$NEW/libcuzk_cuda.so timeout "${TEST_TIMEOUT:-240}" python3 -m pytest tests/gpu -q -rfEs \
-        -p no:cacheprovider --backend cuda -s -k "cancel or pair or in_turn or small_device" >"$OUT/tests-focus.txt" 2>&1
+        -p no:cacheprovider --backend cuda -s -k "${TEST_K:-msm_streamed or two_buffers or cancel or pair or in_turn or small_device}" \
+        >"$OUT/tests-focus.txt" 2>&1
     echo "focus tests rc=$? (${TEST_LIMIT_GIB:-24} GiB held)"; grep -E "^2\^|cancelled|passed|failed|Error" "$OUT/tests-focus.txt" | tail -12
     CUZK_CUDA_LIBRARY=$NEW/libcuzk_cuda.so timeout "${TEST_TIMEOUT:-240}" python3 -m pytest tests/gpu -q -rfEs \
         -p no:cacheprovider --backend cuda >"$OUT/tests.txt" 2>&1
