@@ -34,8 +34,8 @@ CONTEXT_BYTES = 1536 << 20
 #: the fewest a plan goes down to where memory is short.
 STREAM_CHUNK = 1 << 24
 MIN_STREAM_CHUNK = 1 << 18
-#: Device bytes of the lean H's small tables beside its two buffers (two twiddle tables and two
-#: power tables of at most 2^14 entries each), rounded up.
+#: Device bytes of the lean H's small tables beside its two buffers (two twiddle tables of about
+#: 2^13 entries and two power tables of at most 2^15: 1.7 MiB at 2^27), rounded up.
 LEAN_H_TABLE_BYTES = 8 << 20
 #: What streaming costs a partition beyond the resident MSMs (bench/residency/README.md),
 #: measured while each chunk was an MSM of its own (its own reduction and host waits): an upper
@@ -111,7 +111,7 @@ def msm_streamed_scratch_bytes(count: int, large: int, point_bytes: int, chunk: 
     sets = 2 if count > k else 1
     xyzz = 2 * point_bytes
     ones_threads = _next_pow2((k + 15) // 16 if k < 1 << 22 else 1 << 18)
-    total = sets * k * point_bytes + sets * (8 * k + 8) + 2 * k + ones_threads * xyzz
+    total = sets * k * point_bytes + sets * 8 * k + 16 + 2 * k + ones_threads * xyzz
     large = min(large, count)
     if large:
         c = msm_streamed_window(large, k)

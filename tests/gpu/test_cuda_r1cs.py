@@ -276,8 +276,8 @@ def test_h_in_two_buffers_gives_the_roomy_proof(cuda, rng, streamed):
     partition's H in two buffers: A and B evaluated and multiplied first, C evaluated (copied by
     rows where streamed) into B's room, the twiddles from two small tables, h combined over C and
     bit-reversed in place. Same r and s: byte for byte the roomy proof, and it verifies; after
-    the limit is lifted the roomy path runs again. Domains 2^11 and 2^12 (the two tables of
-    unequal and equal size)."""
+    the limit is lifted the roomy path runs again. Domains 2^11 and 2^12 (the two twiddle tables
+    of equal and of unequal size)."""
     for constraints in (1500, 3000):
         seed = int(rng.integers(1 << 30))
         r1cs, inputs, aux = filecoin_like(constraints, seed).finish_witness()

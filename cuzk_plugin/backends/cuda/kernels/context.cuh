@@ -106,11 +106,17 @@ struct device_allocations {
 // may be holding the room idle. Freed with device_free.
 inline void device_alloc(void** p, size_t bytes, const char* what, const char* file, int line) {
     alloc_or_throw([&] { return cudaMalloc(p, bytes); }, what, file, line);
-    int device = 0;
-    cudaGetDevice(&device);
-    auto& all = device_allocations::get();
-    std::lock_guard<std::mutex> guard(all.lock);
-    all.blocks[*p] = {device, bytes};
+    try {
+        int device = 0;
+        CZ_CHECK(cudaGetDevice(&device));
+        auto& all = device_allocations::get();
+        std::lock_guard<std::mutex> guard(all.lock);
+        all.blocks[*p] = {device, bytes};
+    } catch (...) {
+        cudaFree(*p);  // not registered: nobody else frees it
+        *p = nullptr;
+        throw;
+    }
 }
 #define CZ_DEVICE_ALLOC(ptr, bytes) \
     device_alloc(reinterpret_cast<void**>(ptr), (bytes), "cudaMalloc(" #ptr ", " #bytes ")", __FILE__, __LINE__)

@@ -641,7 +641,7 @@ size_t msm_streamed_scratch_bytes(size_t count, size_t large, size_t point_bytes
     const size_t sets = count > k ? 2 : 1;                           // chunk buffers and classes
     const size_t xyzz_bytes = point_bytes * 2;                       // X, Y, ZZ, ZZZ: twice the affine x, y
     size_t bytes = sets * k * point_bytes;                           // the chunks' points
-    bytes += sets * (8 * k + 8) + 2 * k;                             // indices and counts; flags
+    bytes += sets * 8 * k + 16 + 2 * k;                              // indices, both counts; flags
     bytes += ones_threads(k) * xyzz_bytes;                           // the running sum of ones
     large = std::min(large, count);
     if (large) {

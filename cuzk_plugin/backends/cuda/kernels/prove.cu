@@ -173,11 +173,6 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     opt.cancel = cancel;
     std::future<xyzz_t<fq2_t>> g2;
     std::future<xyzz_t<fq_t>> l, a, b1;
-    if (side_by_side) {
-        g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
-        l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
-        a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_scalars.get(), na, opt);
-    }
     // In turn, two MSMs still share the device where their peaks fit what it has left now, one
     // partition in flight (a second one's upload would take that room): a streamed vector's MSM
     // is bound by the link where its scalars are mostly bits (L, A, B) and by the SMs where they
@@ -190,6 +185,11 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
 
     proof_sums out;
     try {
+        if (side_by_side) {  // inside the try: a thread that fails to start leaves the others waited for
+            g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
+            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
+            a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_scalars.get(), na, opt);
+        }
         auto th = std::chrono::steady_clock::now();
         const fr_t* h = part.b;  // H is made in b's buffer
         if (lean)

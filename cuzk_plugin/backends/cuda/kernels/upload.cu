@@ -196,12 +196,20 @@ void free_after_compute(cz_context& ctx, partition_buffers& up) {
     for (auto& b : up.abc) b.stream = ctx.stream;
 }
 
-// Whether a witness partition's H fits in three buffers of N beside the transforms' N-entry
-// twiddle tables (made at its first transform where not cached), with room to spare.
-bool abc_fit(cz_context& ctx, int log_n) {
-    const size_t n = 1ull << log_n;
-    const size_t twiddle_bytes = twiddles_cached(ctx, log_n) ? 0 : n * sizeof(fr_t);
-    return 3 * n * sizeof(fr_t) + twiddle_bytes + kRoomMargin <= usable_device_bytes(ctx);
+// Whether the witness partition of `up` (uploaded) can make H in three buffers of N beside the
+// transforms' N-entry twiddle tables (made at its first transform where not cached), with room
+// to spare. Asked before the next partition may start its upload: where two are in flight, its
+// upload (the size of this one's) is kept room for, so that the answer does not depend on
+// which thread allocates first.
+bool abc_fit(cz_context& ctx, const partition_buffers& up) {
+    const size_t n = 1ull << up.part.log_n;
+    const size_t twiddle_bytes = twiddles_cached(ctx, up.part.log_n) ? 0 : n * sizeof(fr_t);
+    size_t next_upload = 0;
+    if (ctx.partitions_in_flight.load() > 1) {
+        for (const auto& b : up.fr_bufs) next_upload += b.bytes();
+        for (const auto& b : up.flag_bufs) next_upload += b.bytes();
+    }
+    return 3 * n * sizeof(fr_t) + twiddle_bytes + next_upload + kRoomMargin <= usable_device_bytes(ctx);
 }
 
 // a, b, c of `up` allocated on the main stream (a witness partition: the circuit fills them),
@@ -241,27 +249,26 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     t.upload_ms = ms_since(tu);
     auto tq = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> compute_lock = lock_unless_cancelled(ctx.compute_lock, cancel);
+    // A witness partition's a, b, c go straight into H's buffers; on a device without room for
+    // three of them and the twiddle tables, C waits for B's room (quotient_h_lean).
+    const bool lean = host.circuit && !abc_fit(ctx, up);
     if (ctx.partitions_in_flight > 1) upload_lock.unlock();
     t.queue_ms = waited_ms + ms_since(tq);
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
     try {
-        // A witness partition's a, b, c go straight into H's buffers; on a device without room
-        // for three of them and the twiddle tables, C waits for B's room (quotient_h_lean).
-        const bool lean = host.circuit && !abc_fit(ctx, up.part.log_n);
         if (lean) twiddles_release(ctx);  // N entries a direction that the lean transforms do without
         own_abc(ctx, up, lean);
-        if (host.circuit) {
-            const cz_circuit& circuit = *host.circuit;
+        if (const cz_circuit* circuit = host.circuit) {
             const size_t n = 1ull << up.part.log_n;
             auto tr = std::chrono::steady_clock::now();
-            r1cs_evaluate(ctx.stream, circuit, up.part.inputs, up.part.a, up.part.b, up.part.c, n,
+            r1cs_evaluate(ctx.stream, *circuit, up.part.inputs, up.part.a, up.part.b, up.part.c, n,
                           matrix_range{0, lean ? 2 : 3});
             if (lean) {
                 const fr_t* z = up.part.inputs;
                 cudaStream_t s = ctx.stream;
-                up.part.evaluate_c = [&circuit, z, s, n](fr_t* c) {
-                    r1cs_evaluate(s, circuit, z, nullptr, nullptr, c, n, matrix_range{2, 1});
+                up.part.evaluate_c = [circuit, z, s, n](fr_t* c) {
+                    r1cs_evaluate(s, *circuit, z, nullptr, nullptr, c, n, matrix_range{2, 1});
                 };
             }
             wait_stream(ctx.stream, cancel);

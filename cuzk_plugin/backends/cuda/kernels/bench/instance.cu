@@ -41,7 +41,7 @@ bench_instance::bench_instance(cz_context& ctx, int log_n, size_t n_inputs, cons
     const size_t n_aux = n - n_inputs;
     key.n_h = n - 1, key.n_l = n_aux, key.n_a = n, key.n_b_g1 = n_aux, key.n_b_g2 = n_aux;
     auto alloc = [&](auto*& p, size_t count) {
-        CZ_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(*p)));
+        CZ_DEVICE_ALLOC(&p, count * sizeof(*p));  // counted under a memory limit, as a loaded key
         key.owned.push_back(p);
         key.nbytes += count * sizeof(*p);
     };
