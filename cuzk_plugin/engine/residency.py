@@ -256,7 +256,8 @@ class ResidencyPlan:
                    f"circuit streamed by rows ({self.circuit_bytes / gb:.1f} GB on the device)" if self.circuit_streamed
                    else f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
         turns = ("; MSMs in turn" if self.msm_in_turn else "") + ("; H in two buffers" if self.h_lean else "")
-        cost = f"; streaming ~{self.stream_seconds:.1f} s a partition" if self.stream_seconds else ""
+        cost = (f"; streaming at most ~{self.stream_seconds:.1f} s a partition (estimate)" if self.stream_seconds
+                else "")
         return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; {self.in_flight} partition(s) in flight{turns}; "
                 f"working set {self.working_bytes / gb:.1f} GB{cost}; {self.available_bytes / gb:.1f} GB usable")
 
