@@ -163,6 +163,29 @@ def test_one_and_r_minus_one(cuda_bench, g1_bases, g2_bases, rng, g2):
     assert_streamed_msm(cuda_bench, g2_bases if g2 else g1_bases, scalars, chunk)
 
 
+@pytest.mark.parametrize("g2", [False, True], ids=["g1", "g2"])
+def test_equal_opposite_and_identity_points_across_chunks(cuda_bench, rng, g2):
+    """P, -P and the identity in turn, every scalar the same large value (so every point of a
+    window lands in one bucket) or r - 1, in chunks of 7: a bucket filled by one chunk is then
+    doubled, cancelled to the identity and added to from the identity by the chunks after it."""
+    group = G2Point if g2 else G1Point
+    k = int(rng.integers(2, 1 << 62))
+    g = group()
+    cycle = [(g * fr(k), k), (g * fr(R - k), R - k), (None, 0)]
+    n = 600
+    points = [cycle[i % 3] for i in range(n)]
+    to_limbs = g2_to_limbs if g2 else g1_to_limbs
+    limbs = to_limbs([p if p is not None else g for p, _ in points])
+    limbs[2::3] = 0  # the identity: (0, 0)
+    bases = Bases(group, limbs, [d for _, d in points], k)
+    same = limbs_to_ints(random_fr(rng, 1))[0]
+    for scalars in (ints_to_limbs([same] * n), ints_to_limbs([same if i % 5 else R - 1 for i in range(n)])):
+        assert_streamed_msm(cuda_bench, bases, scalars, 7)
+        scalars[1::3] = ints_to_limbs([same] * len(range(1, n, 3)))  # -P's scalars kept, P's dropped below
+        scalars[0::3] = 0
+        assert_streamed_msm(cuda_bench, bases, scalars, 7)
+
+
 @pytest.mark.parametrize("window_bits", [16, 20])
 def test_window_bits(cuda_bench, g1_bases, rng, window_bits):
     """c = 16 and c = 20 (what a streamed MSM chooses at 2^22 and 2^24 points a chunk: 2^15
