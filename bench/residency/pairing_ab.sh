@@ -12,7 +12,8 @@
 #   bash bench/residency/pairing_ab.sh
 # LOG2 (default 26), LIMITS (GiB, default "16 20 24"), CHUNK_LOG2 (points a streamed chunk,
 # default 24; a 16 GiB card's plan takes 22), REPEAT (default 3), TESTS=skip, TEST_K (the tests run
-# first, under the hold: the newest changes' by default). The same A/B
+# first, under the hold: the newest changes' by default), RESIDENT_BASELINE=0 (skip the resident
+# run that bounds what batching partitions per chunk could save; RESIDENT_LIMIT_GIB, default 50). The same A/B
 # measures any change to the streamed MSMs (old and new libraries, same inputs).
 set -u
 OUT=${OUT:-/tmp/out}
@@ -48,4 +49,16 @@ for limit in ${LIMITS:-16 20 24}; do
         echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
     done
 done
+# The floor any batching of partitions per streamed chunk could reach (issue 26, item 3): the
+# same partitions with the whole key resident, so that no chunk is copied at all, under a limit
+# that leaves them the working room of the streamed runs at 20 GiB (the resident 2^26 key holds
+# 30 GiB: h, l, a and b_g2; b_g1 shares a's points), so that both run their MSMs in turn.
+if [ "${RESIDENT_BASELINE:-1}" = 1 ]; then
+    limit=${RESIDENT_LIMIT_GIB:-50}
+    echo "# new library, prove 2^${LOG2:-26}, whole key resident, 1 in flight, limit $limit GiB" | tee -a "$OUT/bench.txt"
+    CUZK_CUDA_LIBRARY=$NEW/libcuzk_cuda.so timeout "${BENCH_TIMEOUT:-150}" python3 -m cuzk_plugin.cli.bench kernels \
+        --backend cuda --op prove --log2 "${LOG2:-26}" --repeat "${REPEAT:-3}" --in-flight 1 \
+        --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
+    echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
+fi
 date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"
