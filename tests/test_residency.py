@@ -145,6 +145,23 @@ def test_fewer_partitions_in_flight_leave_room_for_more_of_the_key_or_the_msms_s
     assert one.resident_bytes > two.resident_bytes or (two.msm_in_turn and not one.msm_in_turn)
 
 
+def test_a_streamed_msm_bound_grows_with_its_large_scalars():
+    """The planner may take every scalar large as the worst case because the streamed MSM's
+    bound never shrinks as its large scalars grow; its window is the whole vector's, at most
+    a chunk's own (16 bits at 2^22 points a chunk, 20 at 2^24)."""
+    from cuzk_plugin.engine.residency import msm_streamed_scratch_bytes, msm_streamed_window
+
+    rng = random.Random()
+    for _ in range(300):
+        count = rng.randrange(1, 1 << 28)
+        point = rng.choice((96, 192))
+        chunk = rng.randrange(1, 1 << 25)
+        l1, l2 = sorted(rng.randrange(0, count + 1) for _ in range(2))
+        assert msm_streamed_scratch_bytes(count, l1, point, chunk) <= msm_streamed_scratch_bytes(count, l2, point, chunk)
+    assert msm_streamed_window(1 << 27, 1 << 22) == 16 and msm_streamed_window(1 << 27, 1 << 24) == 20
+    assert msm_streamed_window(1 << 10, 1 << 24) < 16  # few large scalars: their own window
+
+
 def test_more_memory_never_streams_more():
     rng = random.Random()
     for _ in range(200):
