@@ -17,8 +17,11 @@ import os
 import struct
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from cuzk_plugin.bls12_381.points import g1_limbs_to_raw, g2_limbs_to_raw
 from cuzk_plugin.formats.params import VECTOR_FIELDS, VerifyingKey
@@ -37,23 +40,37 @@ def write_params(path: Path, vk: VerifyingKey, srs: Any, *, chunk_points: int = 
     name, and none is left on an error. The bytes written."""
     counts = srs.counts()
     total = sum(counts[name] for name, _ in VECTOR_FIELDS)
+    # Each vector's chunks; an empty vector one empty chunk (its count is still written).
+    chunks = [(name, group, start, min(counts[name], start + chunk_points))
+              for name, group in VECTOR_FIELDS for start in range(0, max(counts[name], 1), chunk_points)]
+
+    def encoded(chunk: tuple[str, int, int, int]) -> np.ndarray:
+        name, group, start, stop = chunk
+        if stop == start:
+            return np.zeros(0, dtype=np.uint8)
+        limbs = srs.read(name, start, stop)
+        return g2_limbs_to_raw(limbs) if group == 2 else g1_limbs_to_raw(limbs)
+
     tmp = path.with_name(f".{path.name}.partial")
     done, next_report, t0 = 0, 0.1, time.perf_counter()
     try:
-        with open(tmp, "wb") as fh:
+        # The next chunk is read back and encoded on a thread while this one is written (the
+        # device copy, numpy and the file write all release the GIL).
+        with open(tmp, "wb") as fh, ThreadPoolExecutor(1, thread_name_prefix="write-test-key") as pool:
             fh.write(vk.to_bytes())
-            for name, group in VECTOR_FIELDS:
-                count = counts[name]
-                fh.write(struct.pack(">I", count))
-                for start in range(0, count, chunk_points):
-                    limbs = srs.read(name, start, min(count, start + chunk_points))
-                    raw = g2_limbs_to_raw(limbs) if group == 2 else g1_limbs_to_raw(limbs)
-                    fh.write(raw.tobytes())
-                    done += limbs.shape[0]
-                    if total and done / total >= next_report:
-                        progress(f"{path.name}: {done / total:.0%} of {total:,} points written "
-                                 f"({time.perf_counter() - t0:.0f} s)")
-                        next_report += 0.1
+            ahead = pool.submit(encoded, chunks[0]) if chunks else None
+            for i, (name, _, start, stop) in enumerate(chunks):
+                assert ahead is not None
+                raw = ahead.result()
+                ahead = pool.submit(encoded, chunks[i + 1]) if i + 1 < len(chunks) else None
+                if start == 0:
+                    fh.write(struct.pack(">I", counts[name]))
+                fh.write(raw.data)  # the array's own bytes, no copy (raw is contiguous)
+                done += stop - start
+                if total and done / total >= next_report:
+                    progress(f"{path.name}: {done / total:.0%} of {total:,} points written "
+                             f"({time.perf_counter() - t0:.0f} s)")
+                    next_report += 0.1
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
