@@ -682,13 +682,19 @@ int msm_default_window(size_t count) {
     return best;
 }
 
+namespace {
+void require_window_bits(const msm_options& opt) {
+    CZ_REQUIRE(opt.window_bits == 0 || (opt.window_bits >= 2 && opt.window_bits <= 24),
+               "MSM window must be 0 (chosen by size) or 2 .. 24 bits, got " + std::to_string(opt.window_bits));
+}
+}  // namespace
+
 template <class F>
 xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
                      const msm_options& opt) {
     (void)ctx;
     CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
-    CZ_REQUIRE(opt.window_bits == 0 || (opt.window_bits >= 2 && opt.window_bits <= 24),
-               "MSM window must be 0 (chosen by size) or 2 .. 24 bits, got " + std::to_string(opt.window_bits));
+    require_window_bits(opt);
     if (n == 0) return xyzz_t<F>::identity();
     scalar_classes classes(n, stream);
     classify_scratch scratch(n, stream);
@@ -713,8 +719,7 @@ template <class F>
 xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
                        const fr_t* scalars, size_t n, const msm_options& opt) {
     (void)ctx;
-    CZ_REQUIRE(opt.window_bits == 0 || (opt.window_bits >= 2 && opt.window_bits <= 24),
-               "MSM window must be 0 (chosen by size) or 2 .. 24 bits, got " + std::to_string(opt.window_bits));
+    require_window_bits(opt);
     if (n == 0) return xyzz_t<F>::identity();
     chunk = std::min(std::max<size_t>(chunk, 1), n);
     CZ_REQUIRE(chunk < kSignBit, "MSM chunk larger than 2^31 points");  // indices within a chunk

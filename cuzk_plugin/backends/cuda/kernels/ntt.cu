@@ -291,25 +291,22 @@ void launch_group(cudaStream_t stream, fr_t* d, const TW& tw, int log_n, int low
     CZ_CHECK_LAUNCH();
 }
 
-// The two small tables of split_twiddles for a 2^log_n transform (log_n >= 1), made per use:
-// a few thousand exponentiations.
-struct split_twiddle_tables {
+// factor * base^e for e < 2^log_n as the product of two small tables: lo[e mod 2^lo_bits] and
+// hi[e >> lo_bits] (hi carries the factor); lo_bits at most 12 unless given.
+struct power_tables {
     int lo_bits;
     dev_buf<fr_t> lo, hi;
-    split_twiddle_tables(cz_context& ctx, int log_n, bool inverse)
-        : lo_bits(log_n / 2), lo(size_t(1) << (log_n / 2), ctx.stream),
-          hi(size_t(1) << (log_n - 1 - log_n / 2), ctx.stream) {
-        fr_t w = fr_root_of_unity(log_n);
-        if (inverse) w = w.inverse();
-        fr_t w_hi = w;
-        for (int i = 0; i < lo_bits; i++) w_hi = w_hi.sqr();  // w^(2^lo_bits)
+    power_tables(cz_context& ctx, int log_n, fr_t base, fr_t factor, int lo_bits_ = -1)
+        : lo_bits(lo_bits_ >= 0 ? lo_bits_ : std::min(log_n, 12)), lo(size_t(1) << lo_bits, ctx.stream),
+          hi(size_t(1) << (log_n - lo_bits), ctx.stream) {
         const uint32_t lo_count = (uint32_t)lo.count, hi_count = (uint32_t)hi.count;
-        power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, w, fr_t::one());
+        fr_t base_hi = base;
+        for (int i = 0; i < lo_bits; i++) base_hi = base_hi.sqr();  // base^(2^lo_bits)
+        power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, base, fr_t::one());
         CZ_CHECK_LAUNCH();
-        power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, w_hi, fr_t::one());
+        power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, base_hi, factor);
         CZ_CHECK_LAUNCH();
     }
-    split_twiddles view() const { return {lo.get(), hi.get(), lo_bits}; }
 };
 
 template <class TW>
@@ -341,10 +338,14 @@ void run_stages(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
     run_stages_with(ctx, d, table_twiddles{twiddles(ctx, log_n, inverse)}, log_n, dit);
 }
 
+// The twiddles w^k, k < N/2, from two tables of about sqrt(N/2) entries each (power_tables,
+// made per use: a few thousand exponentiations).
 void run_stages_split(cz_context& ctx, fr_t* d, int log_n, bool inverse, bool dit) {
     if (log_n == 0) return;
-    const split_twiddle_tables t(ctx, log_n, inverse);
-    run_stages_with(ctx, d, t.view(), log_n, dit);
+    fr_t w = fr_root_of_unity(log_n);
+    if (inverse) w = w.inverse();
+    const power_tables t(ctx, log_n - 1, w, fr_t::one(), log_n / 2);
+    run_stages_with(ctx, d, split_twiddles{t.lo.get(), t.hi.get(), t.lo_bits}, log_n, dit);
 }
 
 }  // namespace
@@ -387,25 +388,6 @@ void bit_reverse(cz_context& ctx, const fr_t* in, fr_t* out, int log_n) {
     bit_reverse_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(in, out, n, log_n);
     CZ_CHECK_LAUNCH();
 }
-
-namespace {
-// factor * base^e for e < 2^log_n as the product of two small tables: lo[e mod 2^lo_bits] and
-// hi[e >> lo_bits] (hi carries the factor).
-struct power_tables {
-    int lo_bits;
-    dev_buf<fr_t> lo, hi;
-    power_tables(cz_context& ctx, int log_n, fr_t base, fr_t factor)
-        : lo_bits(log_n < 12 ? log_n : 12), lo(1u << lo_bits, ctx.stream), hi(1u << (log_n - lo_bits), ctx.stream) {
-        uint32_t lo_count = 1u << lo_bits, hi_count = 1u << (log_n - lo_bits);
-        fr_t base_hi = base;
-        for (int i = 0; i < lo_bits; i++) base_hi = base_hi.sqr();  // base^(2^lo_bits)
-        power_table_kernel<<<blocks_for(lo_count, 256), 256, 0, ctx.stream>>>(lo.get(), lo_count, base, fr_t::one());
-        CZ_CHECK_LAUNCH();
-        power_table_kernel<<<blocks_for(hi_count, 256), 256, 0, ctx.stream>>>(hi.get(), hi_count, base_hi, factor);
-        CZ_CHECK_LAUNCH();
-    }
-};
-}  // namespace
 
 void scale_by_powers(cz_context& ctx, fr_t* d, int log_n, fr_t base, fr_t factor, bool bitrev_exponent) {
     power_tables t(ctx, log_n, base, factor);
