@@ -7,7 +7,8 @@
 #   2. the kernel rows of bench/cuda/h200_run.sh (KERNEL_SPECS);
 #   3. prove 2^26 with the whole key streamed at a 24 GiB limit, the old build and its own Python
 #      (.device-carry/old/libcuzk_cuda.so and .device-carry/old/src, `git archive <base> cuzk_plugin`)
-#      against the new one, same inputs, every proof verified on the CPU.
+#      against the new one, same inputs, every proof verified on the CPU (each run from its own
+#      package's folder: `python -m` puts the working directory first on the path).
 # Run with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"], command
 #   timeout 565 bash bench/h200_figures.sh; tar czf $OUT/figures.tgz -C /tmp figures
 # (the tar outside, so that what ran comes back when the deadline cuts the script short).
@@ -28,9 +29,9 @@ grep -E "^cuda" "$O/kernels/bench.txt"
 for lib in old new; do
     dir=$NEW src=$PWD; [ "$lib" = old ] && dir=$OLD src=$OLD/src
     echo "# $lib library, prove 2^26, whole key streamed in 2^24 chunks, 1 in flight, limit 24 GiB" >>"$O/ab.txt"
-    PYTHONPATH=/tmp/site:$src CUZK_CUDA_LIBRARY=$dir/libcuzk_cuda.so timeout 150 python3 -m cuzk_plugin.cli.bench kernels \
+    (cd "$src" && PYTHONPATH=/tmp/site:$src CUZK_CUDA_LIBRARY=$dir/libcuzk_cuda.so timeout 150 python3 -m cuzk_plugin.cli.bench kernels \
         --backend cuda --op prove --log2 26 --repeat 3 --resident none --stream-chunk-log2 24 --in-flight 1 \
-        --memory-limit-gib 24 >>"$O/ab.txt" 2>&1
+        --memory-limit-gib 24) >>"$O/ab.txt" 2>&1
     echo "rc=$?" >>"$O/ab.txt"
 done
 cat "$O/ab.txt"

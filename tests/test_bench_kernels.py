@@ -172,3 +172,49 @@ def test_synthetic_circuit_is_filecoin_shaped_and_checkable():
     wrong = z.copy()
     wrong[pce.a.cols[0]] = (2, 0, 0, 0) if wrong[pce.a.cols[0], 0] != 2 else (3, 0, 0, 0)
     assert not np.array_equal(r1cs_rows_by_integers(pce, wrong, np.array([0])), r1cs_rows_by_integers(pce, z, np.array([0])))
+
+
+def test_prove_bench_plans_the_2_27_key_like_the_daemon():
+    """An 80 GB card (85.0 GB free) cannot hold the 77 GB benchmark key beside a partition:
+    the default plan streams part of it within the room; the H200 keeps it all."""
+    from cuzk_plugin.cli.bench_kernels import plan_bench_prove
+
+    h100 = plan_bench_prove(27, int(85.0e9), 2, 1 << 24)
+    assert not h100.all_resident and h100.streamed
+    assert h100.resident_bytes + h100.working_bytes + (1536 << 20) <= 85.0e9
+    assert plan_bench_prove(27, int(150.1e9), 2, 1 << 24).all_resident
+    assert plan_bench_prove(22, int(85.0e9), 2, 1 << 24).all_resident
+
+
+def test_prove_bench_passes_the_plan_to_the_device(monkeypatch):
+    """Without --resident, what the plan streams, its chunk and its partitions in flight reach
+    bench_prove (counts of a 2^27 key planned against 24 GB; the proofs themselves at 2^4)."""
+    from cuzk_plugin.cli import bench_kernels
+
+    class PlannedBench(CpuBenchCircuit):
+        def __init__(self, free):
+            super().__init__()
+            self.free, self.kwargs = free, None
+
+        def device_memory(self):
+            return self.free, self.free
+
+        def bench_pipeline(self, *args, **kwargs):  # marks a cuda-like bench
+            raise AssertionError("not used")
+
+        def bench_prove(self, log_n, repeat, secrets, *, frac_bits=0.95, **kwargs):
+            self.kwargs = kwargs
+            return super().bench_prove(log_n, repeat, secrets, frac_bits=frac_bits)
+
+    counts_27 = bench_kernels.bench_key_counts(27)
+    monkeypatch.setattr(bench_kernels, "bench_key_counts", lambda log2: counts_27)
+    small = PlannedBench(int(30e9))
+    _, note = bench_kernels.measure(small, "prove", 4, 1, 0.95)
+    assert "proofs verified on the CPU: 1/1" in note and "plan: bench-2^4 on cuda:0: resident" in note
+    assert small.kwargs["in_flight"] == 1 and len(small.kwargs["resident"]) < 5
+    assert small.kwargs["stream_chunk"] <= 1 << 24 and small.kwargs["memory_limit"] == 0
+    roomy = PlannedBench(int(150e9))
+    bench_kernels.measure(roomy, "prove", 4, 1, 0.95)
+    assert roomy.kwargs == {}  # all resident: the device's own defaults
+    with pytest.raises(SystemExit, match="cannot be proved"):
+        bench_kernels.measure(PlannedBench(int(4e9)), "prove", 4, 1, 0.95)

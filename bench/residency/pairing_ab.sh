@@ -8,6 +8,7 @@
 #   .venv/bin/python -m cuzk_plugin.backends.cuda.build
 #   git worktree add /tmp/wt-old <base> && (cd /tmp/wt-old && /work/main/.venv/bin/python \
 #       -m cuzk_plugin.backends.cuda.build --arch 90 --out /work/main/.device-carry/old)
+#   mkdir -p .device-carry/old/src && git archive <base> cuzk_plugin | tar x -C .device-carry/old/src
 # then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"]:
 #   bash bench/residency/pairing_ab.sh
 # LOG2 (default 26), LIMITS (GiB, default "16 20 24"), CHUNK_LOG2 (points a streamed chunk,
@@ -43,9 +44,13 @@ for limit in ${LIMITS:-16 20 24}; do
         dir=$NEW; [ "$lib" = old ] && dir=$OLD
         echo "# $lib library, prove 2^${LOG2:-26}, whole key streamed in 2^${CHUNK_LOG2:-24} chunks, 1 in flight," \
             "limit $limit GiB" | tee -a "$OUT/bench.txt"
-        CUZK_CUDA_LIBRARY=$dir/libcuzk_cuda.so timeout "${BENCH_TIMEOUT:-150}" python3 -m cuzk_plugin.cli.bench kernels \
-            --backend cuda --op prove --log2 "${LOG2:-26}" --repeat "${REPEAT:-3}" --resident none \
-            --stream-chunk-log2 "${CHUNK_LOG2:-24}" --in-flight 1 --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
+        # The old library with its own Python where carried (`git archive <base> cuzk_plugin` in
+        # .device-carry/old/src), run from there: `python -m` puts the working directory first.
+        src=$PWD; [ "$lib" = old ] && [ -d "$OLD/src/cuzk_plugin" ] && src=$OLD/src
+        (cd "$src" && PYTHONPATH=/tmp/site:$src CUZK_CUDA_LIBRARY=$dir/libcuzk_cuda.so timeout "${BENCH_TIMEOUT:-150}" \
+            python3 -m cuzk_plugin.cli.bench kernels --backend cuda --op prove --log2 "${LOG2:-26}" --repeat "${REPEAT:-3}" \
+            --resident none --stream-chunk-log2 "${CHUNK_LOG2:-24}" --in-flight 1 --memory-limit-gib "$limit") 2>&1 \
+            | tee -a "$OUT/bench.txt"
         echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
     done
 done
@@ -58,7 +63,7 @@ if [ "${RESIDENT_BASELINE:-1}" = 1 ]; then
     echo "# new library, prove 2^${LOG2:-26}, whole key resident, 1 in flight, limit $limit GiB" | tee -a "$OUT/bench.txt"
     CUZK_CUDA_LIBRARY=$NEW/libcuzk_cuda.so timeout "${BENCH_TIMEOUT:-150}" python3 -m cuzk_plugin.cli.bench kernels \
         --backend cuda --op prove --log2 "${LOG2:-26}" --repeat "${REPEAT:-3}" --in-flight 1 \
-        --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
+        --resident h,l,a,b_g1,b_g2 --memory-limit-gib "$limit" 2>&1 | tee -a "$OUT/bench.txt"
     echo "rc=${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
 fi
 date -u +%Y-%m-%dT%H:%M:%SZ >>"$OUT/device.txt"

@@ -23,10 +23,14 @@ from cuzk_plugin.backends.protocol import ProofSums
 from cuzk_plugin.backends.registry import backend_names, get_backend, probe
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_ints, random_fr
 from cuzk_plugin.bls12_381.points import g1_to_limbs, g2_to_limbs
+from cuzk_plugin.engine.residency import DeviceMemoryTooSmall, ResidencyPlan, plan_residency
 from cuzk_plugin.errors import BackendUnavailable
 from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 from cuzk_plugin.groth16 import bench_circuit
 from cuzk_plugin.groth16.bench_circuit import BenchSecrets, check_proof, verifying_key
+
+#: Public inputs of the benchmark circuit's partitions (CudaBench.bench_prove's n_inputs).
+BENCH_INPUTS = 16
 
 #: Our targets (issue 4, the H200), milliseconds.
 TARGETS_MS: dict[tuple[str, int], float] = {
@@ -56,7 +60,9 @@ def add_kernels_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--parts", type=int, default=3, help="pipeline: partitions per run")
     p.add_argument("--resident", type=_vector_list, default=None, metavar="VECTORS",
                    help="prove: the key vectors kept in device memory, comma separated (h,l,a,b_g1,b_g2; "
-                        "'none' streams them all); the others stream from a page-locked host copy. Default: all resident")
+                        "'none' streams them all); the others stream from a page-locked host copy. Default: on cuda, "
+                        "the daemon's residency plan for the device's free memory (or --memory-limit-gib); "
+                        "elsewhere all resident")
     p.add_argument("--stream-chunk-log2", type=int, default=24, help="prove: points a streamed chunk (2^K, default 24)")
     p.add_argument("--in-flight", type=int, choices=(1, 2), default=2,
                    help="prove (cuda): partitions the device holds at once; 1 as a small card's plan sets it")
@@ -276,12 +282,37 @@ def measure_r1cs(bench, log2: int, repeat: int) -> tuple[list[float], str]:
     return times, f"{nnz} terms in A, B, C; check of {rows.size} rows {'ok' if ok else 'FAILED'}"
 
 
+def bench_key_counts(log2: int, n_inputs: int = BENCH_INPUTS) -> dict[str, int]:
+    """The point counts of the benchmark key the device makes (kernels/bench/instance.cu; its B
+    in G1 shares A's points, counted apart here as a loaded key's would be)."""
+    n = 1 << log2
+    return {"ic": n_inputs, "h": n - 1, "l": n - n_inputs, "a": n, "b_g1": n - n_inputs, "b_g2": n - n_inputs}
+
+
+def plan_bench_prove(log2: int, available_bytes: int, in_flight: int, stream_chunk: int) -> ResidencyPlan:
+    """What the daemon would keep on a device with ``available_bytes`` for the benchmark key:
+    its partitions come with a, b, c made beside them (as from the host), so the plan counts them."""
+    return plan_residency(f"bench-2^{log2}", "cuda:0", bench_key_counts(log2), available_bytes=available_bytes,
+                          in_flight=in_flight, min_in_flight=1, stream_chunk=stream_chunk)
+
+
 def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tuple[str, ...] | None = None,
                   stream_chunk: int = 1 << 24, in_flight: int = 2, memory_limit: int = 0) -> tuple[list[float], str]:
     """Device times of the benchmark circuit's partitions; every proof is assembled and checked
     by the CPU verifier afterwards (and a tampered copy must fail). ``resident``: the key
-    vectors kept on the device (None: all), the others streamed."""
+    vectors kept on the device, the others streamed; None on cuda: as the residency plan for
+    the device's free memory (or ``memory_limit``) has it, so that a 2^27 key larger than an
+    80 GB card's room streams instead of running out of memory."""
     secrets = BenchSecrets.random()
+    planned = ""
+    if resident is None and hasattr(bench, "device_memory"):
+        try:
+            plan = plan_bench_prove(log2, memory_limit or bench.device_memory()[0], in_flight, stream_chunk)
+        except DeviceMemoryTooSmall as exc:
+            raise SystemExit(f"cuzk-bench kernels: {exc}") from None
+        if not plan.all_resident:
+            resident, stream_chunk, in_flight = plan.resident, plan.stream_chunk, plan.in_flight
+        planned = f"plan: {plan.describe()}; "
     streamed = {} if resident is None else {"resident": resident, "stream_chunk": stream_chunk}
     if in_flight != 2 or memory_limit:  # a small card's settings: CudaBench only
         if not hasattr(bench, "bench_pipeline"):
@@ -292,7 +323,7 @@ def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tup
     good = sum(c.ok for c in checks)
     split = ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
     verdict = "verified" if good == len(runs) else "FAILED"
-    return [r.time_ms for r in runs], (f"proofs {verdict} on the CPU: {good}/{len(runs)} (tampered copies rejected); "
+    return [r.time_ms for r in runs], (f"{planned}proofs {verdict} on the CPU: {good}/{len(runs)} (tampered copies rejected); "
                                        f"last run ms: {split}")
 
 

@@ -64,6 +64,12 @@ class CudaBench:
     def _call(self, name: str, *args) -> None:
         call(name, *args, lib=self._lib)
 
+    def device_memory(self) -> tuple[int, int]:
+        """(free, total) bytes of the device's memory now (what a prove benchmark plans with)."""
+        free, total = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        self._call("cz_device_memory", self.device, ctypes.byref(free), ctypes.byref(total))
+        return free.value, total.value
+
     def bench_msm(self, log_n: int, repeat: int, *, g2: bool = False, seed: int = 1,
                   frac_bits: float = 0.0) -> tuple[list[float], bool]:
         """Wall milliseconds of ``repeat`` MSMs of 2^log_n random bases/scalars made on the
