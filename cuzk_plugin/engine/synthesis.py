@@ -38,7 +38,7 @@ import numpy as np
 
 from cuzk_plugin.engine.circuits import PartitionTask
 from cuzk_plugin.engine.host_blocks import HostBlockPool, block_address, free_block
-from cuzk_plugin.engine.workers import shm_block_name, stop_pool, worker_init
+from cuzk_plugin.engine.workers import processes_for_task, shm_block_name, stop_pool, worker_init
 from cuzk_plugin.errors import CuzkError
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import MappedCircuit
@@ -251,9 +251,12 @@ def _unlink_quietly(shm: shared_memory.SharedMemory) -> None:
         shm.unlink()
 
 
-def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = ()) -> SharedPartitionRef:
+def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = (),
+             processes: int | None = None) -> SharedPartitionRef:
     """Worker entry point: synthesize and export to shared memory (``offer``: the engine's
-    recycled zero blocks, (name, size), that :func:`output_block` takes where the size fits)."""
+    recycled zero blocks, (name, size), that :func:`output_block` takes where the size fits;
+    ``processes``: what :func:`~cuzk_plugin.engine.workers.task_processes` says meanwhile, None:
+    the worker's own)."""
     global _in_task
     t0 = time.perf_counter()
     ref = None
@@ -261,7 +264,8 @@ def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = ()) -> Sh
         _offered.setdefault(size, []).append(name)
     _in_task = True
     try:
-        part, public_inputs = task.synthesize()
+        with processes_for_task(processes):
+            part, public_inputs = task.synthesize()
         ref = export_partition(part, public_inputs, time.perf_counter() - t0)
         del part
     except CuzkError:
@@ -308,12 +312,13 @@ class SynthesisPool:
             f.result()
 
     async def run(self, task: PartitionTask, blocks: HostBlockPool | None = None,
-                  circuit_id: str | None = None) -> SharedPartition:
+                  circuit_id: str | None = None, processes: int | None = None) -> SharedPartition:
         """Synthesize ``task`` in a worker; cancelling the await discards the late result. With
-        ``blocks``, the task is offered the pool's recycled blocks of ``circuit_id``'s sizes."""
+        ``blocks``, the task is offered the pool's recycled blocks of ``circuit_id``'s sizes;
+        ``processes``: the processes it may split its witness across (None: ``task_processes``)."""
         offer = blocks.offer(circuit_id) if blocks is not None and circuit_id is not None else ()
         try:
-            cfut = self.submit_raw(partial(run_task, task, offer))
+            cfut = self.submit_raw(partial(run_task, task, offer, processes))
         except BaseException:
             if blocks is not None:
                 blocks.returned(offer, (), None)

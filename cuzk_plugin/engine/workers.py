@@ -8,6 +8,7 @@ Linux only where it matters (PR_SET_PDEATHSIG, /dev/shm); elsewhere the calls do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import logging.handlers
@@ -17,7 +18,7 @@ import re
 import secrets
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 _task_processes = 1
+_task_share: int | None = None
 #: Added to each synthesis worker's niceness (its witness processes inherit it). The GPU lanes'
 #: host threads in the daemon launch an MSM's kernels window by window and wait on its phases:
 #: when every core is busy synthesizing at the same priority they wait for a core, and the GPU
@@ -64,8 +66,22 @@ def worker_param_cache() -> str | None:
 
 def task_processes() -> int:
     """Processes a task in this synthesis worker may use for one partition (a large PoRep
-    witness is split across them): the engine's ``[synthesis] witness_processes``."""
-    return _task_processes
+    witness is split across them): the engine's ``[synthesis] witness_processes``, or the share
+    the engine gave this task (:func:`processes_for_task`)."""
+    return _task_share or _task_processes
+
+
+@contextlib.contextmanager
+def processes_for_task(processes: int | None) -> Iterator[None]:
+    """While a task runs: :func:`task_processes` says ``processes`` (None: the worker's own).
+    The engine gives a job's first partitions the cores of the workers that would otherwise
+    wait for them (:class:`~cuzk_plugin.engine.pipeline.PartitionPipeline`)."""
+    global _task_share
+    _task_share = max(1, processes) if processes else None
+    try:
+        yield
+    finally:
+        _task_share = None
 
 
 def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = (), param_cache: str | None = None,

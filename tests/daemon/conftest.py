@@ -61,15 +61,17 @@ class Daemon:
 
 @pytest.fixture
 async def make_daemon(synth_pool, param_cache) -> AsyncIterator[Callable]:
-    """``await make_daemon(backends=[...], providers=..., **config sections)`` -> Daemon."""
+    """``await make_daemon(backends=[...], providers=..., synthesis_pool=..., **config sections)`` -> Daemon
+    (the session's pool of two one-process workers unless another is given)."""
     made: list[Daemon] = []
     sockdir = Path(tempfile.mkdtemp(prefix="cuzk-sock-"))
 
-    async def make(backends=None, providers: ProviderRegistry | None = None, status_listen: str = "", **sections) -> Daemon:
+    async def make(backends=None, providers: ProviderRegistry | None = None, status_listen: str = "",
+                   synthesis_pool: SynthesisPool | None = None, **sections) -> Daemon:
         config = daemon_config(param_cache, **sections)
         # This package's providers only: installed plug-ins must not change what this suite checks.
         providers = providers or ProviderRegistry(builtin_providers(), load_plugins=False)
-        engine = Engine(config, backends=backends or [CpuBackend()], providers=providers, synthesis_pool=synth_pool)
+        engine = Engine(config, backends=backends or [CpuBackend()], providers=providers, synthesis_pool=synthesis_pool or synth_pool)
         await engine.start()
         unix = f"unix://{sockdir}/d{len(made)}.sock"
         server = await start_server(engine, ["127.0.0.1:0", unix], status_listen)

@@ -149,6 +149,31 @@ class SlowSyntheticProvider(SyntheticProvider):
         return JobPlan(plan.circuit_id, tuple(SlowSyntheticTask(t.log2, t.seed, self.delay) for t in plan.tasks))
 
 
+@dataclass(frozen=True)
+class ShareRecordingTask(SlowSyntheticTask):
+    """Writes the processes its worker let it use (``task_processes()``) to ``record/<seed>``."""
+
+    record: str = ""
+
+    def synthesize(self):
+        from cuzk_plugin.engine.workers import task_processes
+
+        Path(self.record, str(self.seed)).write_text(str(task_processes()))
+        return super().synthesize()
+
+
+class ShareRecordingProvider(SyntheticProvider):
+    """SYNTHETIC partitions of ``delay`` seconds that record their process share in ``record``."""
+
+    def __init__(self, delay: float, record: Path) -> None:
+        self.delay, self.record = delay, record
+
+    def plan(self, request: ProofRequest, param_cache: Path) -> JobPlan:
+        plan = super().plan(request, param_cache)
+        return JobPlan(plan.circuit_id,
+                       tuple(ShareRecordingTask(t.log2, t.seed, self.delay, str(self.record)) for t in plan.tasks))
+
+
 def slow_synthesis_registry(delay: float) -> ProviderRegistry:
     reg = ProviderRegistry(load_plugins=False)
     reg.register(SlowSyntheticProvider(delay))
