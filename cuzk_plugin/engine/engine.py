@@ -114,9 +114,10 @@ class Engine:
         witness = config.synthesis.witness_processes or max(1, (os.cpu_count() or 1) // min(at_once, window))
         self.pool = synthesis_pool or SynthesisPool(at_once, witness, self.providers.worker_warmers(), self.param_cache)
         #: Large partition blocks kept mapped (and pinned for the first backend that pins) between
-        #: partitions: at most a window's worth wait zeroed for the next task.
+        #: partitions: a window's worth, and one a GPU slot more for those still being zeroed when
+        #: the next partition starts (a slot's partition done frees its window place at once).
         self.host_blocks = HostBlockPool(
-            window, pinner=next((lane.backend for lane in self.lanes if isinstance(lane.backend, HostPinning)), None))
+            window + n_slots, pinner=next((lane.backend for lane in self.lanes if isinstance(lane.backend, HostPinning)), None))
         self._gpu_threads = ThreadPoolExecutor(config.gpus.gpu_threads or 2 * n_slots, thread_name_prefix="cuzk-gpu")
         self._io_threads = ThreadPoolExecutor(4, thread_name_prefix="cuzk-io")
         #: Planning and self-verification of CRITICAL jobs (WinningPoSt): never queued behind a large

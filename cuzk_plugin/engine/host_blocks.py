@@ -102,6 +102,13 @@ class HostBlockPool:
                 self._owned[name] = _Block(shm, block_address(shm))
         return shm
 
+    def pinned(self, blocks: list[shared_memory.SharedMemory]) -> bool:
+        """Whether the large ones of ``blocks`` (a partition's) are all the pool's, page-locked
+        (recycled at least once): False where none is large or one was made for its partition."""
+        large = [shm.name for shm in blocks if shm.size >= MIN_POOLED_BYTES]
+        with self._lock:
+            return bool(large) and all((b := self._owned.get(n)) is not None and b.pinned for n in large)
+
     def owns(self, name: str) -> bool:
         with self._lock:
             return name in self._owned

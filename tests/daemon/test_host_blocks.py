@@ -166,11 +166,13 @@ class WritesBlocks:
 
 
 def test_the_worker_writes_into_an_offered_block_and_never_unlinks_it(small_blocks_count):
-    pool = HostBlockPool(2)
+    pool = HostBlockPool(2, pinner=RecordingPinner())
     try:
         first = run_task(SyntheticTask(4, 1))  # no offer: a block of its own
         (name,) = first.blocks
-        SharedPartition(first, pool).release()  # adopted, recycled
+        fresh = SharedPartition(first, pool)
+        assert not fresh.pinned  # made for it: uploaded through staging
+        fresh.release()  # adopted, recycled
         pool.returned((), first.blocks, "synthetic-k4")
         assert pool.flush()
         size = pool.attach(name).size
@@ -179,6 +181,7 @@ def test_the_worker_writes_into_an_offered_block_and_never_unlinks_it(small_bloc
         ref = run_task(SyntheticTask(4, 2), offer)
         assert ref.blocks == (name,)  # written into the recycled block
         shared = SharedPartition(ref, pool)
+        assert shared.pinned
         want, _ = SyntheticTask(4, 2).synthesize()
         for field in ("a", "b", "c", "input_assignment", "aux_assignment"):
             np.testing.assert_array_equal(getattr(shared.partition, field), getattr(want, field))
@@ -228,3 +231,41 @@ async def test_jobs_prove_from_recycled_pinned_blocks(make_daemon, small_blocks_
     assert backend.pinned and all(_exists(n) for n in names[0] | names[1] if d.engine.host_blocks.owns(n))
     await d.engine.stop()
     assert backend.pinned == {} and not any(_exists(n) for n in names[0] | names[1])
+
+
+async def test_a_second_proof_uploads_every_partition_from_a_pinned_block(make_daemon, small_blocks_count,
+                                                                         monkeypatch):
+    """A GPU slot's partition frees its window place as it finishes, while its block is still
+    being zeroed: the pool keeps a block a slot more than the window, so that the partition
+    starting then takes a zeroed, pinned one instead of making one afresh."""
+    import ctypes
+    import time
+
+    memset = ctypes.memset
+
+    def slow_memset(address, value, nbytes):  # zeroing 4.2 GB takes ~0.45 s, a partition's GPU work ~2 s
+        time.sleep(0.1)
+        return memset(address, value, nbytes)
+
+    class SlowGpu(PinningCpuBackend):
+        def prove_finish(self, pending):
+            time.sleep(0.3)
+            return super().prove_finish(pending)
+
+    monkeypatch.setattr(host_blocks.ctypes, "memset", slow_memset)
+    pinned: list[bool] = []
+    init = SharedPartition.__init__
+
+    def recording_init(self, ref, blocks=None):
+        init(self, ref, blocks)
+        pinned.append(self.pinned)
+
+    monkeypatch.setattr(SharedPartition, "__init__", recording_init)
+    d = await make_daemon(backends=[SlowGpu()], pipeline={"synthesis_lookahead": 2})
+    for k in range(2):
+        pinned.clear()
+        res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request(f"pin-{k}", log2=4, partitions=8,
+                                                                            seed=10 * k)))).result
+        assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
+        assert d.engine.host_blocks.flush()
+    assert len(pinned) == 8 and all(pinned), str(pinned)
