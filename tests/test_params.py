@@ -131,7 +131,7 @@ def test_a_key_files_points_are_checked_once_while_it_stays_the_same_file(key_fi
     monkeypatch.setattr(pf, "VERDICTS", pf.VerdictCache(store))
     checks = []
     real = ProvingKey.check_vectors
-    monkeypatch.setattr(ProvingKey, "check_vectors", lambda self: (checks.append(self.path), real(self))[1])
+    monkeypatch.setattr(ProvingKey, "check_vectors", lambda self, **kw: (checks.append(self.path), real(self, **kw))[1])
     copy = tmp_path / "k.params"
     copy.write_bytes(path.read_bytes())
     for _ in range(2):
@@ -147,3 +147,27 @@ def test_a_key_files_points_are_checked_once_while_it_stays_the_same_file(key_fi
     os.utime(copy, ns=(1, 1))  # a changed file, whatever its time
     with pytest.raises(ParamsError, match=r"h\[2\]: is the point at infinity"):
         open_checked_once(copy)
+
+
+def test_a_keys_points_checked_on_threads_name_the_first_bad_one_in_file_order(key_file, monkeypatch):
+    """Pieces checked on several threads: whichever finishes first, the bad point reported is the
+    first in file order, and the progress reaches every byte."""
+    from cuzk_plugin.formats import params as params_module
+
+    key, path = key_file
+    monkeypatch.setattr(params_module, "CHECK_PIECE", 2)  # many pieces of a small key
+    seen: list[tuple[int, int]] = []
+    good = ProvingKey.open(path, check=False)
+    good.check_vectors(threads=4, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1][0] == seen[-1][1] == good.vectors_nbytes
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    data = bytearray(path.read_bytes())
+    l_start = VK_BYTES + 4 + 96 * key.vk.num_inputs + 4 + 96 * key.h.shape[0] + 4
+    data[l_start + 96 * 5 + 48] |= 0xFF  # l[5]: a coordinate of p or more
+    a_start = l_start + 96 * key.l.shape[0] + 4
+    data[a_start] ^= 0x20  # a[0]: a flag bit a params file never sets
+    bad = path.with_name("bad.params")
+    bad.write_bytes(bytes(data))
+    for threads in (1, 4):
+        with pytest.raises(ParamsError, match=r"l\[5\]: coordinate not below"):
+            ProvingKey.open(bad, check=False).check_vectors(threads=threads)

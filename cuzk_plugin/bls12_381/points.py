@@ -244,13 +244,14 @@ def encode_g2(point: G2Point, *, compressed: bool) -> bytes:
 
 # --------------------------------------------------------------------------- vector checks
 def check_uncompressed_vector(raw: np.ndarray, *, what: str, allow_identity: bool = False,
-                              chunk: int = 1 << 20) -> None:
+                              chunk: int = 1 << 20, offset: int = 0) -> None:
     """Vectorised structural check of ``(n, 96|192)`` uncompressed points from a params file:
     flags (only the infinity flag, and then all other bytes zero, and only where the identity
     is allowed) and coordinates below p. Works in chunks so a memory-mapped 13 GB vector is
-    never copied whole. The curve equation is checked where the points are decoded (backend load)."""
+    never copied whole. The curve equation is checked where the points are decoded (backend load).
+    ``offset``: the index of ``raw[0]`` in its vector (a bad point is named by that index)."""
     for start in range(0, raw.shape[0], chunk):
-        _check_uncompressed_chunk(np.asarray(raw[start : start + chunk]), start, what, allow_identity)
+        _check_uncompressed_chunk(np.asarray(raw[start : start + chunk]), offset + start, what, allow_identity)
 
 
 def _check_uncompressed_chunk(raw: np.ndarray, start: int, what: str, allow_identity: bool) -> None:

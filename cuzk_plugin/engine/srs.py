@@ -165,11 +165,36 @@ def open_checked_once(path: Path) -> ProvingKey:
     in [srs] state_dir), so a restart does not read 47 GB again (100 s for porep-32g). A file that
     changes (size, mtime, inode) is checked again; backends check each point on its curve as they load it."""
     verdicts = param_files.VERDICTS
-    checked = verdicts.get(path, "points", None) == "ok"
-    key = ProvingKey.open(path, check=not checked)
-    if not checked:
+    key = ProvingKey.open(path, check=False)
+    if verdicts.get(path, "points", None) != "ok":
+        threads = max(1, min(8, (os.cpu_count() or 1) // 2))
+        key.check_vectors(threads=threads, progress=_check_progress(path, key.vectors_nbytes, threads))
         verdicts.put(path, "points", "ok", None)
     return key
+
+
+def _check_progress(path: Path, nbytes: int, threads: int, every_s: float = 10.0) -> Callable[[int, int], None]:
+    """What an operator sees while a large key's points are checked the first time (~100 s of
+    one core for 47 GB): the estimate up front, then how far it is every ``every_s``."""
+    loud = nbytes >= param_files.ANNOUNCE_BYTES
+    if loud:
+        log.info("srs: checking the points of %s (%.1f GB) on %d thread(s), once: the verdict is kept", path.name,
+                 nbytes / 1e9, threads)
+    t0 = time.perf_counter()
+    next_at = t0 + every_s
+
+    def report(done: int, total: int) -> None:
+        nonlocal next_at
+        now = time.perf_counter()
+        if loud and done == total:
+            log.info("srs: %s: points checked in %.1f s (%.1f GB/s)", path.name, now - t0, total / max(now - t0, 1e-9) / 1e9)
+        elif loud and now >= next_at:
+            rate = done / (now - t0)
+            log.info("srs: %s: %.0f%% of its points checked (%.1f of %.1f GB, %.1f GB/s, about %.0f s left)", path.name,
+                     100 * done / total, done / 1e9, total / 1e9, rate / 1e9, (total - done) / max(rate, 1.0))
+            next_at = now + every_s
+
+    return report
 
 
 def pin_verifying_key(source: KeySource, key: ProvingKey) -> None:
