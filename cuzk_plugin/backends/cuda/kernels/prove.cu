@@ -228,6 +228,13 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_scalars.get(), na, opt, in_pieces);
         }
         if (timings) timings->g1_msm_ms = ms_since(th) - timings->h_ms;
+        // B in G2 reads only its own scalars; a resident one run in pieces later sizes them from
+        // what is free then, which the next upload would change: that case keeps the room.
+        if (part.assignment_done && (g2.valid() || !srs.b_g2)) {
+            part.inputs = nullptr, part.aux = nullptr;
+            part.a_aux_density = part.b_input_density = part.b_aux_density = nullptr;
+            part.assignment_done();
+        }
     } catch (...) {
         // a_scalars and b_scalars must outlive the side work; the first error is the one reported.
         if (g2.valid()) g2.wait();

@@ -65,6 +65,13 @@ struct partition_device {
     // writes C's evaluations into the buffer it is given, in the main stream's order, once H
     // has formed A B in a (quotient_h_lean).
     std::function<void(fr_t*)> evaluate_c;
+    // Set where the next partition uploads into this one's room (one partition in flight,
+    // upload.cu): called once nothing reads the assignment and densities any more (the MSMs of
+    // L, A and B in G1 are done, A's and B's scalars selected) while B in G2 still runs or is
+    // still to run with a room that does not depend on what is free (streamed, or started
+    // beside the others): it frees them and lets the next partition's upload take their room,
+    // so that its copy overlaps B in G2 instead of leaving the device idle.
+    std::function<void()> assignment_done;
     void release(int which) {
         fr_t** v[3] = {&a, &b, &c};
         if (release_abc && *v[which]) release_abc(which);

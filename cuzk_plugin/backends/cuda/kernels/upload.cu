@@ -232,7 +232,9 @@ void own_abc(cz_context& ctx, partition_buffers& up, bool lean) {
 // device work under compute_lock. The upload lock is handed on only once this partition holds
 // the compute lock, so partition k+1 uploads while k computes, partitions compute in the
 // order they uploaded, and at most one uploaded partition waits for the device (device memory
-// stays bounded however many are started). A cancel is seen while waiting for either lock,
+// stays bounded however many are started). With one partition in flight it is handed on once
+// this partition no longer reads its assignment (partition_device::assignment_done), into
+// whose room the next one uploads. A cancel is seen while waiting for either lock,
 // between upload chunks and between the device stages (prove_device).
 proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t,
                       const cz_cancel_flag* cancel) {
@@ -252,7 +254,17 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     // A witness partition's a, b, c go straight into H's buffers; on a device without room for
     // three of them and the twiddle tables, C waits for B's room (quotient_h_lean).
     const bool lean = host.circuit && !abc_fit(ctx, up);
-    if (ctx.partitions_in_flight > 1) upload_lock.unlock();
+    if (ctx.partitions_in_flight > 1) {
+        upload_lock.unlock();
+    } else {  // the next partition uploads into this one's room once its assignment is read
+        up.part.assignment_done = [&ctx, &up, &upload_lock] {
+            for (auto& b : up.fr_bufs) b.stream = ctx.stream;  // after every kernel that read them
+            for (auto& b : up.flag_bufs) b.stream = ctx.stream;
+            up.fr_bufs.clear(), up.flag_bufs.clear();
+            CZ_CHECK(cudaStreamSynchronize(ctx.stream));  // freed before the next upload allocates
+            if (upload_lock.owns_lock()) upload_lock.unlock();
+        };
+    }
     t.queue_ms = waited_ms + ms_since(tq);
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
