@@ -196,13 +196,14 @@ def test_a_small_device_proves_one_partition_at_a_time_in_turn(cuda, keyed):
     try:
         part = WitnessPartition(circuit, inputs, aux)
         want, times = sums_of(cuda, srs, part)
-        assert times["msm_in_turn"] == 0
+        assert times["msm_in_turn"] == 0 and times["upload_handed_on"] == 0  # two in flight
         cuda.set_memory_limit(1)
         cuda.set_partitions_in_flight(1)
         pending = [cuda.prove_start(srs, part) for _ in range(2)]
         for p in pending:
             assert_same_sums(cuda.prove_finish(p), want)
             assert p.timings_ms["msm_in_turn"] == 1 and p.timings_ms["h_lean"] == 1
+            assert p.timings_ms["upload_handed_on"] == 1  # B in G2 streams: the next one uploads beside it
     finally:
         cuda.set_memory_limit(0)
         cuda.set_partitions_in_flight(2)

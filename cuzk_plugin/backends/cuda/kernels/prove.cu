@@ -234,6 +234,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             part.inputs = nullptr, part.aux = nullptr;
             part.a_aux_density = part.b_input_density = part.b_aux_density = nullptr;
             part.assignment_done();
+            if (timings) timings->upload_handed_on = 1;
         }
     } catch (...) {
         // a_scalars and b_scalars must outlive the side work; the first error is the one reported.

@@ -98,18 +98,19 @@ struct proof_sums {
 // (upload.cu): the upload until the data was on the device, the wait behind partitions ahead
 // of it, and the R1CS evaluation of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 10;
+    static constexpr int kCount = 11;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
     double msm_in_turn = 0;  // 1: too little device memory to run the MSMs side by side
     double msm_paired = 0;   // in turn, pairs of MSMs that still shared the device (0, 1 or 2)
     double h_lean = 0;       // 1: H made in two buffers (quotient_h_lean), C evaluated within h_ms
+    double upload_handed_on = 0;  // 1: the next partition uploaded into its room while B in G2 ran
     // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs,
-    // msm_in_turn, msm_paired, h_lean).
+    // msm_in_turn, msm_paired, h_lean, upload_handed_on).
     void write(double* out) const {
-        const double v[kCount] = {h_ms,    g1_msm_ms, g2_wait_ms,  total_ms,   upload_ms,
-                                  queue_ms, r1cs_ms,  msm_in_turn, msm_paired, h_lean};
+        const double v[kCount] = {h_ms,     g1_msm_ms, g2_wait_ms,  total_ms,   upload_ms, queue_ms,
+                                  r1cs_ms,  msm_in_turn, msm_paired, h_lean,   upload_handed_on};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };
