@@ -26,4 +26,5 @@ for limit in ${LIMITS:-80 24}; do
     grep -E "daemon up|cold start|single [0-9]|latency_ms|bad C1|key porep|device memory|partition\(s\)|Error|error" \
         "$dir/run.log" | cut -c1-300 | head -30
     grep -E "residency porep|pce porep.*loaded|CUZK_TIMING" "$dir/daemon.log" 2>/dev/null | cut -c1-300 | head -14
+    python3 bench/residency/timing_summary.py "$dir" | tee "$dir/summary.txt"
 done
