@@ -55,7 +55,8 @@ def summary(folder: Path) -> str:
 
         stages = ", ".join(f"{k[7:-3]} {v:.0f}" for k, v in med.items()
                            if k[7:-3] in ("upload", "queue", "r1cs", "h", "g1_msm", "g2_wait", "total"))
-        out.append(f"{job}: {len(parts)} partitions; device medians ms: {stages}; "
+        shares = ",".join(p.get("synthesis_processes", "?") for p in sorted(parts, key=lambda p: int(p["partition"])))
+        out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "
                    f"pinned blocks {_ones(parts, 'host_pinned')}; "
                    f"upload handed on early {_ones(parts, 'device_upload_handed_on_ms')}")
     for f in sorted(folder.glob("single-*.json")):

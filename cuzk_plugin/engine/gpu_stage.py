@@ -204,7 +204,7 @@ class GpuStage:
         if self.timing_lines:
             print(f"CUZK_TIMING: job={loggable(job.id)} partition={p} lane={slot.name} "
                   f"synthesis_ms={shared.ref.seconds * 1e3:.0f} pce={int(shared.ref.pce_path is not None)} "
-                  f"host_pinned={int(shared.pinned)} "
+                  f"synthesis_processes={shared.ref.processes} host_pinned={int(shared.pinned)} "
                   f"host_evaluate_ms={times.evaluate_s * 1e3:.0f} prove_start_ms={(times.started - times.start) * 1e3:.0f} "
                   f"prove_finish_ms={(times.finished - times.started) * 1e3:.0f} "
                   f"assemble_ms={(times.assembled - times.finished) * 1e3:.0f} "

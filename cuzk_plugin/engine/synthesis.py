@@ -38,7 +38,7 @@ import numpy as np
 
 from cuzk_plugin.engine.circuits import PartitionTask
 from cuzk_plugin.engine.host_blocks import HostBlockPool, block_address, free_block
-from cuzk_plugin.engine.workers import processes_for_task, shm_block_name, stop_pool, worker_init
+from cuzk_plugin.engine.workers import processes_for_task, shm_block_name, stop_pool, task_processes, worker_init
 from cuzk_plugin.errors import CuzkError
 from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
 from cuzk_plugin.formats.pce import MappedCircuit
@@ -67,6 +67,8 @@ class SharedPartitionRef:
     #: For a WitnessPartition: its pre-compiled circuit's file and digest (None: a, b, c shared).
     pce_path: str | None = None
     pce_digest: str | None = None
+    #: The processes its witness could be split across (the worker's own, or a job head's share).
+    processes: int = 1
 
 
 #: Worker side: the blocks the running task made or took with output_block, by name.
@@ -269,7 +271,8 @@ def run_task(task: PartitionTask, offer: tuple[tuple[str, int], ...] = (),
     try:
         with processes_for_task(processes):
             part, public_inputs = task.synthesize()
-        ref = export_partition(part, public_inputs, time.perf_counter() - t0)
+            share = task_processes()
+        ref = replace(export_partition(part, public_inputs, time.perf_counter() - t0), processes=share)
         del part
     except CuzkError:
         raise

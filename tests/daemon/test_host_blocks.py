@@ -178,8 +178,9 @@ def test_the_worker_writes_into_an_offered_block_and_never_unlinks_it(small_bloc
         size = pool.attach(name).size
         offer = pool.offer("synthetic-k4")
         assert offer == ((name, size),)
-        ref = run_task(SyntheticTask(4, 2), offer)
+        ref = run_task(SyntheticTask(4, 2), offer, processes=3)
         assert ref.blocks == (name,)  # written into the recycled block
+        assert ref.processes == 3 and first.processes == 1  # the share it ran with (CUZK_TIMING)
         shared = SharedPartition(ref, pool)
         assert shared.pinned
         want, _ = SyntheticTask(4, 2).synthesize()
