@@ -7,9 +7,9 @@
 
 A job that finds synthesis idle starts with its head: its first partitions (one a GPU slot)
 split every synthesis process between them, and its other partitions wait for them. The GPU
-then starts after the head's witnesses, not after a quarter of the cores made four at once
-(a 32 GiB PoRep partition: ~0.8 s with 16 processes against ~2.4 s with four beside three
-others on the H200 host), and the rest follow while the device proves the head.
+then starts after the head's witnesses, not after four made at once on a quarter of the cores
+each (a 32 GiB PoRep partition's witness on the H200 host: 0.76 s alone in 16 processes, ~2.4 s
+in 4 beside three others), and the rest follow while the device proves the head.
 
 Every wait is ordered by (priority, job age, partition): a CRITICAL partition takes the next free
 slot of each stage, and one that finds the lookahead window full takes a slot of its own reserve
@@ -169,24 +169,26 @@ class PartitionPipeline:
         head = self._heads[job]
         if p >= head.size:
             await head.done.wait()
-        await ticket.enter(okey)
-        await self._synth_slots.acquire(okey)
         try:
-            processes = self._head_share(job, head) if p < head.size else None
-            t0 = job.synthesizing[p] = time.perf_counter()
-            job.mark_started(t0)
-            self._synthesizing[job] += 1
+            await ticket.enter(okey)
+            await self._synth_slots.acquire(okey)
             try:
-                shared = await self.pool.run(task, self.host_blocks, job.circuit_id, processes)
+                processes = self._head_share(job, head) if p < head.size else None
+                t0 = job.synthesizing[p] = time.perf_counter()
+                job.mark_started(t0)
+                self._synthesizing[job] += 1
+                try:
+                    shared = await self.pool.run(task, self.host_blocks, job.circuit_id, processes)
+                finally:
+                    self._synthesizing[job] -= 1
+                    if not self._synthesizing[job]:
+                        del self._synthesizing[job]
+                t1 = time.perf_counter()
             finally:
-                self._synthesizing[job] -= 1
-                if not self._synthesizing[job]:
-                    del self._synthesizing[job]
-            t1 = time.perf_counter()
-        finally:
-            job.synthesizing.pop(p, None)
-            self._synth_slots.release()
-            ticket.partition_done()
+                job.synthesizing.pop(p, None)
+                self._synth_slots.release()
+                ticket.partition_done()
+        finally:  # a head partition done, failed or cancelled at any wait: the rest are not held
             if p < head.size:
                 head.left -= 1
                 if head.left == 0:
