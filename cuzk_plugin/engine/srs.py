@@ -173,26 +173,18 @@ def open_checked_once(path: Path) -> ProvingKey:
     return key
 
 
-def _check_progress(path: Path, nbytes: int, threads: int, every_s: float = 10.0) -> Callable[[int, int], None]:
+def _check_progress(path: Path, nbytes: int, threads: int) -> Callable[[int, int], None]:
     """What an operator sees while a large key's points are checked the first time (~100 s of
-    one core for 47 GB): the estimate up front, then how far it is every ``every_s``."""
-    loud = nbytes >= param_files.ANNOUNCE_BYTES
-    if loud:
+    one core for 47 GB): the size up front, then how far it is every 10 s, then its time."""
+    progress = param_files.LongReadLog(f"srs: {path.name}", "points checked", nbytes)
+    if progress.loud:
         log.info("srs: checking the points of %s (%.1f GB) on %d thread(s), once: the verdict is kept", path.name,
                  nbytes / 1e9, threads)
-    t0 = time.perf_counter()
-    next_at = t0 + every_s
 
     def report(done: int, total: int) -> None:
-        nonlocal next_at
-        now = time.perf_counter()
-        if loud and done == total:
-            log.info("srs: %s: points checked in %.1f s (%.1f GB/s)", path.name, now - t0, total / max(now - t0, 1e-9) / 1e9)
-        elif loud and now >= next_at:
-            rate = done / (now - t0)
-            log.info("srs: %s: %.0f%% of its points checked (%.1f of %.1f GB, %.1f GB/s, about %.0f s left)", path.name,
-                     100 * done / total, done / 1e9, total / 1e9, rate / 1e9, (total - done) / max(rate, 1.0))
-            next_at = now + every_s
+        progress.update(done)
+        if done == total:
+            progress.finish()
 
     return report
 

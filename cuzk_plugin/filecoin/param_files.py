@@ -297,6 +297,30 @@ def _read_ahead(path: Path, block: int, blocks: queue.Queue) -> None:
         blocks.put(exc)
 
 
+class LongReadLog:
+    """The log of a long pass over a large key file (``what`` done to ``name``'s ``nbytes``):
+    how far it is every ``every_s``, and its time at the end; silent below ANNOUNCE_BYTES."""
+
+    def __init__(self, name: str, what: str, nbytes: int, every_s: float = 10.0):
+        self.name, self.what, self.nbytes, self.every_s = name, what, nbytes, every_s
+        self.loud = nbytes >= ANNOUNCE_BYTES
+        self.t0 = time.perf_counter()
+        self._next = self.t0 + every_s
+
+    def update(self, done: int) -> None:
+        now = time.perf_counter()
+        if self.loud and now >= self._next and done < self.nbytes:
+            speed = done / (now - self.t0)
+            log.info("%s: %.0f%% %s (%.1f of %.1f GB, %.2f GB/s, about %.0f s left)", self.name,
+                     100 * done / self.nbytes, self.what, done / 1e9, self.nbytes / 1e9, speed / 1e9,
+                     (self.nbytes - done) / max(speed, 1.0))
+            self._next = now + self.every_s
+
+    def finish(self) -> None:
+        if self.loud:
+            log.info("%s %s in %.1f s", self.name, self.what, time.perf_counter() - self.t0)
+
+
 def params_digest(path: Path, *, block: int = DIGEST_BLOCK, progress_every_s: float = 10.0) -> str:
     """Filecoin's digest of a file: the first 32 hex characters of BLAKE2b-512 over all of it.
 
@@ -305,29 +329,22 @@ def params_digest(path: Path, *, block: int = DIGEST_BLOCK, progress_every_s: fl
     announced with an estimate and then logged every ``progress_every_s``."""
     path = Path(path)
     size = path.stat().st_size
-    loud = size >= ANNOUNCE_BYTES
-    t0 = time.perf_counter()
-    if loud:
+    progress = LongReadLog(f"param files: {path.name}", "hashed", size, progress_every_s)
+    if progress.loud:
         rate = _hash_rate()
         log.info("param files: hashing %s (%.1f GB) against Filecoin's digest: about %.0f s at %.1f GB/s on one core "
                  "(longer if the disk is slower); once, the verdict is kept", path.name, size / 1e9, size / rate, rate / 1e9)
     blocks: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
     threading.Thread(target=_read_ahead, args=(path, block, blocks), name="cuzk-digest-read", daemon=True).start()
     h = hashlib.blake2b()
-    done, next_report = 0, t0 + progress_every_s
+    done = 0
     while (chunk := blocks.get()) is not None:
         if isinstance(chunk, BaseException):
             raise chunk
         h.update(chunk)
         done += len(chunk)
-        now = time.perf_counter()
-        if loud and now >= next_report and done < size:
-            speed = done / (now - t0)
-            log.info("param files: %s: %.0f%% hashed (%.1f of %.1f GB, %.2f GB/s, about %.0f s left)", path.name,
-                     100 * done / size, done / 1e9, size / 1e9, speed / 1e9, (size - done) / speed)
-            next_report = now + progress_every_s
-    if loud:
-        log.info("param files: %s hashed in %.1f s", path.name, time.perf_counter() - t0)
+        progress.update(done)
+    progress.finish()
     return h.hexdigest()[:32]
 
 

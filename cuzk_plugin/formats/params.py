@@ -258,13 +258,7 @@ class ProvingKey:
 
         done = 0
         try:
-            if threads <= 1:
-                for name, start in pieces:
-                    done += check(name, start)
-                    if progress:
-                        progress(done, total)
-                return
-            with ThreadPoolExecutor(threads, thread_name_prefix="cuzk-key-check") as pool:
+            with ThreadPoolExecutor(max(1, threads), thread_name_prefix="cuzk-key-check") as pool:
                 futures = [pool.submit(check, name, start) for name, start in pieces]
                 try:
                     for fut in futures:  # in file order: the first bad piece is the one reported
