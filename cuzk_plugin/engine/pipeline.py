@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -86,7 +85,6 @@ class PartitionPipeline:
         self._host_threads = host_threads
         self._head_partitions = max(1, head_partitions)
         self._heads: dict[Job, JobHead] = {}
-        self._synthesizing: Counter[Job] = Counter()  # partitions in a worker now, by job
 
     async def run(self, job: Job) -> None:
         """Prove a planned job's partitions, verify them and end the job (COMPLETED, FAILED or,
@@ -158,8 +156,8 @@ class PartitionPipeline:
         cores) and where that gives each of its partitions more than a worker's own share."""
         share = self.pool.workers * self.pool.task_processes // head.size
         if head.shared is None:
-            others = sum(n for j, n in self._synthesizing.items() if j is not job)
-            head.shared = others == 0 and share > self.pool.task_processes
+            others = any(j.synthesizing for j in self._heads if j is not job)  # the jobs in the pipeline
+            head.shared = not others and share > self.pool.task_processes
             if not head.shared:
                 head.done.set()
         return share if head.shared else None
@@ -176,13 +174,7 @@ class PartitionPipeline:
                 processes = self._head_share(job, head) if p < head.size else None
                 t0 = job.synthesizing[p] = time.perf_counter()
                 job.mark_started(t0)
-                self._synthesizing[job] += 1
-                try:
-                    shared = await self.pool.run(task, self.host_blocks, job.circuit_id, processes)
-                finally:
-                    self._synthesizing[job] -= 1
-                    if not self._synthesizing[job]:
-                        del self._synthesizing[job]
+                shared = await self.pool.run(task, self.host_blocks, job.circuit_id, processes)
                 t1 = time.perf_counter()
             finally:
                 job.synthesizing.pop(p, None)
