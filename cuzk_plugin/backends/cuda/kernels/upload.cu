@@ -258,7 +258,9 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         upload_lock.unlock();
     } else {  // the next partition uploads into this one's room once its assignment is read
         up.part.assignment_done = [&ctx, &up, &upload_lock] {
-            for (auto& b : up.fr_bufs) b.stream = ctx.stream;  // after every kernel that read them
+            // Freed in the main stream's order, after every kernel that read them; not through
+            // free_after_compute, which would also wait for B in G2 on its own stream.
+            for (auto& b : up.fr_bufs) b.stream = ctx.stream;
             for (auto& b : up.flag_bufs) b.stream = ctx.stream;
             up.fr_bufs.clear(), up.flag_bufs.clear();
             CZ_CHECK(cudaStreamSynchronize(ctx.stream));  // freed before the next upload allocates
