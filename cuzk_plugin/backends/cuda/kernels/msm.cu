@@ -724,8 +724,10 @@ xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* 
     chunk = std::min(std::max<size_t>(chunk, 1), n);
     CZ_REQUIRE(chunk < kSignBit, "MSM chunk larger than 2^31 points");  // indices within a chunk
     const size_t nchunks = (n + chunk - 1) / chunk, sets = nchunks > 1 ? 2 : 1;
-    // The window from the whole vector's large scalars (a pass over them and a synchronisation).
-    const size_t large = count_large_scalars(stream, scalars, n);
+    // The window from the whole vector's large scalars (a pass over them and a synchronisation,
+    // unless the caller counted them).
+    const size_t large =
+        opt.large != msm_options::kLargeUncounted ? opt.large : count_large_scalars(stream, scalars, n);
     const int c = opt.window_bits ? opt.window_bits : msm_streamed_window(large, chunk);
 
     // Chunk i's points (copied on `copier`) and its scalars' classes (made on `classifier`) are

@@ -11,6 +11,11 @@ struct msm_options {
     // Checked between phases and windows (the host then stays at most two windows ahead of the
     // device): CZ_CANCELLED once set, with the queued windows left to finish.
     const cz_cancel_flag* cancel = nullptr;
+    // msm_streamed: the scalars other than 0 and 1, where the caller has counted them already
+    // (count_large_scalars over the same scalars: it sizes buffers, so exact), saving a pass
+    // over them and a synchronisation; kLargeUncounted: counted by the MSM.
+    static constexpr size_t kLargeUncounted = ~size_t(0);
+    size_t large = kLargeUncounted;
 };
 
 // bases: affine, Montgomery, on the device; scalars: canonical Fr limbs (< r) on the device.

@@ -171,6 +171,12 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     }
     msm_options opt;
     opt.cancel = cancel;
+    // A streamed MSM takes the count made for the plan instead of counting again.
+    const auto counted = [&opt](const std::optional<size_t>& large) {
+        msm_options o = opt;
+        if (large) o.large = *large;
+        return o;
+    };
     std::future<xyzz_t<fq2_t>> g2;
     std::future<xyzz_t<fq_t>> l, a, b1;
     // In turn, two MSMs still share the device where their peaks fit what it has left now, one
@@ -186,9 +192,9 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     proof_sums out;
     try {
         if (side_by_side) {  // inside the try: a thread that fails to start leaves the others waited for
-            g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
-            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
-            a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_scalars.get(), na, opt);
+            g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, counted(b_large));
+            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, counted(aux_large));
+            a = msm_async<fq_t>(ctx, ctx.side_streams[1], srs.a, srs.host_a, chunk, a_scalars.get(), na, counted(a_large));
         }
         auto th = std::chrono::steady_clock::now();
         const fr_t* h = part.b;  // H is made in b's buffer
@@ -202,9 +208,9 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         wait_stream(s, cancel);
         if (timings) timings->h_ms = ms_since(th);
         if (side_by_side) {
-            b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt);
+            b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, counted(b_large));
         } else if (pair_fits(msm_bytes(srs.n_h, srs.n_h, g1, !srs.h), l_bytes())) {
-            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt);
+            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, counted(aux_large));
             pairs++;
         }
         out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side && !l.valid());
@@ -219,13 +225,13 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
             const bool l_done = pairs > 0;
             const size_t g1_most = std::max({b_bytes(g1, !srs.b_g1), a_bytes(), l_done ? 0 : l_bytes()});
             if (pair_fits(b_bytes(g2_bytes, !srs.b_g2), g1_most)) {
-                g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt);
+                g2 = msm_async<fq2_t>(ctx, ctx.g2_stream, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, counted(b_large));
                 pairs++;
             }
             const bool in_pieces = !g2.valid();
-            out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, opt, in_pieces);
-            if (!l_done) out.l = msm_key<fq_t>(ctx, s, srs.l, srs.host_l, chunk, part.aux, part.n_aux, opt, in_pieces);
-            out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_scalars.get(), na, opt, in_pieces);
+            out.b_g1 = msm_key<fq_t>(ctx, s, srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, counted(b_large), in_pieces);
+            if (!l_done) out.l = msm_key<fq_t>(ctx, s, srs.l, srs.host_l, chunk, part.aux, part.n_aux, counted(aux_large), in_pieces);
+            out.a = msm_key<fq_t>(ctx, s, srs.a, srs.host_a, chunk, a_scalars.get(), na, counted(a_large), in_pieces);
         }
         if (timings) timings->g1_msm_ms = ms_since(th) - timings->h_ms;
         // B in G2 reads only its own scalars; a resident one run in pieces later sizes them from
@@ -252,7 +258,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     auto tw = std::chrono::steady_clock::now();
     try {
         out.b_g2 = g2.valid() ? g2.get()
-                              : msm_key<fq2_t>(ctx, s, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, opt, true);
+                              : msm_key<fq2_t>(ctx, s, srs.b_g2, srs.host_b_g2, chunk, b_scalars.get(), nb, counted(b_large), true);
     } catch (...) {
         sync_compute_streams(ctx);
         throw;
