@@ -237,6 +237,13 @@ def make_bench(name: str, window: int = 0, profile: bool = False) -> Any:
     return HostBench(get_backend(name))
 
 
+def runs_on_device(bench: Any) -> bool:
+    """Whether ``bench`` drives a device library (CudaBench: pipelines, residency, device memory)
+    rather than a backend's protocol calls from the host (HostBench): such a bench reports its
+    device's memory."""
+    return hasattr(bench, "device_memory")
+
+
 def _vector_list(text: str) -> tuple[str, ...]:
     """--resident's value: key vector names (or 'none')."""
     from cuzk_plugin.backends.cuda.backend import SRS_VECTORS
@@ -255,7 +262,7 @@ def measure(bench, op: str, log2: int, repeat: int, frac_bits: float, parts: int
             in_flight: int = 2, memory_limit: int = 0) -> tuple[list[float], str]:
     """Times in ms and a one-line note (self-check or stage split)."""
     if op == "pipeline":
-        if not hasattr(bench, "bench_pipeline"):
+        if not runs_on_device(bench):
             raise SystemExit(f"cuzk-bench kernels: --op pipeline runs on cuda only, not {bench.name}")
         return measure_pipeline(bench, log2, repeat, frac_bits, parts)
     if op in ("msm-g1", "msm-g2"):
@@ -305,7 +312,7 @@ def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tup
     80 GB card's room streams instead of running out of memory."""
     secrets = BenchSecrets.random()
     planned = ""
-    if resident is None and hasattr(bench, "device_memory"):
+    if resident is None and runs_on_device(bench):
         try:
             plan = plan_bench_prove(log2, memory_limit or bench.device_memory()[0], in_flight, stream_chunk)
         except DeviceMemoryTooSmall as exc:
@@ -315,7 +322,7 @@ def measure_prove(bench, log2: int, repeat: int, frac_bits: float, resident: tup
         planned = f"plan: {plan.describe()}; "
     streamed = {} if resident is None else {"resident": resident, "stream_chunk": stream_chunk}
     if in_flight != 2 or memory_limit:  # a small card's settings: CudaBench only
-        if not hasattr(bench, "bench_pipeline"):
+        if not runs_on_device(bench):
             raise SystemExit(f"cuzk-bench kernels: --in-flight and --memory-limit-gib are cuda's, not {bench.name}'s")
         streamed |= {"in_flight": in_flight, "memory_limit": memory_limit}
     runs, stages = bench.bench_prove(log2, repeat, secrets.limbs(), frac_bits=frac_bits, **streamed)
