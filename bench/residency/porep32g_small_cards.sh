@@ -4,16 +4,19 @@
 # the pre-compiled circuit and a sparse C1 (porep32g_h200.sh PHASE=prep), the porep-32g TEST key
 # written as a .params file (PHASE=testkey, about 100 s on an H200; needs a card of 80 GB or more),
 # then porep32g_limits.sh at each of LIMITS (default "16 24"; SINGLE_RUNS each, default 2), each
-# limit's timing summary printed. Everything is tarred into $OUT/small-cards.tgz (the device tool
-# returns 8 files at most), also when the deadline (DEADLINE_S, default 560) cuts it short.
+# limit's timing summary printed. The GPU tests run in the prep beside the seal: TEST_K (default
+# small_device; empty: the whole suite), under a hold of TEST_LIMIT_GIB (default: none).
+# Everything is tarred into $OUT/small-cards.tgz (the device tool returns 8 files at most), also
+# when the deadline (DEADLINE_S, default 560) cuts it short.
 # Run with carry [".whl", "cuzk_plugin/backends/cuda/build"]: bash bench/residency/porep32g_small_cards.sh
 set -u
 FINAL=${OUT:-/tmp/out}; O=/tmp/small-cards; rm -rf "$O"; mkdir -p "$O" "$FINAL"
 git rev-parse HEAD >"$O/commit.txt" 2>/dev/null
 export CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
 timeout "${DEADLINE_S:-560}" bash -c '
-    OUT=$0 PHASE=prep CIRCUITS=porep-32g WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K=small_device \
-        bash bench/e2e/porep32g_h200.sh >"$0/prep.log" 2>&1; echo "prep rc=$? at $(date -u +%T)"
+    OUT=$0 PHASE=prep CIRCUITS=porep-32g WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-small_device}" \
+        TEST_LIMIT_GIB="${TEST_LIMIT_GIB:-}" bash bench/e2e/porep32g_h200.sh >"$0/prep.log" 2>&1; echo "prep rc=$? at $(date -u +%T)"; \
+        grep -E "gpu tests rc|passed|failed" "$0/prep.log" | tail -3
     OUT=$0 PHASE=testkey bash bench/e2e/porep32g_h200.sh >"$0/testkey.log" 2>&1; echo "testkey rc=$? at $(date -u +%T)"
     OUT=$0 LIMITS="${LIMITS:-16 24}" SINGLE_RUNS=${SINGLE_RUNS:-2} LIMIT_TIMEOUT=${LIMIT_TIMEOUT:-200} \
         bash bench/residency/porep32g_limits.sh
