@@ -114,6 +114,22 @@ class ProviderRegistry:
             raise InvalidRequest(f"proof_kind: {int(request.kind)} is not a kind this daemon proves ({known})")
         return provider.plan(request, param_cache)
 
+    def start(self, param_cache: Path) -> None:
+        """At engine start: each provider's optional ``start(param_cache)`` (processes it plans
+        with, warmed before the first request)."""
+        for provider in dict.fromkeys(self._by_kind.values()):
+            if (start := getattr(provider, "start", None)) is not None:
+                try:
+                    start(param_cache)
+                except Exception:  # it plans without them: slower, never refused
+                    log.exception("provider %s failed to start its planning processes", type(provider).__name__)
+
+    def close(self) -> None:
+        """At engine stop: each provider's optional ``close()``."""
+        for provider in dict.fromkeys(self._by_kind.values()):
+            if (close := getattr(provider, "close", None)) is not None:
+                close()
+
     def worker_warmers(self) -> tuple[object, ...]:
         """The providers' ``warm_worker`` (an optional attribute: a picklable zero-argument
         callable), run in every synthesis worker as it starts, so that what a provider computes

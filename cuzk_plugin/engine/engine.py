@@ -172,6 +172,7 @@ class Engine:
             # runs meanwhile, and a partition submitted before they are ready waits for one.
             warming = asyncio.get_running_loop().run_in_executor(self._io_threads, self.pool.warm_up)
             warming.add_done_callback(partial(_workers_ready, time.monotonic()))
+        await asyncio.get_running_loop().run_in_executor(self._io_threads, self.providers.start, self.param_cache)
 
     async def stop(self) -> None:
         """Cancel every unfinished job (killing key generations), then stop the workers; each
@@ -183,6 +184,7 @@ class Engine:
         loop = asyncio.get_running_loop()
         if self._own_pool:
             await loop.run_in_executor(self._io_threads, partial(self.pool.shutdown, STOP_WAIT_S))
+        self.providers.close()  # returns at once: planning processes are not waited for
         # Backend calls of cancelled jobs may still run: keys are freed only once they returned.
         self._gpu_threads.shutdown(wait=False, cancel_futures=True)
         joined = loop.run_in_executor(None, partial(self._gpu_threads.shutdown, wait=True))

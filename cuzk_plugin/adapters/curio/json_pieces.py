@@ -20,6 +20,7 @@ flat run of members: more than ``max_members`` scalars between two nested contai
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,15 @@ _KIND = np.zeros(256, dtype=np.int8)
 _KIND[ord('"')], _KIND[ord("\\")] = _QUOTE, _SLASH
 _KIND[[ord("["), ord("{")]] = _OPEN
 _KIND[[ord("]"), ord("}")]] = _CLOSE
+
+
+#: Where a container sits in the document: the keys and indices from the top.
+JsonPath = tuple[str | int, ...]
+
+
+class RawJSON(bytes):
+    """A container's JSON text left undecoded (``loads``' ``keep_raw``), for its reader to decode
+    elsewhere (a PoRep C1's partitions, each in a process of its own)."""
 
 
 class NestingError(ValueError):
@@ -114,12 +124,14 @@ class _Brackets:
 
 
 def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH,
-          max_members: int = MAX_MEMBERS) -> Any:
+          max_members: int = MAX_MEMBERS, keep_raw: Callable[[JsonPath], bool] | None = None) -> Any:
     """``json.loads(raw)`` for a UTF-8 document, in pieces of about ``max_piece`` bytes;
     :class:`NestingError` if its brackets (outside strings) nest deeper than ``max_depth``,
     :class:`ShapeError` if more than ``max_members`` scalar members of a container larger than
     ``max_piece`` lie between two of its nested containers. Text is read as its UTF-8 bytes (a
-    lone surrogate in it raises UnicodeDecodeError)."""
+    lone surrogate in it raises UnicodeDecodeError). ``keep_raw``: a container inside one larger
+    than ``max_piece`` whose path it accepts stays text (:class:`RawJSON`, its inside neither
+    decoded nor checked: decode it with ``loads``); containers read whole are decoded."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     start = len(raw) - len(raw.lstrip(_WS))
@@ -141,7 +153,7 @@ def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEP
     if not brackets.balanced or brackets.pos[-1] != end - 1:
         _check_run(raw, start, end, max_members)
         return json.loads(raw)  # refused by json.loads, with its own message
-    return _container(raw, brackets, start, end, max_piece, max_members)
+    return _container(raw, brackets, start, end, max_piece, max_members, (), keep_raw)
 
 
 def _whole(raw: bytes, start: int, end: int) -> Any:
@@ -161,9 +173,10 @@ def _members(text: bytes, at: int) -> list[Any]:
         raise json.JSONDecodeError(exc.msg, exc.doc, exc.pos + at - 1) from None
 
 
-def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece: int, max_members: int) -> Any:
-    """The array or object ``raw[start:end]``, from its children where it is large. Anything
-    out of place sends the whole container to json.loads, which raises."""
+def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece: int, max_members: int,
+               path: JsonPath, keep_raw: Callable[[JsonPath], bool] | None) -> Any:
+    """The array or object ``raw[start:end]`` at ``path``, from its children where it is large.
+    Anything out of place sends the whole container to json.loads, which raises."""
     if end - start <= max_piece:
         return _whole(raw, start, end)
     array = raw[start] == ord("[")
@@ -200,7 +213,11 @@ def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece:
         else:
             out_dict.update(before)  # in order: a repeated key's last value wins, as in json.loads
         if not last:
-            child = _container(raw, brackets, *children[i], max_piece, max_members)
+            where = (*path, len(out_list) if array else members[-1][0])
+            if keep_raw is not None and keep_raw(where):
+                child: Any = RawJSON(raw[children[i][0]:children[i][1]])
+            else:
+                child = _container(raw, brackets, *children[i], max_piece, max_members, where, keep_raw)
             if array:
                 out_list.append(child)
             else:

@@ -20,36 +20,29 @@ import itertools
 import json
 import logging
 import time
+from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
-from functools import cached_property
+from functools import partial
 from multiprocessing.shared_memory import SharedMemory
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from cuzk_plugin.adapters.curio import json_pieces
-from cuzk_plugin.adapters.curio.porep.c1 import (
-    C1Error,
-    C1Output,
-    ColumnProof,
-    MerkleProof,
-    c1_from_json,
-    envelope_from_json,
+from cuzk_plugin.adapters.curio.porep.c1 import C1Envelope, C1Error, C1Output, c1_from_json, envelope_from_json
+from cuzk_plugin.adapters.curio.porep.partition_check import (
+    C1Context,
+    PartitionCheck,
+    PartitionChecker,
+    Roots,
+    check_partition_text,
+    field_element,
 )
-from cuzk_plugin.bls12_381.fields import R, limbs_to_objects
+from cuzk_plugin.bls12_381.fields import limbs_to_objects
 from cuzk_plugin.circuit.fast_cs import FastConstraintSystem, gc_paused
 from cuzk_plugin.circuit.pce_record import record_circuit
 from cuzk_plugin.circuit.r1cs import synthesize as synthesize_r1cs
 from cuzk_plugin.errors import CircuitError
-from cuzk_plugin.filecoin.gadgets.merkle import PathLevel
-from cuzk_plugin.filecoin.params import BASE_DEGREE, EXP_DEGREE, PorepParams, porep_params
-from cuzk_plugin.filecoin.porep.challenges import porep_challenges
-from cuzk_plugin.filecoin.porep.circuit import (
-    ChallengeWitness,
-    ColumnOpening,
-    PartitionWitness,
-    blank_partition,
-    synthesize_partition,
-)
-from cuzk_plugin.filecoin.porep.graph import StackedGraph
+from cuzk_plugin.filecoin.params import PorepParams, porep_params
+from cuzk_plugin.filecoin.porep.circuit import PartitionWitness, blank_partition, synthesize_partition
 from cuzk_plugin.filecoin.porep.witness import partition_assignment
 from cuzk_plugin.filecoin.poseidon import poseidon_hash
 from cuzk_plugin.filecoin.proofs import RegisteredSealProof
@@ -79,57 +72,6 @@ def porep_circuit_id(proof: RegisteredSealProof) -> str:
     """The engine's circuit id (``porep-2k`` ... ``porep-64g``): every API version and variant
     (interactive, synthetic, NI) of one sector size shares the v28 PoRep circuit."""
     return f"porep-{_SIZE_IDS[proof.sector_size]}"
-
-
-def _fr(d, path: str) -> int:
-    x = int.from_bytes(bytes(d), "little")
-    if x >= R:
-        raise C1Error(path, "is not a field element (>= r)")
-    return x
-
-
-def _level_path(path: str, variant: str, i: int, n_base: int) -> str:
-    """JSON path of level i (leaf first) of a Single / Sub / Top proof."""
-    if variant == "Single":
-        return f"{path}.data.Single.path.path[{i}]"
-    if i < n_base:
-        return f"{path}.data.{variant}.base_proof.path[{i}]"
-    return f"{path}.data.{variant}.{'sub_proof' if i == n_base else 'top_proof'}.path[0]"
-
-
-_LITTLE: itertools.repeat[Literal["little"]] = itertools.repeat("little")
-
-
-def _levels(proof: MerkleProof, arities: list[int], path: str, expect_variant: str) -> list[PathLevel]:
-    if proof.data.variant != expect_variant:
-        raise C1Error(f"{path}.data", f"expected a {expect_variant} proof for this sector size, got {proof.data.variant}")
-    levels = proof.data.levels()
-    if len(levels) != len(arities):
-        raise C1Error(f"{path}.data.{expect_variant}", f"{len(levels)} path levels, expected {len(arities)}")
-    n_base = len(arities) - {"Single": 0, "Sub": 1, "Top": 2}[expect_variant]
-    out = []
-    for i, (el, arity) in enumerate(zip(levels, arities, strict=False)):
-        # a 32 GiB C1 holds ~240 K of these hashes: the JSON path is only spelled out for a bad one
-        hashes = tuple(map(int.from_bytes, el.hashes, _LITTLE))
-        if len(hashes) != arity - 1 or el.index >= arity or max(hashes, default=0) >= R:
-            where = _level_path(path, expect_variant, i, n_base)
-            if len(hashes) != arity - 1:
-                raise C1Error(f"{where}.hashes", f"{len(hashes)} siblings, arity {arity} needs {arity - 1}")
-            if el.index >= arity:
-                raise C1Error(f"{where}.index", f"{el.index} is not below the arity {arity}")
-            j = next(j for j, x in enumerate(hashes) if x >= R)
-            raise C1Error(f"{where}.hashes[{j}]", "is not a field element (>= r)")
-        out.append(PathLevel(arity, hashes, el.index))
-    return out
-
-
-def _path_index(levels: list[PathLevel]) -> int:
-    index, scale = 0, 1
-    for lv in levels:
-        assert lv.index is not None  # parsed levels always carry their position
-        index += lv.index * scale
-        scale *= lv.arity
-    return index
 
 
 @dataclass(frozen=True)
@@ -190,22 +132,19 @@ class PorepPartition:
 class PorepJob:
     """A checked PoRep C1: per-partition witnesses and public inputs."""
 
-    def __init__(self, c1: C1Output, *, sector_id: int | None = None, prefix: str = "$"):
-        self.c1 = c1
+    def __init__(self, seal_proof: RegisteredSealProof, partitions: list[PorepPartition], *,
+                 sector_id: int | None = None):
+        self.seal_proof = seal_proof
         self.sector_id = sector_id
-        self.prefix = prefix
-        self.seal_proof = c1.seal_proof
-        # NI-PoRep proves more partitions of the same circuit; synthetic PoRep the interactive
-        # count (porep-variants-facts.md sections 2 and 6)
-        self.params: PorepParams = porep_params(self.seal_proof.sector_size,
-                                                non_interactive=not self.seal_proof.interactive)
-        if not any(c1.seed):
-            raise C1Error(f"{prefix}.seed", "all zero (C2 refuses a zero seed for every PoRep variant)")
-        self._partitions = self._build()
+        self._partitions = partitions
 
     @property
     def circuit_id(self) -> str:
         return porep_circuit_id(self.seal_proof)
+
+    @property
+    def params(self) -> PorepParams:
+        return self._partitions[0].params
 
     @property
     def num_partitions(self) -> int:
@@ -220,102 +159,6 @@ class PorepJob:
 
     def partition(self, k: int) -> PorepPartition:
         return self._partitions[k]
-
-    @cached_property
-    def graph(self) -> StackedGraph:
-        return StackedGraph(self.params.nodes, self.seal_proof.porep_id,
-                            legacy_predecessor=self.seal_proof.api_version == "1.0.0")
-
-    # -- building and checking --------------------------------------------------------------
-
-    def _build(self) -> list[PorepPartition]:
-        p, c1, pre = self.params, self.c1, self.prefix
-        replica_id = _fr(c1.replica_id, f"{pre}.replica_id")
-        comm_d = _fr(c1.comm_d, f"{pre}.comm_d")
-        comm_r = _fr(c1.comm_r, f"{pre}.comm_r")
-        parts = c1.partitions
-        base = f"{pre}.vanilla_proofs.{self.seal_proof.v1_name}"
-        if len(parts) != p.partitions:
-            raise C1Error(base, f"{len(parts)} partitions, {c1.registered_proof} has {p.partitions}")
-        tree_variant = p.tree_variant
-        comm_r_last: int | None = None
-        comm_c: int | None = None
-        out = []
-        for k, proofs in enumerate(parts):
-            if len(proofs) != p.challenges_per_partition:
-                raise C1Error(f"{base}[{k}]", f"{len(proofs)} challenges, expected {p.challenges_per_partition}")
-            expected = porep_challenges(self.seal_proof.challenge_kind, replica_id=c1.replica_id,
-                                        comm_r=c1.comm_r, seed=c1.seed, nodes=p.nodes,
-                                        challenges_per_partition=p.challenges_per_partition, partition=k)
-            challenges, inputs = [], [replica_id, comm_d, comm_r]
-            for i, (vp, challenge) in enumerate(zip(proofs, expected, strict=False)):
-                path = f"{base}[{k}][{i}]"
-                ch = self._challenge(vp, challenge, path, tree_variant, comm_d)
-                root_r = _fr(vp.comm_r_last_proof.data.proof.root, f"{path}.comm_r_last_proof.root")
-                root_c = _fr(vp.replica_column_proofs.c_x.inclusion_proof.data.proof.root,
-                             f"{path}.replica_column_proofs.c_x.inclusion_proof.root")
-                if comm_r_last is None:
-                    comm_r_last, comm_c = root_r, root_c
-                elif root_r != comm_r_last:
-                    raise C1Error(f"{path}.comm_r_last_proof", "inconsistent comm_r_last across challenges")
-                elif root_c != comm_c:
-                    raise C1Error(f"{path}.replica_column_proofs.c_x", "inconsistent comm_c across challenges")
-                challenges.append(ch)
-                drg = self.graph.drg_parents(challenge)
-                exp = self.graph.exp_parents(challenge)
-                inputs += [challenge, *drg, *exp, challenge, challenge, challenge]
-            out.append((challenges, inputs))
-        if comm_c is None or comm_r_last is None:  # every partition holds challenges (counts checked above)
-            raise C1Error(base, "no vanilla proofs")
-        if poseidon_hash([comm_c, comm_r_last]) != comm_r:
-            raise C1Error(f"{pre}.comm_r", "is not Poseidon(comm_c, comm_r_last) of the vanilla proofs")
-        return [
-            PorepPartition(p, k, PartitionWitness(replica_id, comm_d, comm_r, comm_r_last, comm_c, chs), inputs)
-            for k, (chs, inputs) in enumerate(out)
-        ]
-
-    def _column(self, cp: ColumnProof, node: int, path: str, variant: str) -> ColumnOpening:
-        p = self.params
-        if cp.column.index != node:
-            raise C1Error(f"{path}.column.index", f"is {cp.column.index}, the graph says {node}")
-        if len(cp.column.rows) != p.layers:
-            raise C1Error(f"{path}.column.rows", f"{len(cp.column.rows)} rows, the sector has {p.layers} layers")
-        levels = _levels(cp.inclusion_proof, p.tree_arities, f"{path}.inclusion_proof", variant)
-        if _path_index(levels) != node:
-            raise C1Error(f"{path}.inclusion_proof", f"path indices address node {_path_index(levels)}, not {node}")
-        rows: list[int | None] = [_fr(r, f"{path}.column.rows[{j}]") for j, r in enumerate(cp.column.rows)]
-        return ColumnOpening(rows, levels)
-
-    def _challenge(self, vp, challenge: int, path: str, variant: str, comm_d: int) -> ChallengeWitness:
-        p = self.params
-        if len(vp.labeling_proofs) != p.layers:
-            raise C1Error(f"{path}.labeling_proofs", f"{len(vp.labeling_proofs)} proofs, expected {p.layers}")
-        node = vp.labeling_proofs[0].node
-        if node != challenge:
-            raise C1Error(f"{path}.labeling_proofs[0].node",
-                          f"challenge {node}, but the {self.seal_proof.challenge_kind} derivation gives {challenge}")
-        d_levels = _levels(vp.comm_d_proofs, [2] * p.data_levels, f"{path}.comm_d_proofs", "Single")
-        if _path_index(d_levels) != challenge:
-            raise C1Error(f"{path}.comm_d_proofs", f"path addresses node {_path_index(d_levels)}, not {challenge}")
-        if _fr(vp.comm_d_proofs.data.proof.root, f"{path}.comm_d_proofs.root") != comm_d:
-            raise C1Error(f"{path}.comm_d_proofs.data.Single.root", "is not comm_d")
-        r_levels = _levels(vp.comm_r_last_proof, p.tree_arities, f"{path}.comm_r_last_proof", variant)
-        rcp = vp.replica_column_proofs
-        c_levels = _levels(rcp.c_x.inclusion_proof, p.tree_arities, f"{path}.replica_column_proofs.c_x.inclusion_proof", variant)
-        for what, levels in (("comm_r_last_proof", r_levels), ("replica_column_proofs.c_x.inclusion_proof", c_levels)):
-            if _path_index(levels) != challenge:
-                raise C1Error(f"{path}.{what}", f"path addresses node {_path_index(levels)}, not {challenge}")
-        drg_nodes, exp_nodes = self.graph.drg_parents(challenge), self.graph.exp_parents(challenge)
-        if len(rcp.drg_parents) != BASE_DEGREE:
-            raise C1Error(f"{path}.replica_column_proofs.drg_parents", f"{len(rcp.drg_parents)} columns, expected {BASE_DEGREE}")
-        if len(rcp.exp_parents) != EXP_DEGREE:
-            raise C1Error(f"{path}.replica_column_proofs.exp_parents", f"{len(rcp.exp_parents)} columns, expected {EXP_DEGREE}")
-        drg = [self._column(cp, n, f"{path}.replica_column_proofs.drg_parents[{j}]", variant)
-               for j, (cp, n) in enumerate(zip(rcp.drg_parents, drg_nodes, strict=False))]
-        exp = [self._column(cp, n, f"{path}.replica_column_proofs.exp_parents[{j}]", variant)
-               for j, (cp, n) in enumerate(zip(rcp.exp_parents, exp_nodes, strict=False))]
-        data_leaf = _fr(vp.comm_d_proofs.data.proof.leaf, f"{path}.comm_d_proofs.data.Single.leaf")
-        return ChallengeWitness(challenge, data_leaf, d_levels, drg, exp, r_levels, c_levels)
 
     # -- synthesis --------------------------------------------------------------------------
 
@@ -353,9 +196,16 @@ def _check_c1_shape(raw: bytes | memoryview | str) -> None:
                            f"{len(raw):,} bytes {seen}; refused before decoding")
 
 
-def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
+#: A C1 at least this large has its partitions checked in planning processes where the caller
+#: gives a pool (a 32 GiB C1 is ~49 MB, a partition ~4.9 MB of it; a 512 MiB C1 ~1 MB in all).
+PARALLEL_C1_BYTES = 8 << 20
+
+
+def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = None) -> PorepJob:
     """A PoRep job from Curio's C1 envelope (``{"SectorNum", "Phase1Out", "SectorSize"}``) or
-    from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path."""
+    from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path.
+    ``pool``: processes that check a large C1's partitions side by side (each decodes its own
+    part of the JSON); what they refuse is checked again here, in order, which names it."""
     if not raw:
         raise C1Error("$", "empty (PoRep needs Curio's C1 envelope {SectorNum, Phase1Out, SectorSize} or C1 JSON)")
     if len(raw) > MAX_C1_BYTES:  # bounded before JSON expands it (a parsed C1 takes ~20x its bytes)
@@ -363,21 +213,103 @@ def porep_partitions(raw: bytes | memoryview | str) -> PorepJob:
     _check_c1_shape(raw)
     text = bytes(raw) if isinstance(raw, memoryview) else raw
     with gc_paused():  # a 32 GiB C1 is millions of small lists: no GC pass over them while they live
-        try:  # in pieces: one json.loads of a 49 MB C1 would hold the GIL ~1.5 s (json_pieces)
-            top = json_pieces.loads(text)
-        except json_pieces.NestingError as exc:
-            raise C1Error("$", f"{exc} (a C1 nests about 10 levels)") from None
-        except json_pieces.ShapeError as exc:
-            raise C1Error("$", f"the JSON {exc} (a C1's longest arrays hold a few hundred); refused before decoding") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
-        if isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top):
+        if pool is not None and len(text) >= PARALLEL_C1_BYTES:
+            job = _checked_side_by_side(text, pool)
+            if job is not None:
+                return job
+        top = _decode(text)
+        if _is_envelope(top):
             env, c1 = envelope_from_json(top)
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
         else:
             c1, sector_id, prefix = c1_from_json(top), None, "$"
         del top  # freed while GC is still paused: the next pass sees only the job's objects
-        return PorepJob(c1, sector_id=sector_id, prefix=prefix)
+        ctx = _context(c1, prefix)
+        checker, roots = PartitionChecker(ctx), Roots()
+        checks = [checker.check(k, proofs, roots) for k, proofs in enumerate(c1.partitions)]
+        return _assembled(ctx, checks, roots, sector_id)
+
+
+def _decode(text: bytes | str, keep_raw=None):
+    try:  # in pieces: one json.loads of a 49 MB C1 would hold the GIL ~1.5 s (json_pieces)
+        return json_pieces.loads(text, keep_raw=keep_raw)
+    except json_pieces.NestingError as exc:
+        raise C1Error("$", f"{exc} (a C1 nests about 10 levels)") from None
+    except json_pieces.ShapeError as exc:
+        raise C1Error("$", f"the JSON {exc} (a C1's longest arrays hold a few hundred); refused before decoding") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
+
+
+def _is_envelope(top) -> bool:
+    return isinstance(top, dict) and ("Phase1Out" in top or "SectorNum" in top)
+
+
+def _context(c1: C1Output, prefix: str) -> C1Context:
+    """The C1-wide checks, in the order they name a problem (the seed, the three values as field
+    elements, the partition count), and what checking a partition needs."""
+    seal_proof = c1.seal_proof
+    # NI-PoRep proves more partitions of the same circuit; synthetic PoRep the interactive
+    # count (porep-variants-facts.md sections 2 and 6)
+    params = porep_params(seal_proof.sector_size, non_interactive=not seal_proof.interactive)
+    if not any(c1.seed):
+        raise C1Error(f"{prefix}.seed", "all zero (C2 refuses a zero seed for every PoRep variant)")
+    for name in ("replica_id", "comm_d", "comm_r"):
+        field_element(getattr(c1, name), f"{prefix}.{name}")
+    ctx = C1Context(seal_proof, params, c1.replica_id, c1.comm_d, c1.comm_r, c1.seed, prefix)
+    if len(c1.partitions) != params.partitions:
+        raise C1Error(ctx.base, f"{len(c1.partitions)} partitions, {c1.registered_proof} has {params.partitions}")
+    return ctx
+
+
+def _assembled(ctx: C1Context, checks: list[PartitionCheck], roots: Roots, sector_id: int | None) -> PorepJob:
+    """The job from its checked partitions; ``roots``: every challenge's (checked alike)."""
+    comm_r_last, comm_c = roots.comm_r_last, roots.comm_c
+    if comm_c is None or comm_r_last is None:  # every partition holds challenges (counts checked)
+        raise C1Error(ctx.base, "no vanilla proofs")
+    replica_id, comm_d, comm_r = (int.from_bytes(v, "little") for v in (ctx.replica_id, ctx.comm_d, ctx.comm_r))
+    if poseidon_hash([comm_c, comm_r_last]) != comm_r:
+        raise C1Error(f"{ctx.prefix}.comm_r", "is not Poseidon(comm_c, comm_r_last) of the vanilla proofs")
+    witness = partial(PartitionWitness, replica_id, comm_d, comm_r, comm_r_last, comm_c)
+    partitions = [PorepPartition(ctx.params, k, witness(c.challenges), c.inputs) for k, c in enumerate(checks)]
+    return PorepJob(ctx.seal_proof, partitions, sector_id=sector_id)
+
+
+def _partition_text(path: json_pieces.JsonPath) -> bool:
+    """A partition's list in a C1 (``vanilla_proofs.<name>[k]``): left as text for a process."""
+    return len(path) == 3 and path[0] == "vanilla_proofs" and isinstance(path[2], int)
+
+
+def _checked_side_by_side(text: bytes | str, pool: Executor) -> PorepJob | None:
+    """The job, each partition decoded and checked in a process of ``pool``; None where anything
+    is not as a well-formed C1's (the caller then checks it in order, naming the problem)."""
+    try:
+        top = _decode(text, keep_raw=_partition_text)
+        sector_id, prefix, env = None, "$", None
+        if _is_envelope(top):
+            env = C1Envelope.model_validate(top)
+            top = _decode(env.c1_bytes(), keep_raw=_partition_text)
+            sector_id, prefix = env.SectorNum, "$.Phase1Out"
+        proofs = top.get("vanilla_proofs") if isinstance(top, dict) else None
+        if not isinstance(proofs, dict) or len(proofs) != 1:
+            return None
+        (name, parts), = proofs.items()
+        if not isinstance(parts, list) or not all(isinstance(p, json_pieces.RawJSON) for p in parts):
+            return None
+        c1 = c1_from_json({**top, "vanilla_proofs": {name: [[] for _ in parts]}}, prefix=prefix)
+        if env is not None and c1.seal_proof.sector_size != env.SectorSize:
+            return None
+        ctx = _context(c1, prefix)
+        results = list(pool.map(check_partition_text, itertools.repeat(ctx), range(len(parts)), parts))
+        checks = [c for c in results if c is not None]
+        if len(checks) != len(parts) or any(c.roots != checks[0].roots for c in checks):
+            return None
+        return _assembled(ctx, checks, checks[0].roots, sector_id)
+    except (ValueError, TypeError):  # C1Error, pydantic's ValidationError
+        return None
+    except BrokenExecutor as exc:
+        log.warning("the C1's partitions are checked in this thread: the planning processes failed (%s)", exc)
+        return None
 
 
 def extract_porep_pce(circuit_id: str, path, *, progress_every_s: float = 10.0) -> str:

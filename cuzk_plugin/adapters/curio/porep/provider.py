@@ -11,12 +11,23 @@ for debugging.
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_plugin.adapters.curio.keys import BlankCircuitKey, CircuitFile, filecoin_key_source, pce_enabled, plan_filecoin_key
 from cuzk_plugin.adapters.curio.porep.c1 import C1Error
-from cuzk_plugin.adapters.curio.porep.job import PCE_CIRCUITS, PorepPartition, ensure_porep_pce, porep_partitions
+from cuzk_plugin.adapters.curio.porep.job import (
+    PARALLEL_C1_BYTES,
+    PCE_CIRCUITS,
+    PorepPartition,
+    ensure_porep_pce,
+    porep_partitions,
+)
 from cuzk_plugin.engine.circuits import JobPlan, KeySource
 from cuzk_plugin.engine.errors import InvalidRequest
 from cuzk_plugin.engine.synthesis import output_block
@@ -27,6 +38,14 @@ from cuzk_plugin.filecoin.porep.witness_pool import shared_pool
 from cuzk_plugin.formats.pce import cached_circuits
 
 __all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
+
+log = logging.getLogger(__name__)
+
+#: The most processes that check a large C1's partitions side by side: one a partition of an
+#: interactive 32 GiB or 64 GiB PoRep (each ~4.9 MB of its JSON, ~0.2 s of a core).
+PLANNERS = 10
+#: Sector sizes whose C1 is large enough to be checked side by side (PARALLEL_C1_BYTES).
+LARGE_SECTOR = 32 << 30
 
 #: Sector sizes whose test key is a file made here (a single-party setup of the blank circuit on
 #: the host); larger ones take hours and tens of GB that way, so their test keys are made on the
@@ -45,6 +64,12 @@ def warm_porep_worker() -> None:
 
     for circuit_id in cached_circuits(worker_param_cache(), PCE_CIRCUITS):
         porep_layout(porep_params(PCE_CIRCUITS[circuit_id]))
+
+
+def _planner_init(parent_pid: int) -> None:
+    """A planning process's start: it dies with the daemon, and unpickling this function has
+    imported the C1 checks (pydantic, the graph) before the first plan needs them."""
+    die_with_parent(parent_pid)
 
 
 @dataclass(frozen=True)
@@ -113,10 +138,42 @@ class PorepCircuitProvider:
 
     def __init__(self, *, allow_test_keys: bool = False):
         self.allow_test_keys = allow_test_keys
+        self._planners: ProcessPoolExecutor | None = None
+        self._planners_lock = threading.Lock()
+
+    def start(self, param_cache: Path | None) -> None:
+        """At daemon start: the planning processes (spawned, ~1 s of imports each), where this
+        daemon proves a large sector (its pre-compiled circuit in the param cache); else the
+        first large C1 starts them, checked in turn itself."""
+        if any(PCE_CIRCUITS[c] >= LARGE_SECTOR for c in cached_circuits(param_cache, PCE_CIRCUITS)):
+            self._start_planners()
+
+    def close(self) -> None:
+        """Stop the planning processes (a plan still running falls back to checking in turn)."""
+        with self._planners_lock:
+            pool, self._planners = self._planners, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _start_planners(self) -> ProcessPoolExecutor | None:
+        """The pool of planning processes, started once where the host has two cores or more."""
+        with self._planners_lock:
+            processes = min(PLANNERS, os.cpu_count() or 1)
+            if self._planners is None and processes >= 2:
+                self._planners = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                                                     initializer=_planner_init, initargs=(os.getpid(),))
+                for _ in range(processes):  # every process starts now, not under the first plan
+                    self._planners.submit(os.getpid)
+                log.info("PoRep plans: a large C1's partitions are checked in %d processes side by side", processes)
+            return self._planners
 
     def plan(self, request, param_cache: Path | None) -> JobPlan:
+        raw = request.vanilla_proof
+        pool = self._planners
+        if pool is None and len(raw) >= PARALLEL_C1_BYTES:
+            self._start_planners()  # for the next one: this C1 is checked in turn meanwhile
         try:
-            job = porep_partitions(request.vanilla_proof)
+            job = porep_partitions(raw, pool=pool)
         except C1Error as exc:
             raise InvalidRequest(f"vanilla_proof{exc.path[1:]}: {exc.message}") from None
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
