@@ -4,7 +4,7 @@ snap_job, every PartitionProof decoded and checked), from the files the test sea
 Run from the repository root:
 
     python -m cuzk_plugin.filecoin.fixtures.seal --sector-size 32GiB --sparse --out /tmp/c1.json
-    python bench/synthesis/plan_bench.py porep /tmp/c1.json [RUNS] [--profile]
+    python bench/synthesis/plan_bench.py porep /tmp/c1.json [RUNS] [--profile] [--envelope] [--processes N]
     python -m cuzk_plugin.filecoin.fixtures.snap_seal --sector-size 32GiB --sparse --out /tmp/snap
     python bench/synthesis/plan_bench.py snap /tmp/snap [RUNS] [--profile]
 
@@ -15,18 +15,35 @@ import argparse
 import base64
 import cProfile
 import json
+import multiprocessing
 import pstats
+import re
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
-def porep_plan(path: Path) -> tuple[str, Callable[[], object]]:
+def porep_plan(path: Path, processes: int = 0, envelope: bool = False) -> tuple[str, Callable[[], object]]:
+    """The C1 (in Curio's envelope with ``envelope``), its partitions checked in ``processes``
+    planning processes side by side as the daemon's provider does (0: in turn)."""
     from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
     raw = path.read_bytes()
-    return f"C1 of {len(raw):,} bytes", lambda: porep_partitions(raw)
+    what = f"C1 of {len(raw):,} bytes"
+    if envelope:
+        from cuzk_plugin.filecoin.proofs import seal_proof_by_name
+
+        name = re.search(rb'"registered_proof":\s*"([^"]+)"', raw[:4096])
+        size = seal_proof_by_name(name.group(1).decode()).sector_size if name else 0
+        raw = json.dumps({"SectorNum": 1, "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": size}).encode()
+        what += " in its envelope"
+    if not processes:
+        return what + ", checked in turn", lambda: porep_partitions(raw)
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+    list(pool.map(abs, range(processes)))  # started before the runs
+    return f"{what}, partitions checked in {processes} processes", lambda: porep_partitions(raw, pool=pool)
 
 
 def snap_plan(folder: Path) -> tuple[str, Callable[[], object]]:
@@ -63,5 +80,10 @@ if __name__ == "__main__":
     ap.add_argument("path", type=Path, help="the C1 JSON (porep) or snap_seal's output folder (snap)")
     ap.add_argument("runs", nargs="?", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--processes", type=int, default=0,
+                    help="porep: check the partitions in this many planning processes (the daemon's provider: "
+                         "min(10, cores) where it proves 32 GiB or larger sectors); 0: in turn")
+    ap.add_argument("--envelope", action="store_true", help="porep: the C1 in Curio's envelope, as the daemon gets it")
     a = ap.parse_args()
-    main(*(porep_plan if a.kind == "porep" else snap_plan)(a.path), a.runs, a.profile)
+    plan = porep_plan(a.path, a.processes, a.envelope) if a.kind == "porep" else snap_plan(a.path)
+    main(*plan, a.runs, a.profile)
