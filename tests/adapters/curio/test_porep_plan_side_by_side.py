@@ -16,7 +16,7 @@ import pytest
 
 from cuzk_plugin.adapters.curio import json_pieces
 from cuzk_plugin.adapters.curio.porep import job as porep_job
-from cuzk_plugin.adapters.curio.porep.c1 import C1Error
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error, parse_envelope, plain_envelope
 from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider
 from cuzk_plugin.filecoin.fixtures.variant_seal import VARIANT_PROOFS, seal_variant, variant_c1_json
@@ -143,3 +143,33 @@ def test_the_provider_starts_planning_processes_where_it_proves_a_large_sector(t
     finally:
         provider.close()
     assert provider._planners is None
+
+
+def test_a_plain_envelope_is_read_without_decoding_its_string_as_json(ni_c1):
+    env, raw = plain_envelope(_envelope(ni_c1))
+    assert raw == ni_c1 and (env.SectorNum, env.SectorSize) == (7, 2048)
+    assert parse_envelope(_envelope(ni_c1))[0] == env
+    spaced = b'{ "SectorNum" : 7 ,\n "Phase1Out"\t:  "' + base64.b64encode(ni_c1) + b'" , "SectorSize": 2048 }'
+    assert plain_envelope(spaced) == (env, ni_c1)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"SectorNum": 7, "Phase1Out": "QUJD\\/Rw==", "SectorSize": 2048}',  # an escape: read as JSON
+    b'{"SectorNum": 7, "Phase1Out": "QUJD", "Phase1Out": "QUJD", "SectorSize": 2048}',
+    b'{"SectorNum": 7, "Note": "Phase1Out", "SectorSize": 2048}',
+    b'{"SectorNum": 7, "Phase1Out": 12, "SectorSize": 2048}',
+    b'{"SectorNum": 7, "Phase1Out": "QUJD=A==", "SectorSize": 2048}',  # padding inside
+    b'{"SectorNum": 7, "Phase1Out": "QUJD", "SectorSize": 2048, "Extra": 1}',
+    b'{"SectorNum": -1, "Phase1Out": "QUJD", "SectorSize": 2048}',
+    b'{"Inner": {"Phase1Out": "QUJD"}, "SectorNum": 7, "SectorSize": 2048}',
+])
+def test_an_envelope_that_is_not_plain_is_left_to_the_json_reader(body):
+    assert plain_envelope(body) is None
+    with pytest.raises(C1Error) as refused:
+        porep_partitions(body)
+    with pytest.raises(C1Error) as as_json:
+        parse_envelope(body)
+    assert str(refused.value) == str(as_json.value)
+    assert plain_envelope(body[:-1]) is None  # not JSON
+    with pytest.raises(C1Error, match=r"^\$: not a JSON C1 envelope \(Expecting"):
+        porep_partitions(body[:-1])

@@ -22,6 +22,7 @@ from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 __all__ = [
     "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
     "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json",
+    "c1_in_envelope", "plain_envelope",
 ]
 
 class _BadPart(ValueError):
@@ -247,18 +248,56 @@ class C1Envelope(BaseModel):
     def c1_bytes(self) -> bytes:
         """``base64.b64decode(Phase1Out, validate=True)``, a piece at a time: a 32 GiB C1 is
         65 MB of base64, which one call would decode holding the GIL."""
-        text, piece = self.Phase1Out, _B64_PIECE
         try:
-            data = len(text.rstrip("="))  # where the final padding starts
-            if (at := text.find("=", 0, data)) >= 0:
-                raise binascii.Error(f"padding at character {at}, before the end")
-            last = max(0, (data - 1) // piece * piece)  # the last piece: the last quads and the padding
-            # the pieces before the last: whole quads of the alphabet alone (strict)
-            head = [binascii.a2b_base64(text[i:i + piece].encode("ascii"), strict_mode=True)
-                    for i in range(0, last, piece)]
-            return b"".join([*head, base64.b64decode(text[last:], validate=True)])
+            return _b64decode_in_pieces(self.Phase1Out)
         except (binascii.Error, ValueError) as exc:
             raise C1Error("$.Phase1Out", f"not standard base64 ({exc})") from None
+
+
+def _b64decode_in_pieces(text: str | bytes) -> bytes:
+    """``base64.b64decode(text, validate=True)`` in pieces of _B64_PIECE characters."""
+    data = text.encode("ascii") if isinstance(text, str) else text
+    end = len(data.rstrip(b"="))  # where the final padding starts
+    if (at := data.find(b"=", 0, end)) >= 0:
+        raise binascii.Error(f"padding at character {at}, before the end")
+    piece = _B64_PIECE
+    last = max(0, (end - 1) // piece * piece)  # the last piece: the last quads and the padding
+    # the pieces before the last: whole quads of the alphabet alone (strict)
+    head = [binascii.a2b_base64(data[i:i + piece], strict_mode=True) for i in range(0, last, piece)]
+    return b"".join([*head, base64.b64decode(data[last:], validate=True)])
+
+
+_PHASE1OUT_KEY = b'"Phase1Out"'
+
+
+def plain_envelope(raw: bytes) -> tuple[C1Envelope, bytes] | None:
+    """Curio's envelope and the C1 bytes in it, read without decoding its 65 MB base64 string as
+    JSON (~0.3 s of one core at 32 GiB): where the envelope holds no backslash (so a quote
+    always ends a string) and one ``"Phase1Out"`` key, the string after it is cut out, the rest
+    decoded and validated as :func:`envelope_from_json` would, and the string base64-decoded
+    from the bytes themselves. None wherever that does not hold or anything fails: the caller
+    then reads it as JSON, which names what is wrong."""
+    if raw.find(b"\\") >= 0 or raw.count(_PHASE1OUT_KEY) != 1:
+        return None
+    key_end = raw.find(_PHASE1OUT_KEY) + len(_PHASE1OUT_KEY)
+    after = raw[key_end:key_end + 64]
+    lead = len(after) - len(after.lstrip(b" \t\r\n"))
+    if after[lead:lead + 1] != b":":
+        return None
+    rest = after[lead + 1:]
+    start = key_end + lead + 1 + (len(rest) - len(rest.lstrip(b" \t\r\n")))
+    if raw[start:start + 1] != b'"' or (end := raw.find(b'"', start + 1)) < 0:
+        return None
+    try:
+        top = json.loads(raw[:start] + b'""' + raw[end + 1:])
+        if not isinstance(top, dict) or top.get("Phase1Out") != "":
+            return None
+        env = C1Envelope.model_validate(top)
+        text = raw[start + 1:end]
+        c1 = _b64decode_in_pieces(text)
+        return env.model_copy(update={"Phase1Out": text.decode("ascii")}), c1  # base64: ASCII
+    except (ValueError, TypeError):  # JSON, validation and base64 errors
+        return None
 
 
 def _json_path(loc: tuple) -> str:
@@ -302,10 +341,15 @@ def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
 def envelope_from_json(top: Any) -> tuple[C1Envelope, C1Output]:
     """:func:`parse_envelope` on JSON already decoded (a large body is decoded once)."""
     env = _validate(C1Envelope, top)
-    c1 = parse_c1(env.c1_bytes(), prefix="$.Phase1Out")
+    return env, c1_in_envelope(env, env.c1_bytes())
+
+
+def c1_in_envelope(env: C1Envelope, raw: bytes) -> C1Output:
+    """The C1 output of ``env`` (its ``Phase1Out`` decoded: ``raw``), checked against its size."""
+    c1 = parse_c1(raw, prefix="$.Phase1Out")
     if c1.seal_proof.sector_size != env.SectorSize:
         raise C1Error("$.SectorSize", f"{env.SectorSize} but the C1 is for {c1.registered_proof}")
-    return env, c1
+    return c1
 
 
 def parse_c1(raw: bytes | str, *, prefix: str = "$") -> C1Output:

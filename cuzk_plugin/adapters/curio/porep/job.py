@@ -27,7 +27,15 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING
 
 from cuzk_plugin.adapters.curio import json_pieces
-from cuzk_plugin.adapters.curio.porep.c1 import C1Envelope, C1Error, C1Output, c1_from_json, envelope_from_json
+from cuzk_plugin.adapters.curio.porep.c1 import (
+    C1Envelope,
+    C1Error,
+    C1Output,
+    c1_from_json,
+    c1_in_envelope,
+    envelope_from_json,
+    plain_envelope,
+)
 from cuzk_plugin.adapters.curio.porep.partition_check import (
     C1Context,
     PartitionCheck,
@@ -217,13 +225,18 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
             job = _checked_side_by_side(text, pool)
             if job is not None:
                 return job
-        top = _decode(text)
-        if _is_envelope(top):
-            env, c1 = envelope_from_json(top)
+        plain = plain_envelope(text) if isinstance(text, bytes) else None
+        if plain is not None:
+            env, c1 = plain[0], c1_in_envelope(*plain)
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
         else:
-            c1, sector_id, prefix = c1_from_json(top), None, "$"
-        del top  # freed while GC is still paused: the next pass sees only the job's objects
+            top = _decode(text)
+            if _is_envelope(top):
+                env, c1 = envelope_from_json(top)
+                sector_id, prefix = env.SectorNum, "$.Phase1Out"
+            else:
+                c1, sector_id, prefix = c1_from_json(top), None, "$"
+            del top  # freed while GC is still paused: the next pass sees only the job's objects
         ctx = _context(c1, prefix)
         checker, roots = PartitionChecker(ctx), Roots()
         checks = [checker.check(k, proofs, roots) for k, proofs in enumerate(c1.partitions)]
@@ -284,11 +297,16 @@ def _checked_side_by_side(text: bytes | str, pool: Executor) -> PorepJob | None:
     """The job, each partition decoded and checked in a process of ``pool``; None where anything
     is not as a well-formed C1's (the caller then checks it in order, naming the problem)."""
     try:
-        top = _decode(text, keep_raw=_partition_text)
+        plain = plain_envelope(text) if isinstance(text, bytes) else None
         sector_id, prefix, env = None, "$", None
-        if _is_envelope(top):
-            env = C1Envelope.model_validate(top)
-            top = _decode(env.c1_bytes(), keep_raw=_partition_text)
+        if plain is not None:
+            env, top = plain[0], _decode(plain[1], keep_raw=_partition_text)
+        else:
+            top = _decode(text, keep_raw=_partition_text)
+            if _is_envelope(top):
+                env = C1Envelope.model_validate(top)
+                top = _decode(env.c1_bytes(), keep_raw=_partition_text)
+        if env is not None:
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
         proofs = top.get("vanilla_proofs") if isinstance(top, dict) else None
         if not isinstance(proofs, dict) or len(proofs) != 1:
