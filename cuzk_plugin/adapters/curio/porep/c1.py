@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
@@ -22,7 +23,7 @@ from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 __all__ = [
     "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
     "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json",
-    "c1_in_envelope", "plain_envelope",
+    "c1_in_envelope", "plain_envelope", "decode_json",
 ]
 
 class _BadPart(ValueError):
@@ -322,20 +323,24 @@ def _validate(model: type[BaseModel], data: Any, prefix: str = "$") -> Any:
         raise C1Error(path, msg) from None
 
 
-def _loads(raw: bytes | str, what: str) -> Any:
+def decode_json(raw: bytes | str, what: str = "", keep_raw: Callable[[json_pieces.JsonPath], bool] | None = None) -> Any:
+    """``json_pieces.loads(raw)``, a refusal raised as C1Error naming ``what`` (the C1 envelope,
+    the C1 output; empty: a request body that may be either)."""
+    lead = f"{what} " if what else ""
     try:
-        return json_pieces.loads(raw)
+        return json_pieces.loads(raw, keep_raw=keep_raw)
     except json_pieces.NestingError as exc:
-        raise C1Error("$", f"{what} {exc} (a C1 nests about 10 levels)") from None
+        raise C1Error("$", f"{lead}{exc} (a C1 nests about 10 levels)") from None
     except json_pieces.ShapeError as exc:
-        raise C1Error("$", f"{what} {exc} (a C1's longest arrays hold a few hundred); refused before decoding") from None
+        raise C1Error("$", f"{lead or 'the JSON '}{exc} (a C1's longest arrays hold a few hundred); refused before "
+                           "decoding") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise C1Error("$", f"{what} is not JSON ({exc})") from None
+        raise C1Error("$", f"{what} is not JSON ({exc})" if what else f"not a JSON C1 envelope ({exc})") from None
 
 
 def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
     """Curio's envelope and the C1 output inside it."""
-    return envelope_from_json(_loads(raw, "the C1 envelope"))
+    return envelope_from_json(decode_json(raw, "the C1 envelope"))
 
 
 def envelope_from_json(top: Any) -> tuple[C1Envelope, C1Output]:
@@ -354,7 +359,7 @@ def c1_in_envelope(env: C1Envelope, raw: bytes) -> C1Output:
 
 def parse_c1(raw: bytes | str, *, prefix: str = "$") -> C1Output:
     """Parse and structurally check C1 JSON bytes (see :func:`check_c1` for consistency)."""
-    return c1_from_json(_loads(raw, "the C1 output"), prefix=prefix)
+    return c1_from_json(decode_json(raw, "the C1 output"), prefix=prefix)
 
 
 def c1_from_json(top: Any, *, prefix: str = "$") -> C1Output:

@@ -17,7 +17,6 @@ the graph), not read from the C1, and the C1 is checked against them.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import time
 from concurrent.futures import BrokenExecutor, Executor
@@ -33,6 +32,7 @@ from cuzk_plugin.adapters.curio.porep.c1 import (
     C1Output,
     c1_from_json,
     c1_in_envelope,
+    decode_json,
     envelope_from_json,
     plain_envelope,
 )
@@ -230,7 +230,7 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
             env, c1 = plain[0], c1_in_envelope(*plain)
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
         else:
-            top = _decode(text)
+            top = decode_json(text)
             if _is_envelope(top):
                 env, c1 = envelope_from_json(top)
                 sector_id, prefix = env.SectorNum, "$.Phase1Out"
@@ -241,17 +241,6 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
         checker, roots = PartitionChecker(ctx), Roots()
         checks = [checker.check(k, proofs, roots) for k, proofs in enumerate(c1.partitions)]
         return _assembled(ctx, checks, roots, sector_id)
-
-
-def _decode(text: bytes | str, keep_raw=None):
-    try:  # in pieces: one json.loads of a 49 MB C1 would hold the GIL ~1.5 s (json_pieces)
-        return json_pieces.loads(text, keep_raw=keep_raw)
-    except json_pieces.NestingError as exc:
-        raise C1Error("$", f"{exc} (a C1 nests about 10 levels)") from None
-    except json_pieces.ShapeError as exc:
-        raise C1Error("$", f"the JSON {exc} (a C1's longest arrays hold a few hundred); refused before decoding") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise C1Error("$", f"not a JSON C1 envelope ({exc})") from None
 
 
 def _is_envelope(top) -> bool:
@@ -300,12 +289,12 @@ def _checked_side_by_side(text: bytes | str, pool: Executor) -> PorepJob | None:
         plain = plain_envelope(text) if isinstance(text, bytes) else None
         sector_id, prefix, env = None, "$", None
         if plain is not None:
-            env, top = plain[0], _decode(plain[1], keep_raw=_partition_text)
+            env, top = plain[0], decode_json(plain[1], keep_raw=_partition_text)
         else:
-            top = _decode(text, keep_raw=_partition_text)
+            top = decode_json(text, keep_raw=_partition_text)
             if _is_envelope(top):
                 env = C1Envelope.model_validate(top)
-                top = _decode(env.c1_bytes(), keep_raw=_partition_text)
+                top = decode_json(env.c1_bytes(), keep_raw=_partition_text)
         if env is not None:
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
         proofs = top.get("vanilla_proofs") if isinstance(top, dict) else None
