@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import json
 import multiprocessing
+import os
+import signal
+import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
@@ -18,7 +21,7 @@ from cuzk_plugin.adapters.curio import json_pieces
 from cuzk_plugin.adapters.curio.porep import job as porep_job
 from cuzk_plugin.adapters.curio.porep.c1 import C1Error, parse_envelope, plain_envelope
 from cuzk_plugin.adapters.curio.porep.job import porep_partitions
-from cuzk_plugin.adapters.curio.porep.provider import PorepCircuitProvider
+from cuzk_plugin.adapters.curio.porep.provider import PlanningProcesses, PorepCircuitProvider
 from cuzk_plugin.filecoin.fixtures.variant_seal import VARIANT_PROOFS, seal_variant, variant_c1_json
 from cuzk_plugin.formats.pce import pce_path
 
@@ -173,3 +176,22 @@ def test_an_envelope_that_is_not_plain_is_left_to_the_json_reader(body):
     assert plain_envelope(body[:-1]) is None  # not JSON
     with pytest.raises(C1Error, match=r"^\$: not a JSON C1 envelope \(Expecting"):
         porep_partitions(body[:-1])
+
+
+def test_a_dead_planning_process_costs_one_plan_not_every_later_one(ni_c1, monkeypatch):
+    monkeypatch.setattr(porep_job, "PARALLEL_C1_BYTES", 0)
+    planners = PlanningProcesses(2)
+    try:
+        assert porep_job._checked_side_by_side(ni_c1, planners) is not None
+        victim = next(iter(planners._pool._processes.values()))
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.join(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the pool notices the death in its own thread
+            job = porep_job._checked_side_by_side(ni_c1, planners)
+            if job is not None:
+                break
+        assert job is not None and job.num_partitions == 13
+        assert victim.pid not in {p.pid for p in planners._pool._processes.values()}
+    finally:
+        planners.shutdown(wait=False, cancel_futures=True)

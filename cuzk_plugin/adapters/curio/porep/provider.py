@@ -15,7 +15,7 @@ import logging
 import multiprocessing
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from cuzk_plugin.filecoin.porep.witness_layout import porep_layout
 from cuzk_plugin.filecoin.porep.witness_pool import shared_pool
 from cuzk_plugin.formats.pce import cached_circuits
 
-__all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator"]
+__all__ = ["PorepCircuitProvider", "PorepPartitionTask", "PorepKeyGenerator", "PlanningProcesses"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,43 @@ def _planner_init(parent_pid: int) -> None:
     """A planning process's start: it dies with the daemon, and unpickling this function has
     imported the C1 checks (pydantic, the graph) before the first plan needs them."""
     die_with_parent(parent_pid)
+
+
+class PlanningProcesses(Executor):
+    """Spawned processes that check a large C1's partitions side by side. Where one of them
+    died (killed for memory, say), the next submit starts new ones: a crash costs the plan that
+    saw it its side-by-side check (it is checked in turn), not every later plan."""
+
+    def __init__(self, processes: int):
+        self.processes = processes
+        self._lock = threading.Lock()
+        self._pool = self._started()
+
+    def _started(self) -> ProcessPoolExecutor:
+        pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_planner_init, initargs=(os.getpid(),))
+        for _ in range(self.processes):  # every process starts now, not under the first plan
+            pool.submit(os.getpid)
+        return pool
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        with self._lock:
+            pool = self._pool
+        try:
+            return pool.submit(fn, *args, **kwargs)
+        except BrokenExecutor:
+            with self._lock:
+                if self._pool is pool:
+                    log.warning("a PoRep planning process died; starting %d new ones", self.processes)
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    self._pool = self._started()
+                pool = self._pool
+            return pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            pool = self._pool
+        pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 @dataclass(frozen=True)
@@ -138,7 +175,7 @@ class PorepCircuitProvider:
 
     def __init__(self, *, allow_test_keys: bool = False):
         self.allow_test_keys = allow_test_keys
-        self._planners: ProcessPoolExecutor | None = None
+        self._planners: PlanningProcesses | None = None
         self._planners_lock = threading.Lock()
 
     def start(self, param_cache: Path | None) -> None:
@@ -155,15 +192,12 @@ class PorepCircuitProvider:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _start_planners(self) -> ProcessPoolExecutor | None:
-        """The pool of planning processes, started once where the host has two cores or more."""
+    def _start_planners(self) -> PlanningProcesses | None:
+        """The planning processes, started once where the host has two cores or more."""
         with self._planners_lock:
             processes = min(PLANNERS, os.cpu_count() or 1)
             if self._planners is None and processes >= 2:
-                self._planners = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
-                                                     initializer=_planner_init, initargs=(os.getpid(),))
-                for _ in range(processes):  # every process starts now, not under the first plan
-                    self._planners.submit(os.getpid)
+                self._planners = PlanningProcesses(processes)
                 log.info("PoRep plans: a large C1's partitions are checked in %d processes side by side", processes)
             return self._planners
 
