@@ -195,3 +195,17 @@ def test_a_dead_planning_process_costs_one_plan_not_every_later_one(ni_c1, monke
         assert victim.pid not in {p.pid for p in planners._pool._processes.values()}
     finally:
         planners.shutdown(wait=False, cancel_futures=True)
+
+
+def test_large_bodies_that_are_no_c1_start_no_planning_processes():
+    from cuzk_plugin.engine.errors import InvalidRequest
+    from cuzk_plugin.engine.types import ProofKind, ProofRequest
+
+    provider = PorepCircuitProvider()
+    body = b'{"registered_proof": "StackedDrg32GiBV1_1", "vanilla_proofs": [' + b"1," * (5 << 20) + b"1]}"
+    assert len(body) >= porep_job.PARALLEL_C1_BYTES
+    request = ProofRequest("flood", ProofKind.POREP_SEAL_COMMIT, vanilla_proof=body)
+    for _ in range(2):
+        with pytest.raises(InvalidRequest, match="refused before decoding"):
+            provider.plan(request, None)
+    assert provider._planners is None

@@ -287,6 +287,8 @@ def _checked_side_by_side(text: bytes | str, pool: Executor) -> PorepJob | None:
     is not as a well-formed C1's (the caller then checks it in order, naming the problem)."""
     try:
         plain = plain_envelope(text) if isinstance(text, bytes) else None
+        if plain is None and isinstance(text, bytes) and b'"vanilla_proofs"' not in text:
+            return None  # neither a plain envelope nor a C1: decoded once, in turn (a hostile body too)
         sector_id, prefix, env = None, "$", None
         if plain is not None:
             env, top = plain[0], decode_json(plain[1], keep_raw=_partition_text)

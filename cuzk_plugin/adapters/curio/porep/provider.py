@@ -181,7 +181,8 @@ class PorepCircuitProvider:
     def start(self, param_cache: Path | None) -> None:
         """At daemon start: the planning processes (spawned, ~1 s of imports each), where this
         daemon proves a large sector (its pre-compiled circuit in the param cache); else the
-        first large C1 starts them, checked in turn itself."""
+        first large C1 that is one (checked in turn itself) starts them: a flood of hostile
+        large bodies never does."""
         if any(PCE_CIRCUITS[c] >= LARGE_SECTOR for c in cached_circuits(param_cache, PCE_CIRCUITS)):
             self._start_planners()
 
@@ -204,12 +205,12 @@ class PorepCircuitProvider:
     def plan(self, request, param_cache: Path | None) -> JobPlan:
         raw = request.vanilla_proof
         pool = self._planners
-        if pool is None and len(raw) >= PARALLEL_C1_BYTES:
-            self._start_planners()  # for the next one: this C1 is checked in turn meanwhile
         try:
             job = porep_partitions(raw, pool=pool)
         except C1Error as exc:
             raise InvalidRequest(f"vanilla_proof{exc.path[1:]}: {exc.message}") from None
+        if pool is None and len(raw) >= PARALLEL_C1_BYTES:
+            self._start_planners()  # for the next one, once a large C1 proved to be one
         circuit_id = plan_filecoin_key(job.circuit_id, param_cache, allow_test_keys=self.allow_test_keys,
                                        make_test_key=porep_test_key, test_key_circuit=porep_test_key_circuit)
         pce_cache = str(param_cache) if param_cache is not None else None
