@@ -175,3 +175,41 @@ def test_a_synthesis_workers_log_records_reach_the_daemons_loggers(tmp_path, cap
     assert any(r.levelname == "WARNING" and "truncated" in r.getMessage() and "recording it again" in r.getMessage()
                for r in worker), [r.getMessage() for r in worker]
     assert any(r.levelname == "INFO" and "recorded in" in r.getMessage() for r in worker)
+
+
+def test_the_engine_starts_and_stops_the_providers_planning(tmp_path, caplog):
+    """Engine.start reaches each provider's optional ``start(param_cache)`` (the PoRep provider
+    starts its planning processes there) and Engine.stop its ``close()``; a provider whose start
+    fails is logged, and the daemon serves without its processes."""
+    from cuzk_plugin.backends.cpu import CpuBackend
+    from cuzk_plugin.config import load_config
+    from cuzk_plugin.engine.engine import Engine
+
+    class Hooks:
+        kinds = ()
+
+        def __init__(self, fail: bool = False):
+            self.fail, self.calls = fail, []
+
+        def start(self, param_cache):
+            self.calls.append(("start", Path(param_cache)))
+            if self.fail:
+                raise OSError("no processes today")
+
+        def close(self):
+            self.calls.append(("close",))
+
+    good, bad = Hooks(), Hooks(fail=True)
+    registry = ProviderRegistry(load_plugins=False)
+    registry._by_kind = {1: good, 2: bad}  # kinds of their own: only the hooks matter here
+
+    async def run():
+        config = load_config(None, {"srs": {"param_cache": str(tmp_path)}, "daemon": {"status_listen": ""},
+                                    "gpus": {"backend": "cpu"}, "synthesis": {"threads": 1}})
+        engine = Engine(config, backends=[CpuBackend()], providers=registry)
+        await engine.start()
+        await engine.stop()
+
+    asyncio.run(run())
+    assert good.calls == [("start", tmp_path), ("close",)] and bad.calls == [("start", tmp_path), ("close",)]
+    assert "failed to start its planning processes" in caplog.text and "no processes today" in caplog.text
