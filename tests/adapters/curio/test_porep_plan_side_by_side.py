@@ -67,7 +67,7 @@ def test_processes_give_the_planning_threads_job(ni_c1, monkeypatch):
     in_turn = porep_partitions(ni_c1)
     assert in_turn.num_partitions == 13
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        assert porep_job._checked_side_by_side(ni_c1, pool) is not None  # not the fallback
+        assert porep_job._checked_side_by_side(ni_c1, plain_envelope(ni_c1), pool) is not None  # not the fallback
         _same_job(porep_partitions(ni_c1, pool=pool), in_turn)
         _same_job(porep_partitions(_envelope(ni_c1), pool=pool), porep_partitions(_envelope(ni_c1)))
 
@@ -127,7 +127,7 @@ def test_malformed_json_inside_a_partition_is_refused_as_in_turn(ni_c1, threads)
     text = json.dumps(doc)
     at = text.index(json.dumps(doc["vanilla_proofs"][NAME][6]))  # its opening '['
     raw = (text[:at] + "[," + text[at + 1:]).encode()
-    assert porep_job._checked_side_by_side(raw, threads) is None
+    assert porep_job._checked_side_by_side(raw, plain_envelope(raw), threads) is None
     with pytest.raises(C1Error) as in_turn:
         porep_partitions(raw)
     with pytest.raises(C1Error) as side_by_side:
@@ -182,13 +182,13 @@ def test_a_dead_planning_process_costs_one_plan_not_every_later_one(ni_c1, monke
     monkeypatch.setattr(porep_job, "PARALLEL_C1_BYTES", 0)
     planners = PlanningProcesses(2)
     try:
-        assert porep_job._checked_side_by_side(ni_c1, planners) is not None
+        assert porep_job._checked_side_by_side(ni_c1, plain_envelope(ni_c1), planners) is not None
         victim = next(iter(planners._pool._processes.values()))
         os.kill(victim.pid, signal.SIGKILL)
         victim.join(10)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # the pool notices the death in its own thread
-            job = porep_job._checked_side_by_side(ni_c1, planners)
+            job = porep_job._checked_side_by_side(ni_c1, plain_envelope(ni_c1), planners)
             if job is not None:
                 break
         assert job is not None and job.num_partitions == 13

@@ -221,11 +221,11 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
     _check_c1_shape(raw)
     text = bytes(raw) if isinstance(raw, memoryview) else raw
     with gc_paused():  # a 32 GiB C1 is millions of small lists: no GC pass over them while they live
+        plain = plain_envelope(text) if isinstance(text, bytes) else None
         if pool is not None and len(text) >= PARALLEL_C1_BYTES:
-            job = _checked_side_by_side(text, pool)
+            job = _checked_side_by_side(text, plain, pool)
             if job is not None:
                 return job
-        plain = plain_envelope(text) if isinstance(text, bytes) else None
         if plain is not None:
             env, c1 = plain[0], c1_in_envelope(*plain)
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
@@ -282,11 +282,11 @@ def _partition_text(path: json_pieces.JsonPath) -> bool:
     return len(path) == 3 and path[0] == "vanilla_proofs" and isinstance(path[2], int)
 
 
-def _checked_side_by_side(text: bytes | str, pool: Executor) -> PorepJob | None:
+def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | None, pool: Executor) -> PorepJob | None:
     """The job, each partition decoded and checked in a process of ``pool``; None where anything
-    is not as a well-formed C1's (the caller then checks it in order, naming the problem)."""
+    is not as a well-formed C1's (the caller then checks it in order, naming the problem).
+    ``plain``: ``text`` read as a plain envelope (:func:`plain_envelope`), or None."""
     try:
-        plain = plain_envelope(text) if isinstance(text, bytes) else None
         if plain is None and isinstance(text, bytes) and b'"vanilla_proofs"' not in text:
             return None  # neither a plain envelope nor a C1: decoded once, in turn (a hostile body too)
         sector_id, prefix, env = None, "$", None
