@@ -23,7 +23,7 @@ from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 __all__ = [
     "C1Error", "C1Envelope", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
     "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json",
-    "c1_in_envelope", "plain_envelope", "decode_json",
+    "c1_in_envelope", "check_envelope_size", "plain_envelope", "decode_json",
 ]
 
 class _BadPart(ValueError):
@@ -352,9 +352,14 @@ def envelope_from_json(top: Any) -> tuple[C1Envelope, C1Output]:
 def c1_in_envelope(env: C1Envelope, raw: bytes) -> C1Output:
     """The C1 output of ``env`` (its ``Phase1Out`` decoded: ``raw``), checked against its size."""
     c1 = parse_c1(raw, prefix="$.Phase1Out")
+    check_envelope_size(env, c1)
+    return c1
+
+
+def check_envelope_size(env: C1Envelope, c1: C1Output) -> None:
+    """C1Error unless the envelope's SectorSize is the C1's proof type's."""
     if c1.seal_proof.sector_size != env.SectorSize:
         raise C1Error("$.SectorSize", f"{env.SectorSize} but the C1 is for {c1.registered_proof}")
-    return c1
 
 
 def parse_c1(raw: bytes | str, *, prefix: str = "$") -> C1Output:

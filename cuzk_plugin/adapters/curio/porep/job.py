@@ -32,6 +32,7 @@ from cuzk_plugin.adapters.curio.porep.c1 import (
     C1Output,
     c1_from_json,
     c1_in_envelope,
+    check_envelope_size,
     decode_json,
     envelope_from_json,
     plain_envelope,
@@ -306,8 +307,8 @@ def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | N
         if not isinstance(parts, list) or not all(isinstance(p, json_pieces.RawJSON) for p in parts):
             return None
         c1 = c1_from_json({**top, "vanilla_proofs": {name: [[] for _ in parts]}}, prefix=prefix)
-        if env is not None and c1.seal_proof.sector_size != env.SectorSize:
-            return None
+        if env is not None:
+            check_envelope_size(env, c1)
         ctx = _context(c1, prefix)
         results = list(pool.map(check_partition_text, itertools.repeat(ctx), range(len(parts)), parts))
         checks = [c for c in results if c is not None]
