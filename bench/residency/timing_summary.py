@@ -6,7 +6,7 @@ upload that did not overlap).
 
     python bench/residency/timing_summary.py DIR [DIR ...]
 
-DIR: an e2e folder of bench/residency/porep32g_limits.sh (daemon.log, single-*.json)."""
+DIR: an e2e folder of bench/residency/porep32g_limits.sh (daemon.log, single-*.json, snap-*.json)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def summary(folder: Path) -> str:
         out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "
                    f"pinned blocks {_ones(parts, 'host_pinned')}; "
                    f"upload handed on early {_ones(parts, 'device_upload_handed_on_ms')}")
-    for f in sorted(folder.glob("single-*.json")):
+    for f in sorted([*folder.glob("single-*.json"), *folder.glob("snap-*.json")]):
         try:
             d = json.loads(f.read_text())
         except ValueError:
