@@ -252,10 +252,16 @@ class Engine:
 
     # -- keys -------------------------------------------------------------------------------
     async def preload(self, circuit_id: str) -> tuple[bool, float]:
-        """Make a key HOT on every lane: (already_loaded, seconds)."""
-        return await self.keys.preload(circuit_id)
+        """Make a key HOT on every lane, and its partitions' large host blocks ready (pinned:
+        the first proof uploads no partition from pageable memory): (already_loaded, seconds)."""
+        t0 = time.perf_counter()
+        already, _ = await self.keys.preload(circuit_id)
+        sizes = await asyncio.to_thread(self.keys.partition_blocks, circuit_id)
+        await asyncio.to_thread(self.host_blocks.prepare, circuit_id, sizes)
+        return already, time.perf_counter() - t0
 
     async def evict(self, circuit_id: str) -> tuple[bool, int]:
+        self.host_blocks.forget(circuit_id)
         return await self.keys.evict(circuit_id)
 
     # -- status ------------------------------------------------------------------------------

@@ -12,7 +12,11 @@ task of the same circuit: the worker writes into it instead of making a block (s
 
 Bounded: at most ``max_free`` zeroed blocks wait for a task; more are freed (a block of another
 size than the one coming back first: the longest idle), and blocks idle for ``idle_s`` are
-freed too, so an idle daemon gives the memory back.
+freed too, so an idle daemon gives the memory back, except those of the circuit kept ready
+(:meth:`HostBlockPool.prepare`: its key was preloaded, or it was the last one proved). A block
+made fresh for a partition costs the device 0.3-0.7 s of idle upload (the first 32 GiB PoRep
+after a start at a 24 GiB limit, H200, 2026-12-06: 26.7 s against 22.5 s with every block
+pinned), and a provider's proofs often come more than ``idle_s`` apart.
 """
 
 from __future__ import annotations
@@ -20,15 +24,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import shared_memory
 
 import numpy as np
 
 from cuzk_plugin.backends.protocol import HostPinning
+from cuzk_plugin.engine.workers import shm_block_name
 
 log = logging.getLogger(__name__)
 #: Smaller blocks (public inputs, a small partition's arrays) are made and freed as before.
@@ -55,6 +62,7 @@ class HostBlockPool:
         self._owned: dict[str, _Block] = {}  # every block the pool maps: free, offered or in use
         self._free: dict[int, list[_Block]] = {}  # by size, zeroed
         self._sizes: dict[str, tuple[int, ...]] = {}  # circuit id -> large block sizes its partitions use
+        self._kept: str | None = None  # the circuit whose free blocks the idle trim spares
         #: the thread's work: a block name to recycle, a block not ours to free, None to trim
         self._work: queue.SimpleQueue[str | shared_memory.SharedMemory | None] = queue.SimpleQueue()
         self._pending = 0  # queued or being worked on
@@ -88,6 +96,50 @@ class HostBlockPool:
                 sizes = tuple(b.shm.size for n in used if (b := self._owned.get(n)) is not None)
                 if sizes:
                     self._sizes[circuit_id] = sizes
+                    self._kept = circuit_id
+
+    def prepare(self, circuit_id: str, sizes: tuple[int, ...]) -> int:
+        """Make ``circuit_id``'s partitions' large blocks before its first partition (its key is
+        being preloaded): zeroed, pinned blocks of ``sizes`` (the circuit's partitions' large
+        arrays, from :meth:`KeySupply.partition_blocks`; the sizes its partitions use replace
+        them) until the pool maps ``max_free`` of them, its first partitions' blocks included.
+        The circuit's blocks are kept ready from then on (the idle trim spares them) until
+        another circuit is prepared or proved, or :meth:`forget` is called. Runs in the
+        caller's thread (seconds: a 4.2 GB block is 1-2.5 s of page faults and pinning, made
+        four at a time); returns the number of blocks made."""
+        with self._lock:
+            if self._closed:
+                return 0
+            sizes = self._sizes.setdefault(circuit_id, tuple(s for s in sizes if s >= MIN_POOLED_BYTES))
+            self._kept = circuit_id
+            share = self.max_free // len(sizes) if sizes else 0
+            todo = [size for size in sizes
+                    for _ in range(share - sum(1 for b in self._owned.values() if b.shm.size == size))]
+        if not todo:
+            return 0
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(min(4, len(todo)), thread_name_prefix="cuzk-host-blocks-make") as threads:
+            made = [b for b in threads.map(self._make, todo) if b is not None]
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                for block in made:
+                    self._owned[block.shm.name] = block
+                    self._free.setdefault(block.shm.size, []).append(block)
+        if closed:  # closed meanwhile: nothing may stay mapped
+            for block in made:
+                self._drop(block)
+            return 0
+        log.info("host blocks: %d block(s) of %s made ready for %s in %.1f s (%.1f GB, pinned: %s)", len(made),
+                 "/".join(f"{s / 1e9:.2f} GB" for s in sizes), circuit_id, time.perf_counter() - t0,
+                 sum(b.shm.size for b in made) / 1e9, "yes" if all(b.pinned for b in made) else "no")
+        return len(made)
+
+    def forget(self, circuit_id: str) -> None:
+        """``circuit_id``'s key is gone: its free blocks are trimmed when idle, as others are."""
+        with self._lock:
+            if self._kept == circuit_id:
+                self._kept = None
 
     def attach(self, name: str) -> shared_memory.SharedMemory:
         """The engine's mapping of block ``name``: the pool's own for a recycled block, else a new
@@ -197,18 +249,35 @@ class HostBlockPool:
         if not keep:
             self._drop(block)
             return
-        if not block.pinned and self._pinner is not None and not self._pin_failed:
-            try:
-                self._pinner.pin_host(block.address, block.shm.size)
-                block.pinned = True
-            except Exception as exc:  # uploads from it go through the staging buffers then
-                log.warning("host blocks: pinning %.1f GB failed (%s); uploads from these blocks are staged",
-                            block.shm.size / 1e9, exc)
-                self._pin_failed = True
+        self._pin(block)
         ctypes.memset(block.address, 0, block.shm.size)  # ctypes releases the GIL meanwhile
         block.idle_since = time.monotonic()
         with self._lock:
             self._free.setdefault(block.shm.size, []).append(block)
+
+    def _make(self, size: int) -> _Block | None:
+        """A new block of ``size``, its pages made (pinned, or written) so that nobody faults
+        them in later; None where the host has no room for it (the partition makes its own)."""
+        try:
+            shm = shared_memory.SharedMemory(name=shm_block_name(os.getpid()), create=True, size=size)
+        except OSError as exc:
+            log.warning("host blocks: a %.1f GB block could not be made ahead (%s)", size / 1e9, exc)
+            return None
+        block = _Block(shm, block_address(shm))
+        self._pin(block)
+        ctypes.memset(block.address, 0, size)  # its pages exist from now on
+        return block
+
+    def _pin(self, block: _Block) -> None:
+        if block.pinned or self._pinner is None or self._pin_failed:
+            return
+        try:
+            self._pinner.pin_host(block.address, block.shm.size)
+            block.pinned = True
+        except Exception as exc:  # uploads from it go through the staging buffers then
+            log.warning("host blocks: pinning %.1f GB failed (%s); uploads from these blocks are staged",
+                        block.shm.size / 1e9, exc)
+            self._pin_failed = True
 
     def _free_count(self) -> int:
         return sum(len(v) for v in self._free.values())
@@ -231,12 +300,14 @@ class HostBlockPool:
         return oldest
 
     def _trim(self) -> None:
-        """Free the blocks idle longer than idle_s (all free ones once closed)."""
+        """Free the blocks idle longer than idle_s, but those of the circuit kept ready (all free
+        ones once closed)."""
         now = time.monotonic()
         with self._lock:
             gone = []
+            kept = set(self._sizes.get(self._kept, ())) if self._kept is not None else set()
             for size, blocks in list(self._free.items()):
-                keep = [b for b in blocks if not self._closed and now - b.idle_since < self.idle_s]
+                keep = [b for b in blocks if not self._closed and (size in kept or now - b.idle_since < self.idle_s)]
                 gone += [b for b in blocks if b not in keep]
                 if keep:
                     self._free[size] = keep

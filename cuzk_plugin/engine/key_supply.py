@@ -32,7 +32,7 @@ from cuzk_plugin.engine.types import Priority, circuit_id_problem
 from cuzk_plugin.engine.workers import run_killable
 from cuzk_plugin.filecoin.param_files import filecoin_cache_dirs, is_test_key_id
 from cuzk_plugin.formats.partition import WitnessPartition
-from cuzk_plugin.formats.pce import load_pce, pce_path
+from cuzk_plugin.formats.pce import PceError, load_pce, pce_path, read_header
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class KeySupply:
             if isinstance(part, WitnessPartition):
                 circuit = CircuitFootprint.of(part.circuit.circuit)
             else:
-                path = pce_path(self.param_cache, is_test_key_id(circuit_id) or circuit_id)
+                path = self._pce_file(circuit_id)
                 if path.is_file():  # mapped, not read: its header and row pointers size it
                     pce = load_pce(path, verify=False)
                     circuit = CircuitFootprint.of(pce)
@@ -114,6 +114,24 @@ class KeySupply:
             return handle
 
         return load
+
+    def _pce_file(self, circuit_id: str) -> Path:
+        """Where the pre-compiled circuit of ``circuit_id``'s partitions lies (a TEST key's is its
+        Filecoin circuit's)."""
+        return pce_path(self.param_cache, is_test_key_id(circuit_id) or circuit_id)
+
+    def partition_blocks(self, circuit_id: str) -> tuple[int, ...]:
+        """The large blocks a partition of ``circuit_id`` writes its witness into, in bytes: its
+        (num_aux, 4) uint64 aux (4.17 GB for a 32 GiB PoRep), read from the pre-compiled
+        circuit's header; () where the circuit has none in the param cache."""
+        path = self._pce_file(circuit_id)
+        if not path.is_file():
+            return ()
+        try:
+            return (read_header(path).num_aux * 4 * 8,)
+        except PceError as exc:  # its partitions make their own blocks (and find the fault)
+            log.warning("host blocks for %s: not made ahead (%s)", circuit_id, exc)
+            return ()
 
     async def preload(self, circuit_id: str) -> tuple[bool, float]:
         """Make a key HOT on every lane: (already_loaded, seconds)."""

@@ -109,9 +109,10 @@ def worker_init(parent_pid: int, processes: int = 1, warmers: tuple = (), param_
             log.exception("synthesis worker warm-up %r failed", warm)
 
 
-def shm_block_name() -> str:
-    """A new block's name, tagged with the daemon's pid (a worker's parent)."""
-    return f"{SHM_PREFIX}{os.getppid()}_{secrets.token_hex(8)}"
+def shm_block_name(daemon_pid: int | None = None) -> str:
+    """A new block's name, tagged with the daemon's pid (by default a worker's parent; the
+    daemon passes its own)."""
+    return f"{SHM_PREFIX}{daemon_pid or os.getppid()}_{secrets.token_hex(8)}"
 
 
 def _alive(pid: int) -> bool:

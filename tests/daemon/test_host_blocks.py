@@ -270,3 +270,110 @@ async def test_a_second_proof_uploads_every_partition_from_a_pinned_block(make_d
         assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
         assert d.engine.host_blocks.flush()
     assert len(pinned) == 8 and all(pinned), str(pinned)
+
+
+def _until(condition, timeout: float = 5.0) -> bool:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_prepared_blocks_are_pinned_offered_and_kept_through_idle_until_forgotten(small_blocks_count):
+    pinner = RecordingPinner()
+    pool = HostBlockPool(3, pinner=pinner, idle_s=0.0)  # idle at once: the trim runs every second
+    try:
+        assert pool.prepare("c", (8192,)) == 3
+        assert pool.prepare("c", (8192,)) == 0  # ready already
+        mapped, free, nbytes = pool.stats()
+        assert (mapped, free, nbytes) == (3, 3, 3 * 8192)
+        assert sorted(pinner.pinned.values()) == [8192] * 3
+        assert _until(lambda: False, 1.5) is False  # a trim has run meanwhile
+        assert pool.stats()[:2] == (3, 3)  # kept: its key is preloaded
+        ((name, size),) = pool.offer("c")
+        assert size == 8192 and name.startswith(f"cuzk_{os.getpid()}_")  # swept as the daemon's if it dies
+        shm = pool.attach(name)
+        assert bytes(shm.buf) == bytes(8192) and pool.pinned([shm])
+        pool.release(shm)
+        pool.forget("other")
+        assert _until(lambda: False, 1.5) is False and pool.stats()[0] == 3
+        pool.forget("c")
+        assert _until(lambda: pool.stats()[0] == 0)  # idle, no longer kept: freed and unpinned
+        assert pinner.pinned == {} and not _exists(name)
+    finally:
+        pool.close()
+
+
+def test_prepare_counts_the_blocks_in_use_and_the_sizes_partitions_use_win(small_blocks_count):
+    pool = HostBlockPool(3, pinner=RecordingPinner(), idle_s=0.0)
+    try:
+        name = _block(4096, 1)
+        shm = pool.attach(name)  # a partition's own block, adopted
+        pool.returned((), (name,), "c")  # c's partitions use 4096-byte blocks
+        assert pool.prepare("c", (8192,)) == 2  # its sizes as used, beside the one in use
+        assert pool.stats() == (3, 2, 3 * 4096)
+        pool.release(shm)
+        assert pool.flush() and pool.stats()[:2] == (3, 3)
+
+        assert pool.prepare("d", (8192,)) == 3  # another circuit prepared: it is kept, c's trimmed
+        assert _until(lambda: pool.stats() == (3, 3, 3 * 8192))
+        # d's partitions turn out to use another size: the predicted blocks go when idle
+        other = _block(2048, 2)
+        pool.returned((), (pool.attach(other).name,), "d")
+        pool.release(pool.attach(other))
+        assert _until(lambda: pool.stats() == (1, 1, 2048))
+    finally:
+        pool.close()
+
+
+def test_prepare_makes_nothing_below_the_pooled_size_or_after_close():
+    pool = HostBlockPool(3, pinner=RecordingPinner())
+    try:
+        assert pool.prepare("c", (4096,)) == 0 and pool.stats() == (0, 0, 0)
+        assert pool.prepare("c", ()) == 0
+    finally:
+        pool.close()
+    assert pool.prepare("d", (host_blocks.MIN_POOLED_BYTES,)) == 0 and pool.stats() == (0, 0, 0)
+
+
+async def test_a_preloaded_circuits_first_proof_uploads_every_partition_from_a_pinned_block(
+        make_daemon, small_blocks_count, monkeypatch):
+    """PreloadSRS makes the circuit's partition blocks ahead (pinned), so its first proof
+    uploads none from pageable memory; EvictSRS lets them go when idle."""
+    from cuzk_plugin.engine.key_supply import KeySupply
+
+    first = run_task(SyntheticTask(4, 1))  # the synthetic partitions' block size
+    size = shared_memory.SharedMemory(name=first.blocks[0]).size
+    SharedPartition(first).release()
+    asked: list[str] = []
+
+    def blocks_of(self, circuit_id):
+        asked.append(circuit_id)
+        return (size,)
+
+    monkeypatch.setattr(KeySupply, "partition_blocks", blocks_of)
+    pinned: list[bool] = []
+    init = SharedPartition.__init__
+
+    def recording_init(self, ref, blocks=None):
+        init(self, ref, blocks)
+        pinned.append(self.pinned)
+
+    monkeypatch.setattr(SharedPartition, "__init__", recording_init)
+    backend = PinningCpuBackend()
+    d = await make_daemon(backends=[backend], pipeline={"synthesis_lookahead": 2})
+    await d.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k4"))
+    pool = d.engine.host_blocks
+    assert asked == ["synthetic-k4"] and pool.stats()[:2] == (pool.max_free, pool.max_free)
+    assert len(backend.pinned) == pool.max_free
+    res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request("pre-0", log2=4, partitions=6,
+                                                                        seed=3)))).result
+    assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
+    assert len(pinned) == 6 and all(pinned), str(pinned)
+    assert pool.flush() and pool.stats()[0] == pool.max_free  # none made beyond them
+    await d.stub().EvictSRS(pb.EvictSrsRequest(circuit_id="synthetic-k4"))
+    assert pool._kept is None

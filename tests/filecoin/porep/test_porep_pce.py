@@ -142,6 +142,32 @@ async def test_a_failing_task_is_reported_and_leaves_no_block_behind(c1_dict, po
     assert {p.name for p in Path("/dev/shm").glob(f"{SHM_PREFIX}*")} == before
 
 
+def test_the_key_supply_sizes_a_partitions_witness_block_ahead_from_the_circuits_header(c1_bytes, porep_2k_pce_cache):
+    """The block PreloadSRS makes ahead (engine.host_blocks.prepare) is the one a partition
+    writes its aux into: same size, or the pool would keep blocks nobody takes."""
+    from concurrent.futures import ThreadPoolExecutor
+    from multiprocessing import shared_memory
+
+    from cuzk_plugin.adapters import builtin_providers
+    from cuzk_plugin.config import load_config
+    from cuzk_plugin.engine.key_supply import KeySupply
+    from cuzk_plugin.engine.sched import PrioritySemaphore
+    from cuzk_plugin.engine.synthesis import SharedPartition, run_task
+
+    config = load_config(None, {"srs": {"param_cache": str(porep_2k_pce_cache)}, "gpus": {"backend": "cpu"}})
+    with ThreadPoolExecutor(1) as io:
+        keys = KeySupply(config, ProviderRegistry(builtin_providers(), load_plugins=False), porep_2k_pce_cache, [],
+                         io_threads=io, synth_slots=PrioritySemaphore(1))
+        ref = run_task(_task(c1_bytes, 0, porep_2k_pce_cache))
+        aux_block = shared_memory.SharedMemory(name=ref.blocks[0])
+        written = aux_block.size
+        aux_block.close()
+        SharedPartition(ref).release()
+        assert keys.partition_blocks("porep-2k-test-key") == (written,)
+        assert keys.partition_blocks("porep-2k") == (written,)
+        assert keys.partition_blocks("porep-8m-test-key") == ()  # no circuit recorded: nothing made ahead
+
+
 def test_disable_pce_takes_the_reference_path(c1_bytes, tmp_path, monkeypatch):
     monkeypatch.setenv("CUZK_DISABLE_PCE", "1")
     calls = []

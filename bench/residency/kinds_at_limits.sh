@@ -1,0 +1,38 @@
+#!/bin/bash
+# One device call from a fresh machine: 32 GiB proofs through the daemon at device limits, each
+# part a fresh daemon whose TEST key is made on the lane with the whole device (PreloadSRS), the
+# rest of the device then held by another process (porep32g_h200.sh HOLD_AT=preload), so that an
+# overrun fails. PARTS (default "porep-24 snap-24 porep-80 porep-none"): KIND-LIMIT_GIB (none:
+# the whole device), KIND porep (RUNS proofs, then a C1 with one flipped byte) or snap (RUNS
+# proofs). RUNS: default 2. The prep makes the pre-compiled circuits and the test data; TEST_K
+# picks GPU tests to run beside them (default: none). Each part's timing summary is printed; everything is tarred into
+# $OUT/kinds-at-limits.tgz, also when DEADLINE_S (default 560) cuts it short.
+# Run with carry [".whl", "cuzk_plugin/backends/cuda/build"]: bash bench/residency/kinds_at_limits.sh
+set -u
+FINAL=${OUT:-/tmp/out}; O=/tmp/kinds-at-limits; rm -rf "$O"; mkdir -p "$O" "$FINAL"
+git rev-parse HEAD >"$O/commit.txt" 2>/dev/null
+nvidia-smi --query-gpu=name,pci.bus_id,pcie.link.gen.max,pcie.link.gen.current,pcie.link.width.current \
+    --format=csv >"$O/link.txt" 2>&1; cat "$O/link.txt"
+export CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
+timeout "${DEADLINE_S:-560}" bash -c '
+    part() {  # KIND-LIMIT
+        local name=$1 kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0
+        [ "$limit" = none ] && limit=  # the whole device
+        if [ "$kind" = porep ]; then porep=$runs; else snap=$runs; fi
+        mkdir -p "$0/$name"
+        OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=0 WIN_RUNS=0 LIMIT_GIB=$limit \
+            SINGLE_RUNS=$porep SNAP_RUNS=$snap timeout 240 bash bench/e2e/porep32g_h200.sh >"$0/$name/run.log" 2>&1
+        echo "## $name: rc=$? at $(date -u +%T)"
+        pkill -TERM -f cuzk_plugin.cli.daemon; pkill -f "cp.empty"; sleep 3; pkill -KILL -f cuzk_plugin.cli.daemon
+        grep -E "daemon up|cold start|preload [0-9]|single [0-9]|snap [0-9]|latency_ms|bad C1|device memory|Error|error" \
+            "$0/$name/run.log" | cut -c1-300 | head -20
+        grep -E "residency |host blocks|CUZK_TIMING.*kind=" "$0/$name/daemon.log" 2>/dev/null | cut -c1-400 | head -8
+        python3 bench/residency/timing_summary.py "$0/$name"
+    }
+    OUT=$0 PHASE=prep CIRCUITS="porep-32g snap-32g" WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-no_such_test}" \
+        bash bench/e2e/porep32g_h200.sh >"$0/prep.log" 2>&1; echo "prep rc=$? at $(date -u +%T)"
+    grep -E "rc=" "$0/prep.log" | tail -6
+    for p in ${PARTS:-porep-24 snap-24 porep-80 porep-none}; do part "$p"; done
+' "$O"
+echo "rc=$?"
+tar czf "$FINAL/kinds-at-limits.tgz" -C /tmp kinds-at-limits
