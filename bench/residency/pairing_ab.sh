@@ -11,7 +11,8 @@
 #   mkdir -p .device-carry/old/src && git archive <base> cuzk_plugin | tar x -C .device-carry/old/src
 # then the device tool's `run` with carry [".whl", "cuzk_plugin/backends/cuda/build", ".device-carry/old"]:
 #   bash bench/residency/pairing_ab.sh
-# LOG2 (default 26), LIMITS (GiB, default "16 20 24"), CHUNK_LOG2 (points a streamed chunk,
+# OLD_LIB: another baseline folder (a library built from this tree with one commit reverted:
+# same Python, so no src/). LOG2 (default 26), LIMITS (GiB, default "16 20 24"), CHUNK_LOG2 (points a streamed chunk,
 # default 24; a 16 GiB card's plan takes 22), REPEAT (default 3), TESTS=skip, TEST_K (the tests run
 # first, under the hold: the newest changes' by default), RESIDENT_BASELINE=0 (skip the resident
 # run that bounds what batching partitions per chunk could save; RESIDENT_LIMIT_GIB, default 50). The same A/B
@@ -21,7 +22,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-NEW=$PWD/cuzk_plugin/backends/cuda/build OLD=$PWD/.device-carry/old
+NEW=$PWD/cuzk_plugin/backends/cuda/build OLD=${OLD_LIB:-$PWD/.device-carry/old}
 {
     date -u +%Y-%m-%dT%H:%M:%SZ
     nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv,noheader
