@@ -2,11 +2,13 @@
 # One device call from a fresh machine: 32 GiB proofs through the daemon at device limits, each
 # part a fresh daemon whose TEST key is made on the lane with the whole device (PreloadSRS), the
 # rest of the device then held by another process (porep32g_h200.sh HOLD_AT=preload), so that an
-# overrun fails. PARTS (default "porep-24 snap-24 porep-80 porep-none"): KIND-LIMIT_GIB (none:
-# the whole device), KIND porep (RUNS proofs, then a C1 with one flipped byte) or snap (RUNS
-# proofs). RUNS: default 2. The prep makes the pre-compiled circuits and the test data; TEST_K
-# picks GPU tests to run beside them (default: none). Each part's timing summary is printed; everything is tarred into
-# $OUT/kinds-at-limits.tgz, also when DEADLINE_S (default 560) cuts it short.
+# overrun fails (on a card under 100 GB the porep key is written as a .params file first,
+# PHASE=testkey, and loaded from it). PARTS (default "snap-24 porep-24 porep-80 porep-none"):
+# KIND-LIMIT_GIB (none: the whole device), KIND porep (RUNS proofs, then a C1 with one flipped
+# byte) or snap (RUNS proofs). RUNS: default 2. The prep makes the pre-compiled circuits and the
+# test data; TEST_K picks GPU tests to run beside them (default: none). Each part's timing
+# summary is printed; everything is tarred into $OUT/kinds-at-limits.tgz, also when DEADLINE_S
+# (default 560) cuts it short.
 # Run with carry [".whl", "cuzk_plugin/backends/cuda/build"]: bash bench/residency/kinds_at_limits.sh
 set -u
 FINAL=${OUT:-/tmp/out}; O=/tmp/kinds-at-limits; rm -rf "$O"; mkdir -p "$O" "$FINAL"
@@ -32,7 +34,12 @@ timeout "${DEADLINE_S:-560}" bash -c '
     OUT=$0 PHASE=prep CIRCUITS="porep-32g snap-32g" WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-no_such_test}" \
         bash bench/e2e/porep32g_h200.sh >"$0/prep.log" 2>&1; echo "prep rc=$? at $(date -u +%T)"
     grep -E "rc=" "$0/prep.log" | tail -6
-    for p in ${PARTS:-porep-24 snap-24 porep-80 porep-none}; do part "$p"; done
+    parts=${PARTS:-snap-24 porep-24 porep-80 porep-none}
+    total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+    if [ "${total_mib:-0}" -lt 100000 ] && [[ " $parts" == *" porep-"* ]]; then  # keygen on the lane needs ~100 GB
+        OUT=$0 PHASE=testkey bash bench/e2e/porep32g_h200.sh >"$0/testkey.log" 2>&1; echo "testkey rc=$? at $(date -u +%T)"
+    fi
+    for p in $parts; do part "$p"; done
 ' "$O"
 echo "rc=$?"
 tar czf "$FINAL/kinds-at-limits.tgz" -C /tmp kinds-at-limits
