@@ -51,6 +51,20 @@ def small_blocks_count(monkeypatch):
     monkeypatch.setattr(host_blocks, "MIN_POOLED_BYTES", 1)
 
 
+@pytest.fixture
+def uploads_pinned(monkeypatch) -> list[bool]:
+    """Whether each partition the engine maps uploads from a pinned block, in order."""
+    pinned: list[bool] = []
+    init = SharedPartition.__init__
+
+    def recording_init(self, ref, blocks=None):
+        init(self, ref, blocks)
+        pinned.append(self.pinned)
+
+    monkeypatch.setattr(SharedPartition, "__init__", recording_init)
+    return pinned
+
+
 def _block(nbytes: int, fill: int) -> str:
     shm = shared_memory.SharedMemory(create=True, size=nbytes)
     shm.buf[:] = bytes([fill]) * nbytes
@@ -235,7 +249,7 @@ async def test_jobs_prove_from_recycled_pinned_blocks(make_daemon, small_blocks_
 
 
 async def test_a_second_proof_uploads_every_partition_from_a_pinned_block(make_daemon, small_blocks_count,
-                                                                         monkeypatch):
+                                                                         uploads_pinned, monkeypatch):
     """A GPU slot's partition frees its window place as it finishes, while its block is still
     being zeroed: the pool keeps a block a slot more than the window, so that the partition
     starting then takes a zeroed, pinned one instead of making one afresh."""
@@ -254,22 +268,14 @@ async def test_a_second_proof_uploads_every_partition_from_a_pinned_block(make_d
             return super().prove_finish(pending)
 
     monkeypatch.setattr(host_blocks.ctypes, "memset", slow_memset)
-    pinned: list[bool] = []
-    init = SharedPartition.__init__
-
-    def recording_init(self, ref, blocks=None):
-        init(self, ref, blocks)
-        pinned.append(self.pinned)
-
-    monkeypatch.setattr(SharedPartition, "__init__", recording_init)
     d = await make_daemon(backends=[SlowGpu()], pipeline={"synthesis_lookahead": 2})
     for k in range(2):
-        pinned.clear()
+        uploads_pinned.clear()
         res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request(f"pin-{k}", log2=4, partitions=8,
                                                                             seed=10 * k)))).result
         assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
         assert d.engine.host_blocks.flush()
-    assert len(pinned) == 8 and all(pinned), str(pinned)
+    assert len(uploads_pinned) == 8 and all(uploads_pinned), str(uploads_pinned)
 
 
 def _until(condition, timeout: float = 5.0) -> bool:
@@ -341,7 +347,7 @@ def test_prepare_makes_nothing_below_the_pooled_size_or_after_close():
 
 
 async def test_a_preloaded_circuits_first_proof_uploads_every_partition_from_a_pinned_block(
-        make_daemon, small_blocks_count, monkeypatch):
+        make_daemon, small_blocks_count, uploads_pinned, monkeypatch):
     """PreloadSRS makes the circuit's partition blocks ahead (pinned), so its first proof
     uploads none from pageable memory; EvictSRS lets them go when idle."""
     from cuzk_plugin.engine.key_supply import KeySupply
@@ -349,6 +355,7 @@ async def test_a_preloaded_circuits_first_proof_uploads_every_partition_from_a_p
     first = run_task(SyntheticTask(4, 1))  # the synthetic partitions' block size
     size = shared_memory.SharedMemory(name=first.blocks[0]).size
     SharedPartition(first).release()
+    uploads_pinned.clear()  # that one was the probe's
     asked: list[str] = []
 
     def blocks_of(self, circuit_id):
@@ -356,14 +363,6 @@ async def test_a_preloaded_circuits_first_proof_uploads_every_partition_from_a_p
         return (size,)
 
     monkeypatch.setattr(KeySupply, "partition_blocks", blocks_of)
-    pinned: list[bool] = []
-    init = SharedPartition.__init__
-
-    def recording_init(self, ref, blocks=None):
-        init(self, ref, blocks)
-        pinned.append(self.pinned)
-
-    monkeypatch.setattr(SharedPartition, "__init__", recording_init)
     backend = PinningCpuBackend()
     d = await make_daemon(backends=[backend], pipeline={"synthesis_lookahead": 2})
     await d.stub().PreloadSRS(pb.PreloadSrsRequest(circuit_id="synthetic-k4"))
@@ -373,7 +372,7 @@ async def test_a_preloaded_circuits_first_proof_uploads_every_partition_from_a_p
     res = (await d.stub().Prove(pb.ProveRequest(submit=synthetic_request("pre-0", log2=4, partitions=6,
                                                                         seed=3)))).result
     assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
-    assert len(pinned) == 6 and all(pinned), str(pinned)
+    assert len(uploads_pinned) == 6 and all(uploads_pinned), str(uploads_pinned)
     assert pool.flush() and pool.stats()[0] == pool.max_free  # none made beyond them
     await d.stub().EvictSRS(pb.EvictSrsRequest(circuit_id="synthetic-k4"))
     assert pool._kept is None
