@@ -37,6 +37,12 @@ from cuzk_plugin.formats.pce import PceError, load_pce, pce_path, read_header
 log = logging.getLogger(__name__)
 
 
+def circuit_pce_file(param_cache: Path, circuit_id: str) -> Path:
+    """Where the pre-compiled circuit of ``circuit_id``'s partitions lies (a TEST key's is its
+    Filecoin circuit's)."""
+    return pce_path(param_cache, is_test_key_id(circuit_id) or circuit_id)
+
+
 class KeySupply:
     """Owns the SRS manager (``srs``) of ``lanes``; a key generation takes one of ``synth_slots``."""
 
@@ -100,7 +106,7 @@ class KeySupply:
             if isinstance(part, WitnessPartition):
                 circuit = CircuitFootprint.of(part.circuit.circuit)
             else:
-                path = self._pce_file(circuit_id)
+                path = circuit_pce_file(self.param_cache, circuit_id)
                 if path.is_file():  # mapped, not read: its header and row pointers size it
                     pce = load_pce(path, verify=False)
                     circuit = CircuitFootprint.of(pce)
@@ -115,16 +121,11 @@ class KeySupply:
 
         return load
 
-    def _pce_file(self, circuit_id: str) -> Path:
-        """Where the pre-compiled circuit of ``circuit_id``'s partitions lies (a TEST key's is its
-        Filecoin circuit's)."""
-        return pce_path(self.param_cache, is_test_key_id(circuit_id) or circuit_id)
-
     def partition_blocks(self, circuit_id: str) -> tuple[int, ...]:
         """The large blocks a partition of ``circuit_id`` writes its witness into, in bytes: its
         (num_aux, 4) uint64 aux (4.17 GB for a 32 GiB PoRep), read from the pre-compiled
         circuit's header; () where the circuit has none in the param cache."""
-        path = self._pce_file(circuit_id)
+        path = circuit_pce_file(self.param_cache, circuit_id)
         if not path.is_file():
             return ()
         try:
