@@ -145,19 +145,28 @@ def test_fewer_partitions_in_flight_leave_room_for_more_of_the_key_or_the_msms_s
     assert one.resident_bytes > two.resident_bytes or (two.msm_in_turn and not one.msm_in_turn)
 
 
-def test_a_streamed_msm_bound_grows_with_its_large_scalars():
-    """The planner may take every scalar large as the worst case because the streamed MSM's
-    bound never shrinks as its large scalars grow; its window is the whole vector's, at most
-    a chunk's own (16 bits at 2^22 points a chunk, 20 at 2^24)."""
-    from cuzk_plugin.engine.residency import msm_streamed_scratch_bytes, msm_streamed_window
+def test_the_plan_takes_a_streamed_msms_most_over_every_count_of_large_scalars(rng):
+    """A plan knows an MSM's count, not how many of its scalars are large: it takes the most the
+    streamed MSM's bound holds over every such number, which is not simply all of them (the
+    bound dips where the item length steps up); its window is the whole vector's, at most a
+    chunk's own (16 bits at 2^22 points a chunk, 20 at 2^24)."""
+    from cuzk_plugin.engine.residency import (
+        msm_streamed_scratch_bytes,
+        msm_streamed_scratch_most,
+        msm_streamed_window,
+    )
 
-    rng = random.Random()
+    below_step, at_step = (9 << 17) - 1, 9 << 17  # item length 8, then 9: 147,455 items, then 131,072
+    dip = msm_streamed_scratch_bytes(1 << 25, below_step, 96, 1 << 24) - msm_streamed_scratch_bytes(1 << 25, at_step, 96, 1 << 24)
+    assert dip > 0, "the bound no longer dips at an item-length step: msm_streamed_scratch_most can go"
     for _ in range(300):
-        count = rng.randrange(1, 1 << 28)
-        point = rng.choice((96, 192))
-        chunk = rng.randrange(1, 1 << 25)
-        l1, l2 = sorted(rng.randrange(0, count + 1) for _ in range(2))
-        assert msm_streamed_scratch_bytes(count, l1, point, chunk) <= msm_streamed_scratch_bytes(count, l2, point, chunk)
+        count = int(rng.integers(1, 1 << 28))
+        point = int(rng.choice((96, 192)))
+        chunk = int(rng.integers(1, 1 << 25))
+        most = msm_streamed_scratch_most(count, point, chunk)
+        assert most >= msm_streamed_scratch_bytes(count, count, point, chunk)
+        for large in (int(rng.integers(0, count + 1)), min(count, below_step), min(count, (int(rng.integers(9, 1024)) << 17) - 1)):
+            assert msm_streamed_scratch_bytes(count, large, point, chunk) <= most, (count, large, point, chunk)
     assert msm_streamed_window(1 << 27, 1 << 22) == 16 and msm_streamed_window(1 << 27, 1 << 24) == 20
     assert msm_streamed_window(1 << 10, 1 << 24) < 16  # few large scalars: their own window
 

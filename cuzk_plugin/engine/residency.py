@@ -16,6 +16,7 @@ never dies of an out-of-memory error half way through a proof.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,6 +125,22 @@ def msm_streamed_scratch_bytes(count: int, large: int, point_bytes: int, chunk: 
     return total + STREAMED_MSM_MARGIN
 
 
+@functools.lru_cache(maxsize=256)
+def msm_streamed_scratch_most(count: int, point_bytes: int, chunk: int) -> int:
+    """The most :func:`msm_streamed_scratch_bytes` holds for ``count`` points, whatever number of
+    them is large (a plan knows the count, not the partition's scalars). Not simply every scalar
+    large: a chunk's items are its large scalars over an item length that steps up by one every
+    2^17 of them, so just below a step there are up to 2^14 more items than at it (a few MB).
+    Between steps the bound grows with the large scalars (and with the window they choose), so
+    its most is at a step's last count or at ``count``."""
+    if count == 0:
+        return 0
+    k = min(max(chunk, 1), count)
+    before_steps = (((length + 1) << 17) - 1 for length in range(8, 1024))
+    return max(msm_streamed_scratch_bytes(count, large, point_bytes, chunk)
+               for large in itertools.chain((count,), itertools.takewhile(lambda m: m < k, before_steps)))
+
+
 def msm_scratch_bytes(count: int, large: int, point_bytes: int) -> int:
     """The device bytes an MSM of ``count`` points, ``large`` of them Pippenger's, holds at its
     peak (msm_scratch_bytes of kernels/msm.cu)."""
@@ -173,8 +190,8 @@ class PartitionShape:
         twiddles = n * FR_BYTES  # N/2 entries each way
         abc = 3 * n * FR_BYTES if witness else 0  # else uploaded with the partition (upload_bytes)
         piece = min(stream_chunk, n)
-        stream = max(msm_streamed_scratch_bytes(n, n, POINT_BYTES["h"], stream_chunk),
-                     msm_streamed_scratch_bytes(self.b_count, self.b_count, POINT_BYTES["b_g2"], stream_chunk)
+        stream = max(msm_streamed_scratch_most(n, POINT_BYTES["h"], stream_chunk),
+                     msm_streamed_scratch_most(self.b_count, POINT_BYTES["b_g2"], stream_chunk)
                      ) if streaming else 0
         pieces = msm_scratch_bytes(piece, piece, POINT_BYTES["b_g2"])  # a resident vector's MSM in pieces
         msms_in_turn = max(n * FR_BYTES, scalars) + max(pieces, stream)
