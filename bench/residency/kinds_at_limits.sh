@@ -21,6 +21,11 @@ timeout "${DEADLINE_S:-560}" bash -c '
         local name=$1 kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0
         [ "$limit" = none ] && limit=  # the whole device
         if [ "$kind" = porep ]; then porep=$runs; else snap=$runs; fi
+        if [ "$kind" = porep ] && [ ! -s .device-cache/params/porep-32g-test-key.params ] \
+            && [ "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)" -lt 100000 ]; then
+            OUT=$0 PHASE=testkey bash bench/e2e/porep32g_h200.sh >"$0/testkey.log" 2>&1  # keygen on the lane needs ~100 GB
+            echo "testkey rc=$? at $(date -u +%T)"
+        fi
         mkdir -p "$0/$name"
         OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=0 WIN_RUNS=0 LIMIT_GIB=$limit \
             SINGLE_RUNS=$porep SNAP_RUNS=$snap timeout 240 bash bench/e2e/porep32g_h200.sh >"$0/$name/run.log" 2>&1
@@ -34,12 +39,7 @@ timeout "${DEADLINE_S:-560}" bash -c '
     OUT=$0 PHASE=prep CIRCUITS="porep-32g snap-32g" WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-no_such_test}" \
         bash bench/e2e/porep32g_h200.sh >"$0/prep.log" 2>&1; echo "prep rc=$? at $(date -u +%T)"
     grep -E "rc=" "$0/prep.log" | tail -6
-    parts=${PARTS:-snap-24 porep-24 porep-80 porep-none}
-    total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-    if [ "${total_mib:-0}" -lt 100000 ] && [[ " $parts" == *" porep-"* ]]; then  # keygen on the lane needs ~100 GB
-        OUT=$0 PHASE=testkey bash bench/e2e/porep32g_h200.sh >"$0/testkey.log" 2>&1; echo "testkey rc=$? at $(date -u +%T)"
-    fi
-    for p in $parts; do part "$p"; done
+    for p in ${PARTS:-snap-24 porep-24 porep-80 porep-none}; do part "$p"; done
 ' "$O"
 echo "rc=$?"
 tar czf "$FINAL/kinds-at-limits.tgz" -C /tmp kinds-at-limits
