@@ -63,6 +63,7 @@ class HostBlockPool:
         self._free: dict[int, list[_Block]] = {}  # by size, zeroed
         self._sizes: dict[str, tuple[int, ...]] = {}  # circuit id -> large block sizes its partitions use
         self._kept: str | None = None  # the circuit whose free blocks the idle trim spares
+        self._making: dict[int, int] = {}  # by size: blocks prepare() is making now
         #: the thread's work: a block name to recycle, a block not ours to free, None to trim
         self._work: queue.SimpleQueue[str | shared_memory.SharedMemory | None] = queue.SimpleQueue()
         self._pending = 0  # queued or being worked on
@@ -113,13 +114,22 @@ class HostBlockPool:
             sizes = self._sizes.setdefault(circuit_id, tuple(s for s in sizes if s >= MIN_POOLED_BYTES))
             self._kept = circuit_id
             share = self.max_free // len(sizes) if sizes else 0
-            todo = [size for size in sizes
-                    for _ in range(share - sum(1 for b in self._owned.values() if b.shm.size == size))]
+            todo = []
+            for size in sizes:  # those mapped and those another prepare() is making count too
+                have = sum(1 for b in self._owned.values() if b.shm.size == size) + self._making.get(size, 0)
+                todo += [size] * max(0, share - have)
+            for size in todo:
+                self._making[size] = self._making.get(size, 0) + 1
         if not todo:
             return 0
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(min(4, len(todo)), thread_name_prefix="cuzk-host-blocks-make") as threads:
-            made = [b for b in threads.map(self._make, todo) if b is not None]
+        try:
+            with ThreadPoolExecutor(min(4, len(todo)), thread_name_prefix="cuzk-host-blocks-make") as threads:
+                made = [b for b in threads.map(self._make, todo) if b is not None]
+        finally:
+            with self._lock:
+                for size in todo:
+                    self._making[size] -= 1
         with self._lock:
             closed = self._closed
             if not closed:

@@ -336,6 +336,35 @@ def test_prepare_counts_the_blocks_in_use_and_the_sizes_partitions_use_win(small
         pool.close()
 
 
+def test_two_preloads_at_once_make_one_windows_worth(small_blocks_count, monkeypatch):
+    """Two PreloadSRS of one circuit at once (two Curio workers warming it): the blocks the
+    first is still making count for the second, so the host holds max_free blocks, not twice."""
+    import threading
+
+    started, go = threading.Event(), threading.Event()
+    memset = host_blocks.ctypes.memset
+
+    def held_memset(address, value, nbytes):  # the first prepare() stays in its making
+        started.set()
+        go.wait(5)
+        return memset(address, value, nbytes)
+
+    pool = HostBlockPool(3, pinner=RecordingPinner())
+    try:
+        monkeypatch.setattr(host_blocks.ctypes, "memset", held_memset)
+        made: list[int] = []
+        first = threading.Thread(target=lambda: made.append(pool.prepare("c", (8192,))))
+        first.start()
+        assert started.wait(5)
+        assert pool.prepare("c", (8192,)) == 0  # all three are being made already
+        go.set()
+        first.join(5)
+        assert made == [3] and pool.stats() == (3, 3, 3 * 8192)
+    finally:
+        go.set()
+        pool.close()
+
+
 def test_prepare_makes_nothing_below_the_pooled_size_or_after_close():
     pool = HostBlockPool(3, pinner=RecordingPinner())
     try:
