@@ -334,6 +334,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"    key {r.circuit_id}: {where}; {circuit}; {r.partitions_in_flight} partition(s) in flight{turns}")
     for s in st.loaded_srs:
         print(f"  srs {s.circuit_id}: {TIER_NAMES.get(s.tier, s.tier)}, {s.size_bytes / 1e6:.1f} MB, refs {s.ref_count}")
+    if st.host_blocks:
+        kept = f", kept ready for {st.host_blocks_kept_for}" if st.host_blocks_kept_for else ""
+        print(f"  partition blocks: {st.host_blocks} mapped ({st.host_blocks_free} free), "
+              f"{st.host_block_bytes / 1e9:.1f} GB of host memory{kept}")
     for q in st.queues:
         print(f"  queue {q.proof_kind}: {q.pending} pending, {q.in_progress} in progress")
     return 0

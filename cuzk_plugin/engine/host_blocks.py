@@ -187,6 +187,11 @@ class HostBlockPool:
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
+    def kept_for(self) -> str | None:
+        """The circuit whose blocks are kept ready through idle (:meth:`prepare`)."""
+        with self._lock:
+            return self._kept
+
     def stats(self) -> tuple[int, int, int]:
         """(blocks mapped, of them free, bytes mapped)."""
         with self._lock:

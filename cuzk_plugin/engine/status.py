@@ -73,6 +73,11 @@ class EngineStatus:
     memory_used_bytes: int
     memory_limit_bytes: int
     backend: str
+    #: The partitions' large host blocks: mapped, of them free, their bytes, the circuit kept ready.
+    host_blocks: int = 0
+    host_blocks_free: int = 0
+    host_block_bytes: int = 0
+    host_blocks_kept_for: str = ""
 
 
 class StatusReport:
@@ -120,12 +125,15 @@ class StatusReport:
         except OSError as exc:  # a key file that went away under us: status must answer anyway
             log.warning("status: key table unreadable (%s)", exc)
             srs = []
+        mapped, free, block_bytes = self.host_blocks.stats()
         return EngineStatus(
             gpus=gpus, srs=srs,
             queues=[QueueState(k, v[0], v[1]) for k, v in sorted(queues.items())],
             completed=self.jobs.counts[JobStatus.COMPLETED], failed=self.jobs.counts[JobStatus.FAILED],
             cancelled=self.jobs.counts[JobStatus.CANCELLED], uptime_s=time.monotonic() - self._started,
             memory_used_bytes=self.srs.used_bytes, memory_limit_bytes=self.srs.budget_bytes, backend=self.backend_summary,
+            host_blocks=mapped, host_blocks_free=free, host_block_bytes=block_bytes,
+            host_blocks_kept_for=self.host_blocks.kept_for() or "",
         )
 
     def metrics_text(self, st: EngineStatus) -> str:

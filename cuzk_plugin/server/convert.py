@@ -97,7 +97,9 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
         queues=[pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress) for q in st.queues],
         total_proofs_completed=st.completed, total_proofs_failed=st.failed, uptime_seconds=int(st.uptime_s),
         pinned_memory_bytes=st.memory_used_bytes, pinned_memory_limit_bytes=st.memory_limit_bytes,
-        backend=st.backend, total_proofs_cancelled=st.cancelled,
+        backend=st.backend, total_proofs_cancelled=st.cancelled, host_blocks=st.host_blocks,
+        host_blocks_free=st.host_blocks_free, host_block_bytes=st.host_block_bytes,
+        host_blocks_kept_for=st.host_blocks_kept_for,
     )
 
 
@@ -137,4 +139,8 @@ def status_to_json(st: EngineStatus) -> dict:
         "total_proofs_cancelled": st.cancelled,
         "pinned_memory_bytes": st.memory_used_bytes,
         "pinned_memory_limit_bytes": st.memory_limit_bytes,
+        "host_blocks": st.host_blocks,
+        "host_blocks_free": st.host_blocks_free,
+        "host_block_bytes": st.host_block_bytes,
+        "host_blocks_kept_for": st.host_blocks_kept_for,
     }

@@ -4,7 +4,9 @@ freed beyond the bound, when idle and at stop; proofs from recycled blocks verif
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
@@ -403,5 +405,13 @@ async def test_a_preloaded_circuits_first_proof_uploads_every_partition_from_a_p
     assert res.status == pb.AwaitProofResponse.COMPLETED, res.error_message
     assert len(uploads_pinned) == 6 and all(uploads_pinned), str(uploads_pinned)
     assert pool.flush() and pool.stats()[0] == pool.max_free  # none made beyond them
+    st = await d.stub().GetStatus(pb.GetStatusRequest())
+    assert (st.host_blocks, st.host_blocks_free, st.host_block_bytes, st.host_blocks_kept_for) == (
+        pool.max_free, pool.max_free, pool.max_free * size, "synthetic-k4")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "cuzk_plugin.cli.bench", "status", "-a", d.tcp,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    text = (await proc.communicate())[0].decode()
+    assert f"partition blocks: {pool.max_free} mapped ({pool.max_free} free)" in text, text
+    assert "kept ready for synthetic-k4" in text
     await d.stub().EvictSRS(pb.EvictSrsRequest(circuit_id="synthetic-k4"))
-    assert pool._kept is None
+    assert (await d.stub().GetStatus(pb.GetStatusRequest())).host_blocks_kept_for == ""

@@ -204,7 +204,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("gpus", "loaded_srs", "queues", "total_proofs_completed", "total_proofs_failed", "uptime_seconds", "pinned_memory_bytes", "pinned_memory_limit_bytes", "backend", "total_proofs_cancelled")
+    __slots__ = ("gpus", "loaded_srs", "queues", "total_proofs_completed", "total_proofs_failed", "uptime_seconds", "pinned_memory_bytes", "pinned_memory_limit_bytes", "backend", "total_proofs_cancelled", "host_blocks", "host_blocks_free", "host_block_bytes", "host_blocks_kept_for")
     GPUS_FIELD_NUMBER: _ClassVar[int]
     LOADED_SRS_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
@@ -215,6 +215,10 @@ class GetStatusResponse(_message.Message):
     PINNED_MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     TOTAL_PROOFS_CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    HOST_BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    HOST_BLOCKS_FREE_FIELD_NUMBER: _ClassVar[int]
+    HOST_BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    HOST_BLOCKS_KEPT_FOR_FIELD_NUMBER: _ClassVar[int]
     gpus: _containers.RepeatedCompositeFieldContainer[GPUStatus]
     loaded_srs: _containers.RepeatedCompositeFieldContainer[SRSStatus]
     queues: _containers.RepeatedCompositeFieldContainer[QueueStatus]
@@ -225,7 +229,11 @@ class GetStatusResponse(_message.Message):
     pinned_memory_limit_bytes: int
     backend: str
     total_proofs_cancelled: int
-    def __init__(self, gpus: _Optional[_Iterable[_Union[GPUStatus, _Mapping]]] = ..., loaded_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueStatus, _Mapping]]] = ..., total_proofs_completed: _Optional[int] = ..., total_proofs_failed: _Optional[int] = ..., uptime_seconds: _Optional[int] = ..., pinned_memory_bytes: _Optional[int] = ..., pinned_memory_limit_bytes: _Optional[int] = ..., backend: _Optional[str] = ..., total_proofs_cancelled: _Optional[int] = ...) -> None: ...
+    host_blocks: int
+    host_blocks_free: int
+    host_block_bytes: int
+    host_blocks_kept_for: str
+    def __init__(self, gpus: _Optional[_Iterable[_Union[GPUStatus, _Mapping]]] = ..., loaded_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueStatus, _Mapping]]] = ..., total_proofs_completed: _Optional[int] = ..., total_proofs_failed: _Optional[int] = ..., uptime_seconds: _Optional[int] = ..., pinned_memory_bytes: _Optional[int] = ..., pinned_memory_limit_bytes: _Optional[int] = ..., backend: _Optional[str] = ..., total_proofs_cancelled: _Optional[int] = ..., host_blocks: _Optional[int] = ..., host_blocks_free: _Optional[int] = ..., host_block_bytes: _Optional[int] = ..., host_blocks_kept_for: _Optional[str] = ...) -> None: ...
 
 class GPUStatus(_message.Message):
     __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed", "resting", "device_budget_bytes", "key_residency")
