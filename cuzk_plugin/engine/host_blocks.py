@@ -105,9 +105,12 @@ class HostBlockPool:
         arrays, from :meth:`KeySupply.partition_blocks`; the sizes its partitions use replace
         them) until the pool maps ``max_free`` of them, its first partitions' blocks included.
         The circuit's blocks are kept ready from then on (the idle trim spares them) until
-        another circuit is prepared or proved, or :meth:`forget` is called. Runs in the
-        caller's thread (seconds: a 4.2 GB block is 1-2.5 s of page faults, made four at a
-        time, then pinning); returns the number of blocks made."""
+        another circuit is prepared or proved, or :meth:`forget` is called. Free blocks of other
+        sizes make room for them now (the longest idle first), not when idle: preloading three
+        keys at a start would otherwise hold three windows' worth (65 GB for PoRep, SnapDeals and
+        WindowPoSt 32 GiB) for two minutes. Runs in the caller's thread (seconds: a 4.2 GB block
+        is 1-2.5 s of page faults, made four at a time, then pinning); returns the number of
+        blocks made."""
         with self._lock:
             if self._closed:
                 return 0
@@ -120,6 +123,17 @@ class HostBlockPool:
                 todo += [size] * max(0, share - have)
             for size in todo:
                 self._making[size] = self._making.get(size, 0) + 1
+            others = sorted((b for size, blocks in self._free.items() if size not in sizes for b in blocks),
+                            key=lambda b: b.idle_since)[:max(0, self._free_count() + len(todo) - self.max_free)]
+            for block in others:
+                self._free[block.shm.size].remove(block)
+                del self._owned[block.shm.name]
+            self._free = {size: blocks for size, blocks in self._free.items() if blocks}
+        for block in others:
+            self._drop(block)
+        if others:
+            log.info("host blocks: %d free block(s) of other circuits freed for %s (%.1f GB)", len(others),
+                     circuit_id, sum(b.shm.size for b in others) / 1e9)
         if not todo:
             return 0
         t0 = time.perf_counter()

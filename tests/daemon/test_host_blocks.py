@@ -327,13 +327,37 @@ def test_prepare_counts_the_blocks_in_use_and_the_sizes_partitions_use_win(small
         pool.release(shm)
         assert pool.flush() and pool.stats()[:2] == (3, 3)
 
-        assert pool.prepare("d", (8192,)) == 3  # another circuit prepared: it is kept, c's trimmed
-        assert _until(lambda: pool.stats() == (3, 3, 3 * 8192))
+        assert pool.prepare("d", (8192,)) == 3  # another circuit prepared: it is kept, c's free ones make room now
+        assert pool.stats() == (3, 3, 3 * 8192)
         # d's partitions turn out to use another size: the predicted blocks go when idle
         other = _block(2048, 2)
         pool.returned((), (pool.attach(other).name,), "d")
         pool.release(pool.attach(other))
         assert _until(lambda: pool.stats() == (1, 1, 2048))
+    finally:
+        pool.close()
+
+
+def test_a_preload_takes_only_the_room_it_needs_from_another_circuits_free_blocks(small_blocks_count):
+    pinner = RecordingPinner()
+    pool = HostBlockPool(4, pinner=pinner)
+    try:
+        for fill in (1, 2):  # circuit c's job is over: two free blocks
+            shm = pool.attach(_block(4096, fill))
+            pool.returned((), (shm.name,), "c")
+            pool.release(shm)
+        in_use = [pool.attach(_block(8192, 3)), pool.attach(_block(8192, 4))]  # d's partitions, running
+        for shm in in_use:
+            pool.returned((), (shm.name,), "d")
+        assert pool.flush() and pool.stats() == (4, 2, 2 * 4096 + 2 * 8192)
+        assert pool.prepare("d", (8192,)) == 2  # d's window is 4: two more, and room for them
+        assert pool.stats() == (6, 4, 2 * 4096 + 4 * 8192)  # c's stay: 4 free, the bound
+        assert pool.prepare("e", (2048,)) == 4  # four more free: the four free ones go, c's first
+        assert pool.stats() == (6, 4, 2 * 8192 + 4 * 2048)
+        assert sorted(pinner.pinned.values()) == [2048] * 4  # d's in-use blocks were never pinned here
+        for shm in in_use:
+            pool.release(shm)
+        assert pool.flush()
     finally:
         pool.close()
 
