@@ -123,12 +123,11 @@ class HostBlockPool:
                 todo += [size] * max(0, share - have)
             for size in todo:
                 self._making[size] = self._making.get(size, 0) + 1
-            others = sorted((b for size, blocks in self._free.items() if size not in sizes for b in blocks),
-                            key=lambda b: b.idle_since)[:max(0, self._free_count() + len(todo) - self.max_free)]
-            for block in others:
-                self._free[block.shm.size].remove(block)
-                del self._owned[block.shm.name]
-            self._free = {size: blocks for size, blocks in self._free.items() if blocks}
+            others = []
+            for _ in range(self._free_count() + len(todo) - self.max_free):
+                if (block := self._displace(sizes)) is None:
+                    break
+                others.append(block)
         for block in others:
             self._drop(block)
         if others:
@@ -267,7 +266,7 @@ class HostBlockPool:
             block = self._owned.get(name)
             keep = block is not None and not self._closed and self.max_free > 0
             if block is not None and keep and self._free_count() >= self.max_free:
-                displaced = self._displace(block.shm.size)
+                displaced = self._displace((block.shm.size,))
                 keep = displaced is not None
             if block is not None and not keep:
                 del self._owned[name]
@@ -315,13 +314,13 @@ class HostBlockPool:
     def _free_count(self) -> int:
         return sum(len(v) for v in self._free.values())
 
-    def _displace(self, size: int) -> _Block | None:
-        """With the free list full: take out the longest-idle free block of another size than
-        ``size`` (the lock held), so that the sizes in use now get the places, not those of a
+    def _displace(self, keep: tuple[int, ...]) -> _Block | None:
+        """With the free list full: take out the longest-idle free block of a size not in
+        ``keep`` (the lock held), so that the sizes in use now get the places, not those of a
         job that ended (after a PoRep job, its 4.2 GB blocks would otherwise hold them for
         idle_s while every 2.6 GB SnapDeals block was made afresh, unpinned). None where all
-        free blocks have this size."""
-        others = [b for sz, blocks in self._free.items() if sz != size for b in blocks]
+        free blocks have those sizes."""
+        others = [b for sz, blocks in self._free.items() if sz not in keep for b in blocks]
         if not others:
             return None
         oldest = min(others, key=lambda b: b.idle_since)
