@@ -5,10 +5,11 @@
 # overrun fails (on a card under 100 GB the porep key is written as a .params file first,
 # PHASE=testkey, and loaded from it). PARTS (default "snap-24 porep-24 porep-80 porep-none"):
 # KIND-LIMIT_GIB (none: the whole device), KIND porep (RUNS proofs, then a C1 with one flipped
-# byte) or snap (RUNS proofs). RUNS: default 2. The prep makes the pre-compiled circuits and the
-# test data; TEST_K picks GPU tests to run beside them (default: none). Each part's timing
-# summary is printed; everything is tarred into $OUT/kinds-at-limits.tgz, also when DEADLINE_S
-# (default 560) cuts it short.
+# byte) or snap (RUNS proofs). RUNS: default 2; NONE_BATCH (default 0): a porep-none part then
+# proves that many with two in flight (`cuzk-bench batch -j 2`, the proofs/hour). The prep makes
+# the pre-compiled circuits (SnapDeals' only for a snap part) and the test data; TEST_K picks GPU
+# tests to run beside them (default: none). Each part's timing summary is printed; everything is
+# tarred into $OUT/kinds-at-limits.tgz, also when DEADLINE_S (default 560) cuts it short.
 # Run with carry [".whl", "cuzk_plugin/backends/cuda/build"]: bash bench/residency/kinds_at_limits.sh
 set -u
 FINAL=${OUT:-/tmp/out}; O=/tmp/kinds-at-limits; rm -rf "$O"; mkdir -p "$O" "$FINAL"
@@ -18,8 +19,8 @@ nvidia-smi --query-gpu=name,pci.bus_id,pcie.link.gen.max,pcie.link.gen.current,p
 export CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
 timeout "${DEADLINE_S:-560}" bash -c '
     part() {  # KIND-LIMIT
-        local name=$1 kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0
-        [ "$limit" = none ] && limit=  # the whole device
+        local name=$1 kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0 batch=0
+        [ "$limit" = none ] && limit= && [ "$kind" = porep ] && batch=${NONE_BATCH:-0}  # the whole device
         if [ "$kind" = porep ]; then porep=$runs; else snap=$runs; fi
         if [ "$kind" = porep ] && [ ! -s .device-cache/params/porep-32g-test-key.params ] \
             && [ "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)" -lt 100000 ]; then
@@ -27,16 +28,17 @@ timeout "${DEADLINE_S:-560}" bash -c '
             echo "testkey rc=$? at $(date -u +%T)"
         fi
         mkdir -p "$0/$name"
-        OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=0 WIN_RUNS=0 LIMIT_GIB=$limit \
-            SINGLE_RUNS=$porep SNAP_RUNS=$snap timeout 240 bash bench/e2e/porep32g_h200.sh >"$0/$name/run.log" 2>&1
+        OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=$batch WIN_RUNS=0 LIMIT_GIB=$limit \
+            SINGLE_RUNS=$porep SNAP_RUNS=$snap timeout $((240 + 20 * batch)) bash bench/e2e/porep32g_h200.sh >"$0/$name/run.log" 2>&1
         echo "## $name: rc=$? at $(date -u +%T)"
         pkill -TERM -f cuzk_plugin.cli.daemon; pkill -f "cp.empty"; sleep 3; pkill -KILL -f cuzk_plugin.cli.daemon
-        grep -E "daemon up|cold start|preload [0-9]|single [0-9]|snap [0-9]|latency_ms|bad C1|device memory|Error|error" \
+        grep -E "daemon up|cold start|preload [0-9]|single [0-9]|snap [0-9]|batch rc|proofs_per_s|\"wall_s|\"completed|latency_ms|bad C1|device memory|Error|error" \
             "$0/$name/run.log" | cut -c1-300 | head -20
         grep -E "residency |host blocks|CUZK_TIMING.*kind=" "$0/$name/daemon.log" 2>/dev/null | cut -c1-400 | head -8
         python3 bench/residency/timing_summary.py "$0/$name"
     }
-    OUT=$0 PHASE=prep CIRCUITS="porep-32g snap-32g" WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-no_such_test}" \
+    circuits=porep-32g; case " ${PARTS:-snap-24} " in *" snap-"*) circuits="porep-32g snap-32g";; esac
+    OUT=$0 PHASE=prep CIRCUITS="$circuits" WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-no_such_test}" \
         bash bench/e2e/porep32g_h200.sh >"$0/prep.log" 2>&1; echo "prep rc=$? at $(date -u +%T)"
     grep -E "rc=" "$0/prep.log" | tail -6
     for p in ${PARTS:-snap-24 porep-24 porep-80 porep-none}; do part "$p"; done
