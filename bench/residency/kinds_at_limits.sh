@@ -31,7 +31,10 @@ timeout "${DEADLINE_S:-560}" bash -c '
         OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=$batch WIN_RUNS=0 LIMIT_GIB=$limit \
             SINGLE_RUNS=$porep SNAP_RUNS=$snap timeout $((240 + 20 * batch)) bash bench/e2e/porep32g_h200.sh >"$0/$name/run.log" 2>&1
         echo "## $name: rc=$? at $(date -u +%T)"
-        pkill -TERM -f cuzk_plugin.cli.daemon; pkill -f "cp.empty"; sleep 3; pkill -KILL -f cuzk_plugin.cli.daemon
+        # Bracketed patterns: this bash -c script holds its own pkill lines, and a plain pattern
+        # matched (and killed) it after the first part.
+        pkill -TERM -f "cuzk_plugin[.]cli[.]daemon"; pkill -f "c[p][.]empty"; sleep 3
+        pkill -KILL -f "cuzk_plugin[.]cli[.]daemon"
         grep -E "daemon up|cold start|preload [0-9]|single [0-9]|snap [0-9]|batch rc|proofs_per_s|\"wall_s|\"completed|latency_ms|bad C1|device memory|Error|error" \
             "$0/$name/run.log" | cut -c1-300 | head -20
         grep -E "residency |host blocks|CUZK_TIMING.*kind=" "$0/$name/daemon.log" 2>/dev/null | cut -c1-400 | head -8
