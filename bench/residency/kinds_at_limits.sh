@@ -4,9 +4,10 @@
 # rest of the device then held by another process (porep32g_h200.sh HOLD_AT=preload), so that an
 # overrun fails (on a card under 100 GB the porep key is written as a .params file first,
 # PHASE=testkey, and loaded from it). PARTS (default "snap-24 porep-24 porep-80 porep-none"):
-# KIND-LIMIT_GIB (none: the whole device), KIND porep (RUNS proofs, then a C1 with one flipped
-# byte) or snap (RUNS proofs). RUNS: default 2; NONE_BATCH (default 0): a porep-none part then
-# proves that many with two in flight (`cuzk-bench batch -j 2`, the proofs/hour). The prep makes
+# KIND-LIMIT_GIB (none: the whole device; a limit the card does not exceed is skipped), KIND
+# porep (RUNS proofs, then a C1 with one flipped byte) or snap (RUNS proofs). RUNS: default 2;
+# NONE_BATCH (default 0): a porep-none part then proves that many with two in flight
+# (`cuzk-bench batch -j 2`, the proofs/hour). The prep makes
 # the pre-compiled circuits (SnapDeals' only for a snap part) and the test data; TEST_K picks GPU
 # tests to run beside them (default: none). Each part's timing summary is printed; everything is
 # tarred into $OUT/kinds-at-limits.tgz, also when DEADLINE_S (default 560) cuts it short.
@@ -21,6 +22,9 @@ timeout "${DEADLINE_S:-560}" bash -c '
     part() {  # KIND-LIMIT
         local name=$1 kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0 batch=0
         [ "$limit" = none ] && limit= && [ "$kind" = porep ] && batch=${NONE_BATCH:-0}  # the whole device
+        if [ -n "$limit" ] && [ $((limit * 1024)) -ge "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)" ]; then
+            echo "## $name: skipped (the card has no more than $limit GiB: a none part measures it)"; return
+        fi
         if [ "$kind" = porep ]; then porep=$runs; else snap=$runs; fi
         if [ "$kind" = porep ] && [ ! -s .device-cache/params/porep-32g-test-key.params ] \
             && [ "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)" -lt 100000 ]; then

@@ -179,13 +179,13 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     };
     std::future<xyzz_t<fq2_t>> g2;
     std::future<xyzz_t<fq_t>> l, a, b1;
-    // In turn, two MSMs still share the device where their peaks fit what it has left now, one
-    // partition in flight (a second one's upload would take that room): a streamed vector's MSM
+    // In turn, two MSMs still share the device where their peaks fit what it has left now beside
+    // the next partition's upload where one may land meanwhile: a streamed vector's MSM
     // is bound by the link where its scalars are mostly bits (L, A, B) and by the SMs where they
     // are not (H) or its points are in G2, so L's copies run under the H MSM and B in G2's
     // arithmetic under A's and B in G1's copies. Both then run whole (not in pieces).
     const auto pair_fits = [&](size_t first, size_t second) {
-        return ctx.partitions_in_flight.load() <= 1 && first + second + kRoomMargin <= usable_device_bytes(ctx);
+        return first + second + part.next_upload_bytes + kRoomMargin <= usable_device_bytes(ctx);
     };
     int pairs = 0;
 

@@ -72,6 +72,9 @@ struct partition_device {
     // beside the others): it frees them and lets the next partition's upload take their room,
     // so that its copy overlaps B in G2 instead of leaving the device idle.
     std::function<void()> assignment_done;
+    // Device bytes kept free for the next partition's upload, which may land while this one
+    // computes (two partitions in flight, upload.cu); 0 where none can.
+    size_t next_upload_bytes = 0;
     void release(int which) {
         fr_t** v[3] = {&a, &b, &c};
         if (release_abc && *v[which]) release_abc(which);

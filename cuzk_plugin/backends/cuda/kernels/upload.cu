@@ -196,6 +196,16 @@ void free_after_compute(cz_context& ctx, partition_buffers& up) {
     for (auto& b : up.abc) b.stream = ctx.stream;
 }
 
+// The room the next partition's upload may take while `up` computes: the size of `up`'s own
+// where two partitions are in flight (its upload lock is handed on as `up` starts computing).
+size_t next_upload_bytes(const cz_context& ctx, const partition_buffers& up) {
+    if (ctx.partitions_in_flight.load() <= 1) return 0;
+    size_t bytes = 0;
+    for (const auto& b : up.fr_bufs) bytes += b.bytes();
+    for (const auto& b : up.flag_bufs) bytes += b.bytes();
+    return bytes;
+}
+
 // Whether the witness partition of `up` (uploaded) can make H in three buffers of N beside the
 // transforms' N-entry twiddle tables (made at its first transform where not cached), with room
 // to spare. Asked before the next partition may start its upload: where two are in flight, its
@@ -204,12 +214,7 @@ void free_after_compute(cz_context& ctx, partition_buffers& up) {
 bool abc_fit(cz_context& ctx, const partition_buffers& up) {
     const size_t n = 1ull << up.part.log_n;
     const size_t twiddle_bytes = twiddles_cached(ctx, up.part.log_n) ? 0 : n * sizeof(fr_t);
-    size_t next_upload = 0;
-    if (ctx.partitions_in_flight.load() > 1) {
-        for (const auto& b : up.fr_bufs) next_upload += b.bytes();
-        for (const auto& b : up.flag_bufs) next_upload += b.bytes();
-    }
-    return 3 * n * sizeof(fr_t) + twiddle_bytes + next_upload + kRoomMargin <= usable_device_bytes(ctx);
+    return 3 * n * sizeof(fr_t) + twiddle_bytes + next_upload_bytes(ctx, up) + kRoomMargin <= usable_device_bytes(ctx);
 }
 
 // a, b, c of `up` allocated on the main stream (a witness partition: the circuit fills them),
@@ -288,6 +293,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
             wait_stream(ctx.stream, cancel);
             t.r1cs_ms = ms_since(tr);
         }
+        up.part.next_upload_bytes = next_upload_bytes(ctx, up);
         sums = prove_device(ctx, srs, up.part, &t, cancel);
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.
