@@ -28,11 +28,19 @@ if TYPE_CHECKING:
 CIRCUIT_CHUNK_ROWS = 1 << 22
 
 
+def streamed_coeff_index_bytes(pce: PrecompiledCircuit) -> int:
+    """Bytes of a coefficient index in a streamed chunk: 2 where the table has at most 2^16
+    entries (every Filecoin circuit: 2466 for porep-32g), else 4."""
+    return 2 if int(pce.coeffs.shape[0]) <= 1 << 16 else 4
+
+
 def streamed_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> int:
     """Device bytes of ``pce`` loaded streamed: its coefficient table (canonical and Montgomery
     Fr, one kind byte each), its densities, and two chunk buffers, each holding for A, B and C
-    ``chunk_rows + 1`` row pointers (uint64) and the most terms (uint32 column and coefficient
-    index) any chunk of that many rows has."""
+    ``chunk_rows + 1`` row offsets from the chunk's first term (uint32) and the most terms any
+    chunk of that many rows has (a uint32 column and a coefficient index of
+    :func:`streamed_coeff_index_bytes`). The compact form: every streamed byte crosses the link
+    at every partition, and a row pointer of 8 bytes, an index of 4, carry nothing more."""
     m = pce.num_constraints
     chunk_rows = max(1, min(chunk_rows, m))
     most_terms = 0
@@ -41,7 +49,18 @@ def streamed_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIR
         ends = np.append(starts[1:], np.int64(mat.row_ptr[m]))
         most_terms += int((ends - starts).max(initial=0))
     tables = int(pce.coeffs.shape[0]) * (2 * 32 + 1) + 2 * pce.num_aux + pce.num_inputs
-    return tables + 2 * (3 * (chunk_rows + 1) * 8 + most_terms * 8)
+    return tables + 2 * (3 * (chunk_rows + 1) * 4 + most_terms * (4 + streamed_coeff_index_bytes(pce)))
+
+
+def streamed_circuit_host_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> int:
+    """Page-locked host bytes of ``pce``'s matrices in the compact streamed form: per matrix and
+    chunk of ``chunk_rows`` rows, its rows + 1 offsets (uint32), then every term's column (uint32)
+    and coefficient index (:func:`streamed_coeff_index_bytes`)."""
+    m = pce.num_constraints
+    chunk_rows = max(1, min(chunk_rows, m))
+    chunks = -(-m // chunk_rows)
+    terms = sum(int(mat.row_ptr[m]) for mat in (pce.a, pce.b, pce.c))
+    return 3 * (m + chunks) * 4 + terms * (4 + streamed_coeff_index_bytes(pce))
 
 
 @dataclass(frozen=True)

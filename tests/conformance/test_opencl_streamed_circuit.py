@@ -1,16 +1,18 @@
 """A streamed circuit on OpenCL, what the generic suite cannot see: the chunk buffers it
-allocates are the protocol's figure (less what OpenCL keeps on the host), the multi-device
-set passes ``streamed`` and ``chunk_rows`` through, and bad uses are refused."""
+allocates are the protocol's figure in the compact chunk form (uint32 row offsets, uint32
+columns, uint16 or uint32 coefficient indices; less what OpenCL keeps on the host), both index
+widths evaluate as the resident circuit does, the multi-device set passes ``streamed`` and
+``chunk_rows`` through, and bad uses are refused."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes
+from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes, streamed_coeff_index_bytes
 from cuzk_plugin.backends.registry import probe
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
-from tests.conformance.test_r1cs_eval import random_circuit
+from tests.conformance.test_r1cs_eval import random_circuit, wide_circuit
 
 pytestmark = pytest.mark.skipif(probe("opencl") is not None, reason=f"opencl unavailable: {probe('opencl')}")
 
@@ -22,23 +24,68 @@ def opencl():
     return OpenclBackend()
 
 
+def _circuit(rng, width: str):
+    """A random circuit whose streamed coefficient indices are 16-bit ("narrow": the table of
+    precompile_r1cs, a few hundred entries) or 32-bit ("wide": 70000 entries)."""
+    if width == "wide":
+        return wide_circuit(rng, 60, 3, 200)
+    r1cs, z = random_circuit(rng, 150, 4, 120)
+    return precompile_r1cs(r1cs, "sizes"), z
+
+
+@pytest.mark.parametrize("width", ["narrow", "wide"])
 @pytest.mark.parametrize("chunk_rows", [1, 5, 64, 1 << 20])
-def test_chunk_buffers_are_the_protocol_figure(opencl, rng, chunk_rows):
-    """Two chunk buffers of chunk_rows + 1 row pointers and the most terms a chunk has, per
-    matrix, and both coefficient forms: the figure less a kind byte per coefficient and the
-    densities (which OpenCL does not hold on the device)."""
-    r1cs, _ = random_circuit(rng, 150, 4, 120)
-    pce = precompile_r1cs(r1cs, "sizes")
+def test_chunk_buffers_are_the_protocol_figure(opencl, rng, chunk_rows, width):
+    """Two chunk buffers, per matrix chunk_rows + 1 uint32 row offsets and, for the most terms
+    a chunk has, a uint32 column and a coefficient index of 2 or 4 bytes; both coefficient
+    forms: the figure less a kind byte per coefficient and the densities (which OpenCL does
+    not hold on the device)."""
+    from cuzk_plugin.backends.opencl.r1cs import _most_chunk_terms
+
+    pce, _ = _circuit(rng, width)
+    index_bytes = streamed_coeff_index_bytes(pce)
+    assert index_bytes == (4 if width == "wide" else 2)
     handle = opencl.load_circuit(pce, streamed=True, chunk_rows=chunk_rows)
     try:
+        rows = min(chunk_rows, pce.num_constraints)
+        assert handle.streamed and not handle.matrices and len(handle.chunks) == 2
+        assert handle.chunk_rows == rows and handle.coeff_index_bytes == index_bytes
+        for chunk in handle.chunks:
+            for mat, bufs in zip((pce.a, pce.b, pce.c), chunk.matrices, strict=True):
+                t = _most_chunk_terms(mat, pce.num_constraints, rows)
+                assert [b.size for b in bufs] == [(rows + 1) * 4, t * 4, t * index_bytes]
         chunk_bytes = sum(b.size for chunk in handle.chunks for bufs in chunk.matrices for b in bufs)
         device_bytes = chunk_bytes + handle.coeffs_plain.size + handle.coeffs_mont.size
-        assert handle.streamed and not handle.matrices and len(handle.chunks) == 2
-        assert handle.chunk_rows == min(chunk_rows, pce.num_constraints)
     finally:
         handle.release()
     unheld = pce.coeffs.shape[0] + 2 * pce.num_aux + pce.num_inputs
     assert handle.nbytes == streamed_circuit_device_bytes(pce, chunk_rows) == device_bytes + unheld
+
+
+@pytest.mark.parametrize("width", ["narrow", "wide"])
+def test_both_index_widths_stream_as_resident(opencl, rng, width):
+    """Chunks of 9 rows (not dividing the circuit's rows) for each index width: three
+    evaluations on one handle, so each chunk buffer is refilled within an evaluation and
+    across them, equal the resident circuit's rows."""
+    pce, z = _circuit(rng, width)
+    assert pce.num_constraints % 9 != 0
+    zs = [z, z.copy(), z.copy()]
+    zs[1][1:] = zs[1][:0:-1]  # the same values in other orders, ONE still first
+    zs[2][1:] = rng.permutation(zs[2][1:])
+    resident = opencl.load_circuit(pce)
+    try:
+        wants = [opencl.evaluate_r1cs(resident, each) for each in zs]
+    finally:
+        resident.release()
+    handle = opencl.load_circuit(pce, streamed=True, chunk_rows=9)
+    try:
+        gots = [opencl.evaluate_r1cs(handle, each) for each in zs]
+    finally:
+        handle.release()
+    for got, want in zip(gots, wants, strict=True):
+        for name, g, w in zip("abc", got, want, strict=True):
+            bad = np.flatnonzero((g != w).any(axis=1))
+            assert bad.size == 0, f"{width} {name}: {bad.size} rows differ, first {bad[:5].tolist()}"
 
 
 def test_every_device_set_passes_streamed_through(opencl, rng):
@@ -70,3 +117,15 @@ def test_bad_uses_are_refused(opencl, rng):
     handle.release()
     with pytest.raises(ValueError, match="released"):
         opencl.evaluate_r1cs(handle, z)
+
+
+def test_a_chunk_past_32_bit_offsets_is_refused(opencl, rng, monkeypatch):
+    """A chunk whose terms the uint32 offsets cannot reach (>= 2^32, as a chunk of a huge circuit
+    would have) is refused at load, naming the circuit, the rows and the count."""
+    from cuzk_plugin.backends.opencl import r1cs as opencl_r1cs
+
+    r1cs, _ = random_circuit(rng, 20, 2, 20)
+    pce = precompile_r1cs(r1cs, "huge-chunk")
+    monkeypatch.setattr(opencl_r1cs, "_most_chunk_terms", lambda mat, rows, chunk_rows: 1 << 32)
+    with pytest.raises(ValueError, match=rf"huge-chunk.*\b4\b rows.*{1 << 32}"):
+        opencl.load_circuit(pce, streamed=True, chunk_rows=4)

@@ -11,11 +11,15 @@ import zlib
 import numpy as np
 import pytest
 
-from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, streamed_circuit_device_bytes
+from cuzk_plugin.backends.protocol import (
+    CIRCUIT_CHUNK_ROWS,
+    streamed_circuit_device_bytes,
+    streamed_coeff_index_bytes,
+)
 from cuzk_plugin.bls12_381.fields import R, ints_to_limbs, limbs_to_objects
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix
-from cuzk_plugin.formats.pce import PrecompiledCircuit, load_pce
+from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit, load_pce
 
 
 def _coefficient(rng: np.random.Generator) -> int:
@@ -57,6 +61,33 @@ def random_circuit(rng: np.random.Generator, m: int, n_in: int, n_aux: int) -> t
         mats.append(SparseMatrix.from_terms(rows, cols, coeffs))
     z = [1] + [_value(rng) for _ in range(n - 1)]
     return R1CS(n_in, n_aux, m, *mats), ints_to_limbs(z)
+
+
+def wide_circuit(rng: np.random.Generator, m: int, n_in: int, n_aux: int, k: int = 70_000) -> tuple[PrecompiledCircuit, np.ndarray]:
+    """A pre-compiled circuit of m rows whose coefficient table has k random distinct entries
+    (past 2^16 by default: a streamed chunk then carries 32-bit coefficient indices, the
+    uint16 ones covering every Filecoin circuit), rows of 0 to 400 terms (ascending distinct
+    columns) drawing on the whole table, the last entry included, and a Filecoin-like z."""
+    n = n_in + n_aux
+    coeffs = rng.integers(0, 1 << 64, size=(k, 4), dtype=np.uint64)
+    coeffs[:, 3] = rng.integers(1, R >> 192, size=k, dtype=np.uint64)  # below r, never 0, distinct w.h.p.
+    mats = []
+    for _ in range(3):
+        lens = np.minimum(rng.choice([0, 1, 3, 40, 400], size=m, p=[0.1, 0.3, 0.3, 0.2, 0.1]), n)
+        row_ptr = np.zeros(m + 1, np.uint64)
+        np.cumsum(lens, out=row_ptr[1:])
+        cols = np.concatenate([np.sort(rng.choice(n, size=int(ln), replace=False)) for ln in lens] + [np.zeros(0)])
+        cidx = rng.integers(0, k, size=cols.size, dtype=np.uint32)
+        cidx[-1:] = k - 1
+        mats.append(CsrMatrix(row_ptr, cols.astype(np.uint32), cidx))
+    a_used, b_used = np.zeros(n, bool), np.zeros(n, bool)
+    a_used[mats[0].cols], b_used[mats[1].cols] = True, True
+    pce = PrecompiledCircuit(
+        name="wide", num_inputs=n_in, num_aux=n_aux, num_constraints=m, coeffs=coeffs, a=mats[0], b=mats[1],
+        c=mats[2], a_aux_density=a_used[n_in:], b_input_density=b_used[:n_in], b_aux_density=b_used[n_in:],
+        digest="")
+    z = [1] + [_value(rng) for _ in range(n - 1)]
+    return pce, ints_to_limbs(z)
 
 
 def check_evaluation(backend, pce: PrecompiledCircuit, reference: R1CS, z: np.ndarray) -> None:
@@ -121,6 +152,32 @@ def test_streamed_circuit_equals_resident_and_reference(backend, rng, chunk_rows
             ("reference", got, [ints_to_limbs(w) for w in reference.evaluate(limbs_to_objects(z))]),
             ("reference, second z", got_other, [ints_to_limbs(w) for w in reference.evaluate(limbs_to_objects(other))])):
         for name, g, w in zip("abc", rows, wanted, strict=True):
+            bad = np.flatnonzero((g != w).any(axis=1))
+            assert bad.size == 0, f"{name} vs {what}: {bad.size} rows differ, first {bad[:5].tolist()}"
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 1 << 20], ids=["rows7", "rows_past_m"])
+def test_streamed_circuit_with_a_wide_coefficient_table(backend, rng, chunk_rows):
+    """A coefficient table past 2^16 entries (a streamed chunk's coefficient indices 32-bit, not
+    16), rows of up to hundreds of terms, chunks of 7 rows (which do not divide the 60 rows) or
+    one past the circuit: the streamed rows are the resident ones and the reference's."""
+    pce, z = wide_circuit(rng, 60, 3, 500)
+    assert streamed_coeff_index_bytes(pce) == 4 and max(int(m.coeff_idx.max()) for m in (pce.a, pce.b, pce.c)) >= 1 << 16
+    resident = backend.load_circuit(pce)
+    try:
+        want = backend.evaluate_r1cs(resident, z)
+    finally:
+        resident.release()
+    handle, asked = load_streamed(backend, pce, chunk_rows)
+    try:
+        got = backend.evaluate_r1cs(handle, z)
+        if handle.streamed:
+            assert handle.nbytes == streamed_circuit_device_bytes(pce, asked)
+    finally:
+        handle.release()
+    reference = [ints_to_limbs(w) for w in _reference_of(pce).evaluate(limbs_to_objects(z))]
+    for what, wanted in (("resident", want), ("reference", reference)):
+        for name, g, w in zip("abc", got, wanted, strict=True):
             bad = np.flatnonzero((g != w).any(axis=1))
             assert bad.size == 0, f"{name} vs {what}: {bad.size} rows differ, first {bad[:5].tolist()}"
 

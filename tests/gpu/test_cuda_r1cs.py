@@ -15,7 +15,11 @@ import pytest
 
 from cuzk_plugin.backends.cuda import CudaBackend
 from cuzk_plugin.backends.cuda.backend import CudaCircuit, load_circuit_into
-from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes
+from cuzk_plugin.backends.protocol import (
+    streamed_circuit_device_bytes,
+    streamed_circuit_host_bytes,
+    streamed_coeff_index_bytes,
+)
 from cuzk_plugin.bls12_381.fields import (
     R,
     ints_to_limbs,
@@ -24,7 +28,7 @@ from cuzk_plugin.bls12_381.fields import (
 )
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
-from cuzk_plugin.circuit.r1cs import R1CS, synthesize
+from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix, synthesize
 from cuzk_plugin.formats.params import SetupSecrets
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
@@ -162,12 +166,6 @@ def load_streamed(cuda, pce: PrecompiledCircuit, chunk_rows: int) -> CudaCircuit
                        streamed=True)
 
 
-def matrices_nbytes(pce: PrecompiledCircuit) -> int:
-    """A, B and C as the library holds them: m + 1 uint64 row pointers, a uint32 column and a
-    uint32 coefficient index a term."""
-    return sum(8 * (pce.num_constraints + 1) + 8 * len(mat.cols) for mat in (pce.a, pce.b, pce.c))
-
-
 @pytest.mark.parametrize("chunk_rows", [1, 3, 64, 1 << 20])
 @pytest.mark.parametrize("shape", [(1, 1, 0), (50, 3, 40), (2000, 5, 1800)], ids=["one-row", "small", "medium"])
 def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chunk_rows):
@@ -176,7 +174,7 @@ def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chun
     resident, streamed, host = cuda.load_circuit(pce), load_streamed(cuda, pce, chunk_rows), cpu.load_circuit(pce)
     try:
         assert streamed.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
-        assert streamed.host_bytes == matrices_nbytes(pce)
+        assert streamed.host_bytes == streamed_circuit_host_bytes(pce, chunk_rows)
         assert resident.host_bytes == 0 and not resident.streamed
         want = cuda.evaluate_r1cs(resident, z)
         for w, c in zip(want, cpu.evaluate_r1cs(host, z), strict=True):
@@ -194,6 +192,35 @@ def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chun
         host.release()
 
 
+def wide_coefficient_circuit(rng, m: int, n: int) -> tuple[R1CS, np.ndarray]:
+    """m rows of three terms with arbitrary coefficients: a table of more than 2^16 entries
+    (3 m distinct values a matrix), whose streamed indices take 4 bytes."""
+    mats = []
+    for _ in range(3):
+        rows = np.repeat(np.arange(m), 3).tolist()
+        cols = rng.integers(0, n, size=3 * m).tolist()
+        coeffs = [int.from_bytes(rng.bytes(32), "little") % R for _ in range(3 * m)]
+        mats.append(SparseMatrix.from_terms(rows, cols, coeffs))
+    z = [1] + [int.from_bytes(rng.bytes(32), "little") % R if i % 3 else i % 2 for i in range(1, n)]
+    return R1CS(1, n - 1, m, *mats), ints_to_limbs(z)
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 1 << 20])
+def test_streamed_evaluation_with_four_byte_coefficient_indices(cuda, rng, chunk_rows):
+    r1cs, z = wide_coefficient_circuit(rng, 25_000, 500)
+    pce = precompile_r1cs(r1cs, "wide")
+    assert pce.coeffs.shape[0] > 1 << 16 and streamed_coeff_index_bytes(pce) == 4
+    streamed = load_streamed(cuda, pce, chunk_rows)
+    try:
+        assert streamed.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
+        assert streamed.host_bytes == streamed_circuit_host_bytes(pce, chunk_rows)
+        for name, g, w in zip("abc", cuda.evaluate_r1cs(streamed, z), reference_abc(r1cs, z), strict=True):
+            bad = np.flatnonzero((g != w).any(axis=1))
+            assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
+    finally:
+        streamed.release()
+
+
 def test_load_circuit_streamed_takes_the_protocol_chunk(cuda, rng):
     r1cs, z = random_circuit(rng, 300, 4, 250)
     pce = precompile_r1cs(r1cs, "random")
@@ -201,7 +228,7 @@ def test_load_circuit_streamed_takes_the_protocol_chunk(cuda, rng):
     try:
         assert handle.streamed and "streamed=True" in repr(handle)
         assert handle.nbytes == streamed_circuit_device_bytes(pce)
-        assert handle.host_bytes == matrices_nbytes(pce)
+        assert handle.host_bytes == streamed_circuit_host_bytes(pce)
         for g, w in zip(cuda.evaluate_r1cs(handle, z), reference_abc(r1cs, z), strict=True):
             np.testing.assert_array_equal(g, w)
     finally:

@@ -3,7 +3,10 @@
 :meth:`R1csDriver.load` uploads the coefficient tables once and either the matrices too
 (resident) or, for a device too small to hold them beside the key, only two chunk buffers
 (streamed): each evaluation then copies the host matrices through them a chunk of rows at a
-time. Either way it is an :class:`OpenclCircuit`, on the device until released.
+time, in the compact form the protocol counts (:func:`streamed_circuit_device_bytes`): per chunk
+its rows + 1 row pointers as uint32 offsets from the chunk's first term, uint32 columns, and
+coefficient indices of :func:`streamed_coeff_index_bytes` (uint16 for a table of at most 2^16
+entries). Either way it is an :class:`OpenclCircuit`, on the device until released.
 :meth:`R1csDriver.evaluate` uploads z and runs the row kernel per matrix (per chunk when
 streamed), writing either canonical rows (``evaluate_r1cs``) or Montgomery rows zero-padded to
 the NTT domain, which the quotient H takes without leaving the device.
@@ -18,7 +21,11 @@ import numpy as np
 
 from cuzk_plugin.backends.opencl.device import import_pyopencl
 from cuzk_plugin.backends.opencl.launch import empty, fr_mont_limbs, launch, u32, upload
-from cuzk_plugin.backends.protocol import CIRCUIT_CHUNK_ROWS, streamed_circuit_device_bytes
+from cuzk_plugin.backends.protocol import (
+    CIRCUIT_CHUNK_ROWS,
+    streamed_circuit_device_bytes,
+    streamed_coeff_index_bytes,
+)
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_ints
 from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
@@ -31,13 +38,24 @@ FR_BYTES = 32
 @dataclass
 class ChunkBuffers:
     """One of a streamed circuit's two chunk buffers: per matrix, device buffers for a chunk's
-    row pointers, columns and coefficient indices; ``readers``, the kernels that last read
-    them, which a copy into them waits for."""
+    row offsets, columns and coefficient indices; ``readers``, the kernels that last read
+    them, which a copy into them waits for; ``staged`` and ``copies``, the host arrays of the
+    last copies into them and those copies' events: the copies do not block, so the arrays
+    are held until the copies are known to have finished (:meth:`settle`)."""
 
     matrices: list
     readers: list = field(default_factory=list)
+    staged: list = field(default_factory=list)
+    copies: list = field(default_factory=list)
+
+    def settle(self) -> None:
+        """Wait for the last copies into these buffers, then let their host arrays go."""
+        if self.copies:
+            import_pyopencl().wait_for_events(self.copies)
+        self.staged, self.copies = [], []
 
     def release(self) -> None:
+        self.settle()
         for bufs in self.matrices:
             for b in bufs:
                 b.release()
@@ -60,6 +78,8 @@ class OpenclCircuit:
     host_bytes: int = 0
     #: Rows a streamed chunk holds.
     chunk_rows: int = 0
+    #: Bytes of a streamed chunk's coefficient index (2 or 4, see streamed_coeff_index_bytes); 0 resident.
+    coeff_index_bytes: int = 0
     chunks: list[ChunkBuffers] = field(default_factory=list)
     released: bool = field(default=False)
 
@@ -90,6 +110,8 @@ class R1csDriver:
         self.context, self.queue = context, queue
         self.copy_queue = import_pyopencl().CommandQueue(context, queue.device)
         self.kernel = program.r1cs_spmv
+        #: The compact chunk form's kernels, by the bytes of a coefficient index.
+        self.chunk_kernels = {2: program.r1cs_spmv_chunk_u16, 4: program.r1cs_spmv_chunk_u32}
 
     def load(self, pce: PrecompiledCircuit, *, streamed: bool = False,
              chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> OpenclCircuit:
@@ -127,11 +149,17 @@ class R1csDriver:
         rows = max(1, min(chunk_rows, m))
         mats = (pce.a, pce.b, pce.c)
         terms = [_most_chunk_terms(mat, m, rows) for mat in mats]
+        most = max(terms)
+        if most >= 1 << 32:
+            raise ValueError(f"circuit {pce.name}: a chunk of {rows} rows holds {most} terms, more than the "
+                             "32-bit offsets of a streamed chunk reach; load it with fewer chunk_rows")
+        index_bytes = streamed_coeff_index_bytes(pce)
         chunks = []
         for _ in range(2):
             matrices = []
             for t in terms:
-                bufs = (empty(self.context, (rows + 1) * 8), empty(self.context, t * 4), empty(self.context, t * 4))
+                bufs = (empty(self.context, (rows + 1) * 4), empty(self.context, t * 4),
+                        empty(self.context, t * index_bytes))
                 made.extend(bufs)
                 matrices.append(bufs)
             chunks.append(ChunkBuffers(matrices))
@@ -140,7 +168,8 @@ class R1csDriver:
         # (the kernel tests z for 0 and 1 itself; the densities are read on the host).
         nbytes = streamed_circuit_device_bytes(pce, rows)
         return OpenclCircuit(pce, [], made[0], made[1], nbytes, streamed=True,
-                             host_bytes=sum(mat.nbytes for mat in mats), chunk_rows=rows, chunks=chunks)
+                             host_bytes=sum(mat.nbytes for mat in mats), chunk_rows=rows,
+                             coeff_index_bytes=index_bytes, chunks=chunks)
 
     def upload_z(self, circuit: OpenclCircuit, z: np.ndarray):
         pce = circuit.circuit
@@ -164,7 +193,7 @@ class R1csDriver:
         elif m:
             for (row_ptr, cols, cidx), out in zip(circuit.matrices, outs, strict=True):
                 launch(self.queue, self.kernel, m, row_ptr, cols, cidx, circuit.coeffs_plain, circuit.coeffs_mont,
-                       d_z, out, u32(m), u32(int(to_mont)), u32(0), np.uint64(0))
+                       d_z, out, u32(m), u32(int(to_mont)), u32(0))
         return outs
 
     def _stream_rows(self, circuit: OpenclCircuit, d_z, outs: list, to_mont: bool) -> None:
@@ -172,42 +201,50 @@ class R1csDriver:
         are enqueued (on the copy queue, after the kernels that last read its buffer) before
         chunk i's kernels, which wait for chunk i's copies, so the device copies one chunk
         while it evaluates the other."""
-        pce = circuit.circuit
-        m, rows = pce.num_constraints, circuit.chunk_rows
-        mats = (pce.a, pce.b, pce.c)
+        m, rows = circuit.circuit.num_constraints, circuit.chunk_rows
+        kernel = self.chunk_kernels[circuit.coeff_index_bytes]
         copied = self._copy_chunk(circuit, 0)
         for i, r0 in enumerate(range(0, m, rows)):
             r1 = min(m, r0 + rows)
             following = self._copy_chunk(circuit, i + 1) if r1 < m else []
             chunk = circuit.chunks[i % 2]
             chunk.readers = [
-                launch(self.queue, self.kernel, r1 - r0, row_ptr, cols, cidx, circuit.coeffs_plain,
+                launch(self.queue, kernel, r1 - r0, offsets, cols, cidx, circuit.coeffs_plain,
                        circuit.coeffs_mont, d_z, out, u32(r1 - r0), u32(int(to_mont)), u32(r0),
-                       np.uint64(mat.row_ptr[r0]), wait_for=copied or None)
-                for mat, (row_ptr, cols, cidx), out in zip(mats, chunk.matrices, outs, strict=True)]
+                       wait_for=copied or None)
+                for (offsets, cols, cidx), out in zip(chunk.matrices, outs, strict=True)]
             self.queue.flush()  # the next copies into this buffer wait for these kernels
             copied = following
 
     def _copy_chunk(self, circuit: OpenclCircuit, i: int) -> list:
-        """Enqueue, without waiting, the copies of chunk ``i``'s row pointers and terms into its
-        chunk buffer; their events."""
+        """Enqueue, without waiting, the copies of chunk ``i``'s rows into its chunk buffer in
+        the compact form (row offsets from the chunk's first term, uint32; columns; coefficient
+        indices of the circuit's width); their events. The host arrays the copies read are
+        held on the chunk buffer until the next copy into it has waited for them."""
         cl = import_pyopencl()
         pce = circuit.circuit
         r0 = i * circuit.chunk_rows
         r1 = min(pce.num_constraints, r0 + circuit.chunk_rows)
         chunk = circuit.chunks[i % 2]
-        events = []
+        # The copies before these into the same buffers were waited for by the kernels in
+        # chunk.readers, which the new copies wait for on the device; the host waits for them
+        # too before dropping the arrays they read (they are normally done: the other buffer's
+        # copies were queued after them).
+        chunk.settle()
+        index_type = np.uint16 if circuit.coeff_index_bytes == 2 else np.uint32
         for mat, bufs in zip((pce.a, pce.b, pce.c), chunk.matrices, strict=True):
-            lo, hi = int(mat.row_ptr[r0]), int(mat.row_ptr[r1])
-            parts: tuple[np.ndarray, ...] = (np.ascontiguousarray(mat.row_ptr[r0:r1 + 1], dtype=np.uint64),
+            row_ptr = np.asarray(mat.row_ptr[r0:r1 + 1], dtype=np.uint64)
+            lo, hi = int(row_ptr[0]), int(row_ptr[-1])
+            parts: tuple[np.ndarray, ...] = ((row_ptr - row_ptr[0]).astype(np.uint32),
                                              np.ascontiguousarray(mat.cols[lo:hi], dtype=np.uint32),
-                                             np.ascontiguousarray(mat.coeff_idx[lo:hi], dtype=np.uint32))
+                                             np.ascontiguousarray(mat.coeff_idx[lo:hi], dtype=index_type))
             for buf, part in zip(bufs, parts, strict=True):
                 if part.size:
-                    events.append(cl.enqueue_copy(self.copy_queue, buf, part, is_blocking=False,
-                                                  wait_for=chunk.readers or None))
+                    chunk.copies.append(cl.enqueue_copy(self.copy_queue, buf, part, is_blocking=False,
+                                                        wait_for=chunk.readers or None))
+                    chunk.staged.append(part)  # read by the copy until it finishes
         self.copy_queue.flush()  # kernels on the other queue wait for these copies
-        return events
+        return list(chunk.copies)
 
 
 def _fill_zero(queue, buf, offset: int, nbytes: int) -> None:

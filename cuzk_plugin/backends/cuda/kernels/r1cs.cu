@@ -4,7 +4,7 @@
 // coefficient of 1 or -1 adds or subtracts the value, a value of 1 adds the coefficient; only
 // the rest take one Montgomery product, of the coefficient in Montgomery form with the
 // canonical value, which leaves the canonical product (M(c R, z) = c z). Sums stay canonical.
-// A streamed circuit runs the same kernel once a chunk of rows, on the chunk's copy.
+// A streamed circuit runs the same kernel once a chunk of rows, on the chunk's compact copy.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -21,9 +21,15 @@ __device__ __forceinline__ bool is_one_canonical(const fr_t& x) {
     return high == 0 && x.v[0] == 1;
 }
 
+// The three matrices as a launch reads them: resident (Row uint64_t row pointers from `base`,
+// Coeff uint32_t), or a streamed chunk's compact copy (uint32_t offsets from its first term,
+// base 0; Coeff uint16_t or uint32_t).
+template <class Row, class Coeff>
 struct r1cs_tables {
-    csr_device mat[3];
-    uint64_t term0[3];  // the term index mat[i].row_ptr[0] stands for: the terms start at cols[0]
+    const Row* row[3];
+    const uint32_t* cols[3];
+    const Coeff* coeff[3];
+    uint64_t base[3];
     const fr_t* coeff_mont;
     const fr_t* coeff_canon;
     const uint8_t* kinds;
@@ -31,21 +37,24 @@ struct r1cs_tables {
 
 // Rows row0 .. row0 + rows of the outputs from rows 0 .. rows of the tables' matrices: matrix
 // first + blockIdx.y (the launch's gridDim.y matrices from `first`).
-__global__ void r1cs_rows_kernel(r1cs_tables t, const fr_t* __restrict__ z, uint64_t rows, uint64_t row0, fr_t* a,
-                                 fr_t* b, fr_t* c, uint32_t first) {
+template <class Row, class Coeff>
+__global__ void r1cs_rows_kernel(r1cs_tables<Row, Coeff> t, const fr_t* __restrict__ z, uint64_t rows, uint64_t row0,
+                                 fr_t* a, fr_t* b, fr_t* c, uint32_t first) {
     const uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= rows) return;
     const uint32_t which = first + blockIdx.y;
     // A constant index per branch keeps the tables in the parameter space (a run-time index
     // into a parameter array makes a local copy).
-    const csr_device mat = which == 0 ? t.mat[0] : (which == 1 ? t.mat[1] : t.mat[2]);
-    const uint64_t term0 = which == 0 ? t.term0[0] : (which == 1 ? t.term0[1] : t.term0[2]);
+    const Row* row_at = which == 0 ? t.row[0] : (which == 1 ? t.row[1] : t.row[2]);
+    const uint32_t* cols = which == 0 ? t.cols[0] : (which == 1 ? t.cols[1] : t.cols[2]);
+    const Coeff* coeff = which == 0 ? t.coeff[0] : (which == 1 ? t.coeff[1] : t.coeff[2]);
+    const uint64_t base = which == 0 ? t.base[0] : (which == 1 ? t.base[1] : t.base[2]);
     fr_t acc = fr_t::zero();
-    const uint64_t end = mat.row_ptr[row + 1] - term0;
-    for (uint64_t k = mat.row_ptr[row] - term0; k < end; k++) {
-        const fr_t v = z[mat.cols[k]];
+    const uint64_t end = row_at[row + 1] - base;
+    for (uint64_t k = row_at[row] - base; k < end; k++) {
+        const fr_t v = z[cols[k]];
         if (v.is_zero()) continue;
-        const uint32_t ci = mat.coeff[k];
+        const uint32_t ci = coeff[k];
         const uint8_t kind = t.kinds[ci];
         if (kind == COEFF_ONE)
             acc = acc + v;
@@ -79,11 +88,12 @@ __global__ void r1cs_check_kernel(const fr_t* __restrict__ a, const fr_t* __rest
     atomicMin(first, (unsigned long long)row);
 }
 
-void launch_rows(cudaStream_t stream, const r1cs_tables& t, const fr_t* z, size_t rows, size_t row0, fr_t* a,
-                 fr_t* b, fr_t* c, matrix_range which) {
+template <class Row, class Coeff>
+void launch_rows(cudaStream_t stream, const r1cs_tables<Row, Coeff>& t, const fr_t* z, size_t rows, size_t row0,
+                 fr_t* a, fr_t* b, fr_t* c, matrix_range which) {
     constexpr unsigned kThreads = 256;
-    r1cs_rows_kernel<<<dim3(blocks_for(rows, kThreads), which.count), kThreads, 0, stream>>>(t, z, rows, row0, a, b,
-                                                                                           c, which.first);
+    r1cs_rows_kernel<Row, Coeff><<<dim3(blocks_for(rows, kThreads), which.count), kThreads, 0, stream>>>(
+        t, z, rows, row0, a, b, c, which.first);
     CZ_CHECK_LAUNCH();
 }
 
@@ -100,33 +110,50 @@ struct carver {
     }
 };
 
-// A streamed circuit's matrices copied into one page-locked host block, and the most terms a
-// chunk of `rows` rows has in each (what the device chunk buffers must hold).
+// A streamed circuit's matrices copied into one page-locked host block in the compact form
+// (csr_chunk), and the most terms a chunk of `rows` rows has in each (what the device chunk
+// buffers must hold). Coefficient indices are < n_coeffs (the caller checked them), so a table
+// of at most 2^16 entries takes them as uint16.
 void pin_matrices(cz_circuit& c, const csr_host mats[3], size_t rows) {
-    const size_t m = c.m;
-    uint64_t* row_ptr[3];
-    uint32_t *cols[3], *coeff[3];
+    const size_t m = c.m, chunks = (m + rows - 1) / rows;
+    c.coeff_index_bytes = c.n_coeffs <= (size_t(1) << 16) ? 2 : 4;
+    uint32_t *row_off[3], *cols[3];
+    void* coeff[3];
     auto layout = [&](carver& k) {
-        for (int i = 0; i < 3; i++) row_ptr[i] = k.take<uint64_t>(m + 1);
-        for (int i = 0; i < 3; i++) cols[i] = k.take<uint32_t>(mats[i].nnz), coeff[i] = k.take<uint32_t>(mats[i].nnz);
+        for (int i = 0; i < 3; i++) row_off[i] = k.take<uint32_t>(m + chunks);
+        for (int i = 0; i < 3; i++) cols[i] = k.take<uint32_t>(mats[i].nnz);
+        for (int i = 0; i < 3; i++)
+            coeff[i] = c.coeff_index_bytes == 2 ? static_cast<void*>(k.take<uint16_t>(mats[i].nnz))
+                                                : static_cast<void*>(k.take<uint32_t>(mats[i].nnz));
     };
     carver size;
     layout(size);
-    CZ_CHECK(cudaHostAlloc(&c.host_block, size.used, cudaHostAllocPortable));
+    CZ_CHECK(cudaHostAlloc(&c.host_block, std::max<size_t>(size.used, 1), cudaHostAllocPortable));
     c.host_bytes = size.used;
     carver at{reinterpret_cast<uintptr_t>(c.host_block)};
     layout(at);
     c.chunk_rows = rows;
     for (int i = 0; i < 3; i++) {
-        const size_t nnz = mats[i].nnz;
-        std::memcpy(row_ptr[i], mats[i].row_ptr, (m + 1) * sizeof(uint64_t));
-        if (nnz) {
-            std::memcpy(cols[i], mats[i].cols, nnz * sizeof(uint32_t));
-            std::memcpy(coeff[i], mats[i].coeff, nnz * sizeof(uint32_t));
+        const csr_host& h = mats[i];
+        csr_host_chunked& out = c.host_mat[i];
+        out.chunk_term0.resize(chunks + 1);
+        for (size_t ci = 0; ci < chunks; ci++) {
+            const size_t r0 = ci * rows, r1 = std::min(r0 + rows, m);
+            const uint64_t term0 = h.row_ptr[r0], terms = h.row_ptr[r1] - term0;
+            CZ_REQUIRE(terms <= UINT32_MAX, "a streamed chunk of the circuit holds 2^32 terms or more: use fewer rows a chunk");
+            out.chunk_term0[ci] = term0;
+            c.max_terms[i] = std::max<size_t>(c.max_terms[i], terms);
+            for (size_t r = r0; r <= r1; r++) row_off[i][r + ci] = (uint32_t)(h.row_ptr[r] - term0);
         }
-        c.host_mat[i] = {row_ptr[i], cols[i], coeff[i], nnz};
-        for (size_t r0 = 0; r0 < m; r0 += rows)
-            c.max_terms[i] = std::max<size_t>(c.max_terms[i], row_ptr[i][std::min(r0 + rows, m)] - row_ptr[i][r0]);
+        out.chunk_term0[chunks] = h.row_ptr[m];
+        if (h.nnz) std::memcpy(cols[i], h.cols, h.nnz * sizeof(uint32_t));
+        if (c.coeff_index_bytes == 2) {
+            auto* narrow = static_cast<uint16_t*>(coeff[i]);
+            for (size_t k = 0; k < h.nnz; k++) narrow[k] = (uint16_t)h.coeff[k];
+        } else if (h.nnz) {
+            std::memcpy(coeff[i], h.coeff, h.nnz * sizeof(uint32_t));
+        }
+        out.row_off = row_off[i], out.cols = cols[i], out.coeff = coeff[i];
     }
 }
 
@@ -143,8 +170,9 @@ struct evaluation_end {
 
 // The rows a chunk at a time: chunk i + 1 is copied (on a stream of its own, into the other
 // chunk buffer, once chunk i - 1's kernel has read it) while chunk i is evaluated.
-void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, r1cs_tables t, const fr_t* z, fr_t* a,
-                       fr_t* b, fr_t* c, matrix_range which) {
+template <class Coeff>
+void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c,
+                       matrix_range which) {
     std::lock_guard<std::mutex> lock(circuit.evaluating);
     const size_t m = circuit.m, rows = circuit.chunk_rows, nchunks = (m + rows - 1) / rows;
     int priority = 0;
@@ -159,28 +187,26 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, r1cs_tabl
         const csr_chunk& buf = circuit.chunk[i % 2];
         if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(copier.s, consumed[i % 2].e, 0));
         for (int k = which.first; k < which.first + which.count; k++) {
-            const csr_host& h = circuit.host_mat[k];
-            const uint64_t term0 = h.row_ptr[r0], terms = h.row_ptr[r1] - term0;
-            CZ_CHECK(cudaMemcpyAsync(buf.row_ptr[k], h.row_ptr + r0, (r1 - r0 + 1) * sizeof(uint64_t),
+            const csr_host_chunked& h = circuit.host_mat[k];
+            const uint64_t term0 = h.chunk_term0[i], terms = h.chunk_term0[i + 1] - term0;
+            CZ_CHECK(cudaMemcpyAsync(buf.row_off[k], h.row_off + r0 + i, (r1 - r0 + 1) * sizeof(uint32_t),
                                      cudaMemcpyHostToDevice, copier.s));
             if (terms == 0) continue;
             CZ_CHECK(cudaMemcpyAsync(buf.cols[k], h.cols + term0, terms * sizeof(uint32_t), cudaMemcpyHostToDevice,
                                      copier.s));
-            CZ_CHECK(cudaMemcpyAsync(buf.coeff[k], h.coeff + term0, terms * sizeof(uint32_t),
+            CZ_CHECK(cudaMemcpyAsync(buf.coeff[k], static_cast<const Coeff*>(h.coeff) + term0, terms * sizeof(Coeff),
                                      cudaMemcpyHostToDevice, copier.s));
         }
         CZ_CHECK(cudaEventRecord(copied[i % 2].e, copier.s));
     };
+    r1cs_tables<uint32_t, Coeff> t{{}, {}, {}, {0, 0, 0}, circuit.coeff_mont, circuit.coeff_canon, circuit.coeff_kinds};
     copy(0);
     for (size_t i = 0; i < nchunks; i++) {
         if (i + 1 < nchunks) copy(i + 1);
         const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
         const csr_chunk& buf = circuit.chunk[i % 2];
-        for (int k = which.first; k < which.first + which.count; k++) {
-            const csr_host& h = circuit.host_mat[k];
-            t.mat[k] = {buf.row_ptr[k], buf.cols[k], buf.coeff[k], h.row_ptr[r1] - h.row_ptr[r0]};
-            t.term0[k] = h.row_ptr[r0];
-        }
+        for (int k = 0; k < 3; k++)
+            t.row[k] = buf.row_off[k], t.cols[k] = buf.cols[k], t.coeff[k] = static_cast<const Coeff*>(buf.coeff[k]);
         CZ_CHECK(cudaStreamWaitEvent(stream, copied[i % 2].e, 0));
         launch_rows(stream, t, z, r1 - r0, r0, a, b, c, which);
         CZ_CHECK(cudaEventRecord(consumed[i % 2].e, stream));
@@ -250,12 +276,14 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
     uint8_t *kinds, *a_aux, *b_input, *b_aux;
     auto layout = [&](carver& k) {
         canon = k.take<fr_t>(n_coeffs), mont = k.take<fr_t>(n_coeffs);
-        if (streamed) {
-            for (csr_chunk& buf : c->chunk)
-                for (int i = 0; i < 3; i++) buf.row_ptr[i] = k.take<uint64_t>(c->chunk_rows + 1);
+        if (streamed) {  // the uint32 arrays before the uint16 ones: every array stays aligned
             for (csr_chunk& buf : c->chunk)
                 for (int i = 0; i < 3; i++)
-                    buf.cols[i] = k.take<uint32_t>(c->max_terms[i]), buf.coeff[i] = k.take<uint32_t>(c->max_terms[i]);
+                    buf.row_off[i] = k.take<uint32_t>(c->chunk_rows + 1), buf.cols[i] = k.take<uint32_t>(c->max_terms[i]);
+            for (csr_chunk& buf : c->chunk)
+                for (int i = 0; i < 3; i++)
+                    buf.coeff[i] = c->coeff_index_bytes == 2 ? static_cast<void*>(k.take<uint16_t>(c->max_terms[i]))
+                                                             : static_cast<void*>(k.take<uint32_t>(c->max_terms[i]));
         }
         kinds = k.take<uint8_t>(n_coeffs);
         a_aux = k.take<uint8_t>(num_aux), b_input = k.take<uint8_t>(num_inputs), b_aux = k.take<uint8_t>(num_aux);
@@ -296,10 +324,20 @@ void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z
         CZ_REQUIRE(outs[k] != nullptr, "an R1CS evaluation's output is missing");
         if (n > m) CZ_CHECK(cudaMemsetAsync(outs[k] + m, 0, (n - m) * sizeof(fr_t), stream));
     }
-    r1cs_tables t{{circuit.mat[0], circuit.mat[1], circuit.mat[2]}, {0, 0, 0}, circuit.coeff_mont,
-                  circuit.coeff_canon, circuit.coeff_kinds};
-    if (circuit.streamed())
-        evaluate_streamed(stream, circuit, t, z, a, b, c, which);
-    else
-        launch_rows(stream, t, z, m, 0, a, b, c, which);
+    if (circuit.streamed()) {
+        if (circuit.coeff_index_bytes == 2)
+            evaluate_streamed<uint16_t>(stream, circuit, z, a, b, c, which);
+        else
+            evaluate_streamed<uint32_t>(stream, circuit, z, a, b, c, which);
+        return;
+    }
+    const csr_device* mat = circuit.mat;
+    const r1cs_tables<uint64_t, uint32_t> t{{mat[0].row_ptr, mat[1].row_ptr, mat[2].row_ptr},
+                                            {mat[0].cols, mat[1].cols, mat[2].cols},
+                                            {mat[0].coeff, mat[1].coeff, mat[2].coeff},
+                                            {0, 0, 0},
+                                            circuit.coeff_mont,
+                                            circuit.coeff_canon,
+                                            circuit.coeff_kinds};
+    launch_rows(stream, t, z, m, 0, a, b, c, which);
 }

@@ -31,13 +31,23 @@ struct csr_host {
     size_t nnz;
 };
 
-// Rows r0 .. r0 + rows of A, B and C in a device chunk buffer of a streamed circuit: the row
-// pointers as the whole matrix has them (rows + 1 each), the terms row_ptr[r0] .. row_ptr[r0 +
-// rows] from index 0.
+// Rows r0 .. r0 + rows of A, B and C in a device chunk buffer of a streamed circuit, in the
+// compact form every evaluation copies over the link: per matrix rows + 1 offsets from the
+// chunk's first term (uint32), then the terms' columns (uint32) and coefficient indices
+// (cz_circuit::coeff_index_bytes each: uint16 where the table has at most 2^16 entries).
 struct csr_chunk {
-    uint64_t* row_ptr[3] = {};
+    uint32_t* row_off[3] = {};
     uint32_t* cols[3] = {};
-    uint32_t* coeff[3] = {};
+    void* coeff[3] = {};
+};
+
+// One matrix of a streamed circuit in page-locked host memory, in the compact form chunk by
+// chunk (chunk i's rows + 1 offsets start at row_off[r0 + i]).
+struct csr_host_chunked {
+    const uint32_t* row_off = nullptr;  // m + chunks
+    const uint32_t* cols = nullptr;     // nnz
+    const void* coeff = nullptr;        // nnz, coeff_index_bytes each
+    std::vector<uint64_t> chunk_term0;  // chunks + 1: each chunk's first term, nnz last
 };
 
 // The circuit on the device until cz_circuit_free: coefficient table, densities, and either the
@@ -54,7 +64,8 @@ struct cz_circuit {
     size_t nbytes = 0;  // device bytes
     std::vector<void*> owned;
     // Streamed: the matrices in one page-locked host block (cudaHostAllocPortable) of host_bytes.
-    csr_host host_mat[3] = {};
+    csr_host_chunked host_mat[3];
+    int coeff_index_bytes = 4;
     void* host_block = nullptr;
     size_t host_bytes = 0;
     size_t chunk_rows = 0;
@@ -74,8 +85,9 @@ struct cz_circuit {
 // Loads a circuit on ctx's device (coeffs: n_coeffs canonical Fr, 4 uint64 each; the caller
 // has checked the CSR arrays: row_ptr non-decreasing from 0 to nnz, cols < num_inputs +
 // num_aux, coefficient indices < n_coeffs): every array resident, or when `streamed` the
-// matrices copied to page-locked host memory and the two chunk buffers of min(chunk_rows, m)
-// rows (chunk_rows >= 1) allocated on the device, so that an evaluation needs no more.
+// matrices copied to page-locked host memory in the compact form (csr_chunk) and the two chunk
+// buffers of min(chunk_rows, m) rows (chunk_rows >= 1) allocated on the device, so that an
+// evaluation needs no more.
 std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_inputs, size_t num_aux,
                                          const uint64_t* coeffs, size_t n_coeffs, const csr_host mats[3],
                                          const uint8_t* a_aux_density, const uint8_t* b_input_density,
