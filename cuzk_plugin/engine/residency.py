@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes
+from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes, streamed_circuit_host_bytes
 from cuzk_plugin.errors import CuzkError
 
 #: A key's vectors, in the library's order, and the device bytes of one point of each.
@@ -217,14 +217,16 @@ def circuit_device_bytes(circuit) -> int:
 @dataclass(frozen=True)
 class CircuitFootprint:
     """Device bytes of the pre-compiled circuit a key's partitions load beside it: resident,
-    and streamed (its rows copied in chunks each partition; 0 where it cannot stream)."""
+    and streamed (its rows copied in chunks each partition; 0 where it cannot stream); and the
+    bytes a streamed circuit copies each partition (its rows' compact form; 0: as resident)."""
 
     resident: int
     streamed: int = 0
+    streamed_copy: int = 0
 
     @classmethod
     def of(cls, pce) -> CircuitFootprint:
-        return cls(circuit_device_bytes(pce), streamed_circuit_device_bytes(pce))
+        return cls(circuit_device_bytes(pce), streamed_circuit_device_bytes(pce), streamed_circuit_host_bytes(pce))
 
 
 @dataclass(frozen=True)
@@ -315,7 +317,8 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
     if circuit is not None and circuit.resident:
         placements = [("device", circuit.resident, True, 0.0)]
         if circuit.streamed:
-            placements.append(("streamed", circuit.streamed, True, circuit.resident / LINK_BYTES_PER_S))
+            copied = circuit.streamed_copy or circuit.resident
+            placements.append(("streamed", circuit.streamed, True, copied / LINK_BYTES_PER_S))
         placements.append(("host", 0, False, HOST_EVALUATION_SECONDS))
 
     def key_seconds(resident: tuple[str, ...], chunk: int) -> float:
