@@ -63,6 +63,14 @@ def streamed_circuit_host_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCU
     return 3 * (m + chunks) * 4 + terms * (4 + streamed_coeff_index_bytes(pce))
 
 
+def resident_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> int:
+    """Device bytes of ``pce`` loaded resident: its coefficient table (canonical and Montgomery
+    Fr, one kind byte each), its densities, and its matrices in the compact form
+    (:func:`streamed_circuit_host_bytes`), every chunk at once."""
+    tables = int(pce.coeffs.shape[0]) * (2 * 32 + 1) + 2 * pce.num_aux + pce.num_inputs
+    return tables + streamed_circuit_host_bytes(pce, chunk_rows)
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """One device a backend can run on."""

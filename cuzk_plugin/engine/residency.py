@@ -21,7 +21,11 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cuzk_plugin.backends.protocol import streamed_circuit_device_bytes, streamed_circuit_host_bytes
+from cuzk_plugin.backends.protocol import (
+    resident_circuit_device_bytes,
+    streamed_circuit_device_bytes,
+    streamed_circuit_host_bytes,
+)
 from cuzk_plugin.errors import CuzkError
 
 #: A key's vectors, in the library's order, and the device bytes of one point of each.
@@ -208,12 +212,6 @@ def vector_bytes(counts: Mapping[str, int]) -> dict[str, int]:
     return {v: int(counts[v]) * POINT_BYTES[v] for v in VECTORS}
 
 
-def circuit_device_bytes(circuit) -> int:
-    """Device bytes of a pre-compiled circuit resident for its partitions (its matrices and
-    densities, the coefficient table in both forms)."""
-    return int(circuit.nbytes) + int(circuit.coeffs.nbytes)
-
-
 @dataclass(frozen=True)
 class CircuitFootprint:
     """Device bytes of the pre-compiled circuit a key's partitions load beside it: resident,
@@ -226,7 +224,8 @@ class CircuitFootprint:
 
     @classmethod
     def of(cls, pce) -> CircuitFootprint:
-        return cls(circuit_device_bytes(pce), streamed_circuit_device_bytes(pce), streamed_circuit_host_bytes(pce))
+        return cls(resident_circuit_device_bytes(pce), streamed_circuit_device_bytes(pce),
+                   streamed_circuit_host_bytes(pce))
 
 
 @dataclass(frozen=True)

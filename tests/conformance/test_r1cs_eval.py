@@ -1,7 +1,9 @@
 """R1CS evaluation conformance: a = A z, b = B z, c = C z from a pre-compiled circuit resident on
 the backend equal the reference (``R1CS.evaluate`` on Python ints), for random sparse matrices
-with Filecoin-like coefficients and values and for the recorded 2 KiB PoRep circuit; a circuit
-loaded streamed (its rows copied in chunks) gives the resident circuit's rows exactly."""
+with Filecoin-like coefficients and values and for the recorded 2 KiB PoRep circuit; a resident
+circuit in chunks of rows that do not divide its rows (where the backend lets a caller choose
+them) too; a circuit loaded streamed (its rows copied in chunks) gives the resident circuit's
+rows exactly."""
 
 from __future__ import annotations
 
@@ -121,6 +123,39 @@ def load_streamed(backend, pce: PrecompiledCircuit, chunk_rows: int):
     return backend.load_circuit(pce, streamed=True, chunk_rows=chunk_rows), chunk_rows
 
 
+def load_resident(backend, pce: PrecompiledCircuit, chunk_rows: int):
+    """``pce`` loaded resident in chunks of ``chunk_rows`` rows; skips a backend whose
+    load_circuit does not let a caller choose them."""
+    if "chunk_rows" not in inspect.signature(backend.load_circuit).parameters:
+        pytest.skip(f"{backend.name}.load_circuit takes no chunk_rows")
+    return backend.load_circuit(pce, chunk_rows=chunk_rows)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64], ids=["rows1", "rows7", "rows64"])
+def test_resident_circuit_in_chunks_matches_reference(backend, rng, chunk_rows):
+    """A resident circuit evaluated chunk by chunk, in chunks of one row, of 7 (not dividing the
+    156 rows: 152 and 4 input constraints) and of 64 (the last one short), rows of up to
+    hundreds of terms making the chunks' first terms uneven; two evaluations on one handle: the
+    reference's rows."""
+    r1cs, z = random_circuit(rng, 152, 4, 140)
+    pce = precompile_r1cs(r1cs, "resident-chunks")
+    assert pce.num_constraints % 7 and pce.num_constraints % 64
+    other = z.copy()
+    other[1:] = other[:0:-1]  # the same values in another order, ONE still first
+    handle = load_resident(backend, pce, chunk_rows)
+    try:
+        assert not handle.streamed and handle.host_bytes == 0
+        gots = [backend.evaluate_r1cs(handle, each) for each in (z, other)]
+    finally:
+        handle.release()
+    reference = r1cs.with_input_constraints()
+    for which, got, each in (("z", gots[0], z), ("second z", gots[1], other)):
+        want = reference.evaluate(limbs_to_objects(each))
+        for name, g, w in zip("abc", got, want, strict=True):
+            bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
+            assert bad.size == 0, f"{name}, {which}: {bad.size} rows differ, first {bad[:5].tolist()}"
+
+
 @pytest.mark.parametrize("chunk_rows", [1, 3, 64, 1 << 20], ids=["rows1", "rows3", "rows64", "rows_past_m"])
 def test_streamed_circuit_equals_resident_and_reference(backend, rng, chunk_rows):
     """Chunks of one row, of a few, and one chunk larger than the circuit (rows of hundreds of
@@ -154,6 +189,24 @@ def test_streamed_circuit_equals_resident_and_reference(backend, rng, chunk_rows
         for name, g, w in zip("abc", rows, wanted, strict=True):
             bad = np.flatnonzero((g != w).any(axis=1))
             assert bad.size == 0, f"{name} vs {what}: {bad.size} rows differ, first {bad[:5].tolist()}"
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 1 << 20], ids=["rows7", "rows_past_m"])
+def test_resident_circuit_with_a_wide_coefficient_table(backend, rng, chunk_rows):
+    """A coefficient table past 2^16 entries (a chunk's coefficient indices 32-bit, not 16)
+    resident in chunks of 7 rows (not dividing the 60) or one chunk past the circuit: the
+    reference's rows."""
+    pce, z = wide_circuit(rng, 60, 3, 500)
+    assert streamed_coeff_index_bytes(pce) == 4
+    handle = load_resident(backend, pce, chunk_rows)
+    try:
+        got = backend.evaluate_r1cs(handle, z)
+    finally:
+        handle.release()
+    want = _reference_of(pce).evaluate(limbs_to_objects(z))
+    for name, g, w in zip("abc", got, want, strict=True):
+        bad = np.flatnonzero((g != ints_to_limbs(w)).any(axis=1))
+        assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
 
 
 @pytest.mark.parametrize("chunk_rows", [7, 1 << 20], ids=["rows7", "rows_past_m"])

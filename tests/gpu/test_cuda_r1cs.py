@@ -13,9 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
 from cuzk_plugin.backends.cuda import CudaBackend
 from cuzk_plugin.backends.cuda.backend import CudaCircuit, load_circuit_into
 from cuzk_plugin.backends.protocol import (
+    resident_circuit_device_bytes,
     streamed_circuit_device_bytes,
     streamed_circuit_host_bytes,
     streamed_coeff_index_bytes,
@@ -28,14 +30,14 @@ from cuzk_plugin.bls12_381.fields import (
 )
 from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
-from cuzk_plugin.circuit.r1cs import R1CS, SparseMatrix, synthesize
+from cuzk_plugin.circuit.r1cs import R1CS, synthesize
 from cuzk_plugin.formats.params import SetupSecrets
 from cuzk_plugin.formats.partition import WitnessPartition
 from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.groth16.prover import assemble
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
-from tests.conformance.test_r1cs_eval import random_circuit
+from tests.conformance.test_r1cs_eval import random_circuit, wide_circuit
 
 pytestmark = pytest.mark.gpu
 
@@ -139,7 +141,6 @@ def test_witness_partitions_back_to_back(cuda, rng):
 def test_check_r1cs_finds_the_rows_that_fail(cuda, rng):
     """On the device: a satisfying witness of a Filecoin-like circuit has no failing row; one
     changed aux value makes exactly the rows the host check finds fail, the first one named."""
-    from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
     from cuzk_plugin.cli.pce_check import _violations
 
     cs = filecoin_like(3000, seed=5)
@@ -159,11 +160,12 @@ def test_check_r1cs_finds_the_rows_that_fail(cuda, rng):
         handle.release()
 
 
-def load_streamed(cuda, pce: PrecompiledCircuit, chunk_rows: int) -> CudaCircuit:
-    """``pce`` streamed in chunks of ``chunk_rows`` rows (load_circuit takes CIRCUIT_CHUNK_ROWS)."""
-    handle, nbytes, host_bytes = load_circuit_into(cuda.context(), pce, streamed=True, chunk_rows=chunk_rows)
+def load_streamed(cuda, pce: PrecompiledCircuit, chunk_rows: int, *, streamed: bool = True) -> CudaCircuit:
+    """``pce`` streamed (or resident) in chunks of ``chunk_rows`` rows (load_circuit takes
+    CIRCUIT_CHUNK_ROWS)."""
+    handle, nbytes, host_bytes = load_circuit_into(cuda.context(), pce, streamed=streamed, chunk_rows=chunk_rows)
     return CudaCircuit(handle=handle, nbytes=nbytes, device=cuda.device, circuit=pce, host_bytes=host_bytes,
-                       streamed=True)
+                       streamed=streamed)
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 3, 64, 1 << 20])
@@ -176,6 +178,7 @@ def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chun
         assert streamed.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
         assert streamed.host_bytes == streamed_circuit_host_bytes(pce, chunk_rows)
         assert resident.host_bytes == 0 and not resident.streamed
+        assert resident.nbytes == resident_circuit_device_bytes(pce)
         want = cuda.evaluate_r1cs(resident, z)
         for w, c in zip(want, cpu.evaluate_r1cs(host, z), strict=True):
             np.testing.assert_array_equal(w, c)
@@ -192,33 +195,45 @@ def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chun
         host.release()
 
 
-def wide_coefficient_circuit(rng, m: int, n: int) -> tuple[R1CS, np.ndarray]:
-    """m rows of three terms with arbitrary coefficients: a table of more than 2^16 entries
-    (3 m distinct values a matrix), whose streamed indices take 4 bytes."""
-    mats = []
-    for _ in range(3):
-        rows = np.repeat(np.arange(m), 3).tolist()
-        cols = rng.integers(0, n, size=3 * m).tolist()
-        coeffs = [int.from_bytes(rng.bytes(32), "little") % R for _ in range(3 * m)]
-        mats.append(SparseMatrix.from_terms(rows, cols, coeffs))
-    z = [1] + [int.from_bytes(rng.bytes(32), "little") % R if i % 3 else i % 2 for i in range(1, n)]
-    return R1CS(1, n - 1, m, *mats), ints_to_limbs(z)
-
-
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "resident"])
 @pytest.mark.parametrize("chunk_rows", [7, 1 << 20])
-def test_streamed_evaluation_with_four_byte_coefficient_indices(cuda, rng, chunk_rows):
-    r1cs, z = wide_coefficient_circuit(rng, 25_000, 500)
-    pce = precompile_r1cs(r1cs, "wide")
-    assert pce.coeffs.shape[0] > 1 << 16 and streamed_coeff_index_bytes(pce) == 4
-    streamed = load_streamed(cuda, pce, chunk_rows)
+def test_four_byte_coefficient_indices(cuda, cpu, rng, chunk_rows, streamed):
+    pce, z = wide_circuit(rng, 60, 3, 500)
+    assert streamed_coeff_index_bytes(pce) == 4
+    host = cpu.load_circuit(pce)
+    want = cpu.evaluate_r1cs(host, z)
+    host.release()
+    handle = load_streamed(cuda, pce, chunk_rows, streamed=streamed)
     try:
-        assert streamed.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
-        assert streamed.host_bytes == streamed_circuit_host_bytes(pce, chunk_rows)
-        for name, g, w in zip("abc", cuda.evaluate_r1cs(streamed, z), reference_abc(r1cs, z), strict=True):
+        if streamed:
+            assert handle.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
+            assert handle.host_bytes == streamed_circuit_host_bytes(pce, chunk_rows)
+        else:
+            assert (handle.nbytes, handle.host_bytes) == (resident_circuit_device_bytes(pce, chunk_rows), 0)
+        for name, g, w in zip("abc", cuda.evaluate_r1cs(handle, z), want, strict=True):
             bad = np.flatnonzero((g != w).any(axis=1))
             assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
     finally:
-        streamed.release()
+        handle.release()
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 5, 64])
+def test_resident_chunks_that_split_the_rows_unevenly(cuda, rng, chunk_rows):
+    """The resident form is the streamed one's chunks all on the device: chunks of one row and
+    ones that do not divide the rows give the integers' a, b, c, and the check agrees."""
+    r1cs, z = random_circuit(rng, 300, 4, 250)
+    pce = precompile_r1cs(r1cs, "random")
+    handle = load_streamed(cuda, pce, chunk_rows, streamed=False)
+    try:
+        assert (handle.nbytes, handle.host_bytes) == (resident_circuit_device_bytes(pce, chunk_rows), 0)
+        want = reference_abc(r1cs, z)
+        for name, g, w in zip("abc", cuda.evaluate_r1cs(handle, z), want, strict=True):
+            bad = np.flatnonzero((g != w).any(axis=1))
+            assert bad.size == 0, f"{name}: {bad.size} rows differ, first {bad[:5].tolist()}"
+        want_bad = unsatisfied_rows(*want)
+        assert cuda.check_r1cs(handle, z) == (int(want_bad.size), int(want_bad[0]) if want_bad.size else None)
+    finally:
+        handle.release()
 
 
 def test_load_circuit_streamed_takes_the_protocol_chunk(cuda, rng):

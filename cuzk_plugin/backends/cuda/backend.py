@@ -226,8 +226,8 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit, lib: ct
     """cz_circuit_load of ``pce`` on ``context`` (of ``lib``, by default the production library)
     after checking its arrays, resident or ``streamed`` in chunks of ``chunk_rows`` rows; the
     handle, its device bytes and its page-locked host bytes."""
-    if streamed and chunk_rows < 1:
-        raise ValueError(f"circuit {pce.name}: a streamed circuit needs chunks of at least one row, got {chunk_rows}")
+    if chunk_rows < 1:
+        raise ValueError(f"circuit {pce.name}: a circuit needs chunks of at least one row, got {chunk_rows}")
     m = pce.num_constraints
     coeffs = np.ascontiguousarray(pce.coeffs, dtype=np.uint64)
     if coeffs.ndim != 2 or coeffs.shape[1] != FR_LIMBS or (coeffs.size and not less_than_modulus(coeffs, R).all()):
@@ -243,7 +243,7 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit, lib: ct
         args += [u64_ptr(row_ptr), u32_ptr(cols), u32_ptr(coeff), cols.shape[0]]
     handle, nbytes, host_bytes = ctypes.c_void_p(), ctypes.c_uint64(0), ctypes.c_uint64(0)
     call("cz_circuit_load", context, m, pce.num_inputs, pce.num_aux, u64_ptr(coeffs), coeffs.shape[0], *args,
-         u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), int(streamed), chunk_rows if streamed else 0,
+         u8_ptr(dens[0]), u8_ptr(dens[1]), u8_ptr(dens[2]), int(streamed), chunk_rows,
          ctypes.byref(handle), ctypes.byref(nbytes), ctypes.byref(host_bytes), lib=lib)
     return handle, nbytes.value, host_bytes.value
 

@@ -1,15 +1,16 @@
 """a, b, c of a pre-compiled circuit on the device, driving ``r1cs.cl``.
 
-:meth:`R1csDriver.load` uploads the coefficient tables once and either the matrices too
-(resident) or, for a device too small to hold them beside the key, only two chunk buffers
-(streamed): each evaluation then copies the host matrices through them a chunk of rows at a
-time, in the compact form the protocol counts (:func:`streamed_circuit_device_bytes`): per chunk
-its rows + 1 row pointers as uint32 offsets from the chunk's first term, uint32 columns, and
-coefficient indices of :func:`streamed_coeff_index_bytes` (uint16 for a table of at most 2^16
-entries). Either way it is an :class:`OpenclCircuit`, on the device until released.
-:meth:`R1csDriver.evaluate` uploads z and runs the row kernel per matrix (per chunk when
-streamed), writing either canonical rows (``evaluate_r1cs``) or Montgomery rows zero-padded to
-the NTT domain, which the quotient H takes without leaving the device.
+:meth:`R1csDriver.load` uploads the coefficient tables once and the matrices in one compact form,
+cut into chunks of ``chunk_rows`` rows: per chunk its rows + 1 row pointers as uint32 offsets
+from the chunk's first term, uint32 columns, and coefficient indices of
+:func:`streamed_coeff_index_bytes` (uint16 for a table of at most 2^16 entries). Resident, every
+chunk is on the device at once, uploaded at load (:func:`resident_circuit_device_bytes`); for a
+device too small to hold them beside the key, streamed, only two chunk buffers are
+(:func:`streamed_circuit_device_bytes`), and each evaluation copies the host matrices through
+them a chunk at a time. Either way it is an :class:`OpenclCircuit`, on the device until released.
+:meth:`R1csDriver.evaluate` uploads z and runs the row kernel per chunk and matrix, writing
+either canonical rows (``evaluate_r1cs``) or Montgomery rows zero-padded to the NTT domain, which
+the quotient H takes without leaving the device.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from cuzk_plugin.backends.opencl.device import import_pyopencl
 from cuzk_plugin.backends.opencl.launch import empty, fr_mont_limbs, launch, u32, upload
 from cuzk_plugin.backends.protocol import (
     CIRCUIT_CHUNK_ROWS,
+    resident_circuit_device_bytes,
     streamed_circuit_device_bytes,
     streamed_coeff_index_bytes,
 )
@@ -64,11 +66,13 @@ class ChunkBuffers:
 
 @dataclass
 class OpenclCircuit:
-    """A pre-compiled circuit on the device: its coefficient tables and either its matrices
-    (resident) or two chunk buffers its host matrices stream through (``streamed``)."""
+    """A pre-compiled circuit on the device: its coefficient tables and either its matrices in
+    the compact chunked form, every chunk at once (resident), or two chunk buffers its host
+    matrices stream through (``streamed``)."""
 
     circuit: PrecompiledCircuit
-    #: resident: per matrix (row_ptr, cols, coeff_idx) buffers; streamed: none
+    #: resident: per matrix (row_off, cols, coeff_idx) buffers, every chunk's (row_off holds
+    #: chunk i, rows r0 .. r1, at entries r0 + i .. r1 + i); streamed: none
     matrices: list
     coeffs_plain: Buffer
     coeffs_mont: Buffer
@@ -76,10 +80,13 @@ class OpenclCircuit:
     streamed: bool = False
     #: Host bytes of the streamed matrices (the circuit's own arrays, read in place); 0 resident.
     host_bytes: int = 0
-    #: Rows a streamed chunk holds.
+    #: Rows a chunk holds (the last may hold fewer).
     chunk_rows: int = 0
-    #: Bytes of a streamed chunk's coefficient index (2 or 4, see streamed_coeff_index_bytes); 0 resident.
+    #: Bytes of a chunk's coefficient index (2 or 4, see streamed_coeff_index_bytes).
     coeff_index_bytes: int = 0
+    #: resident: per matrix, each chunk's first term (row_ptr at its first row; the matrix's
+    #: terms last: nchunks + 1 of them, uint64); streamed: none
+    chunk_term0: list = field(default_factory=list)
     chunks: list[ChunkBuffers] = field(default_factory=list)
     released: bool = field(default=False)
 
@@ -91,7 +98,7 @@ class OpenclCircuit:
             chunk.release()
         for b in (self.coeffs_plain, self.coeffs_mont):
             b.release()
-        self.matrices, self.chunks = [], []
+        self.matrices, self.chunks, self.chunk_term0 = [], [], []
         self.released = True
 
 
@@ -109,7 +116,6 @@ class R1csDriver:
     def __init__(self, context, queue, program):
         self.context, self.queue = context, queue
         self.copy_queue = import_pyopencl().CommandQueue(context, queue.device)
-        self.kernel = program.r1cs_spmv
         #: The compact chunk form's kernels, by the bytes of a coefficient index.
         self.chunk_kernels = {2: program.r1cs_spmv_chunk_u16, 4: program.r1cs_spmv_chunk_u32}
 
@@ -127,19 +133,41 @@ class R1csDriver:
             made.append(upload(self.context, self.queue, fr_mont_limbs(limbs_to_ints(coeffs))))
             if streamed:
                 return self._streamed(pce, chunk_rows, made)
-            matrices, nbytes = [], 2 * coeffs.nbytes
-            for mat in (pce.a, pce.b, pce.c):
-                bufs = []
-                for arr in (mat.row_ptr, mat.cols, mat.coeff_idx):
-                    bufs.append(upload(self.context, self.queue, np.ascontiguousarray(arr)))
-                    made.append(bufs[-1])
-                matrices.append(tuple(bufs))
-                nbytes += mat.nbytes
-            return OpenclCircuit(pce, matrices, made[0], made[1], nbytes)
+            return self._resident(pce, chunk_rows, made)
         except BaseException:
             for b in made:
                 b.release()
             raise
+
+    def _resident(self, pce: PrecompiledCircuit, chunk_rows: int, made: list) -> OpenclCircuit:
+        """The circuit with its matrices on the device in the compact form, every chunk of
+        ``chunk_rows`` rows at once, as :func:`resident_circuit_device_bytes` counts them (the
+        buffers appended to ``made`` as uploaded, for the caller to release on a failure)."""
+        m = pce.num_constraints
+        rows = max(1, min(chunk_rows, m))
+        mats = (pce.a, pce.b, pce.c)
+        _check_chunk_terms(pce, rows, max(_most_chunk_terms(mat, m, rows) for mat in mats))
+        index_bytes = streamed_coeff_index_bytes(pce)
+        index_type = np.uint16 if index_bytes == 2 else np.uint32
+        firsts = np.append(np.arange(0, m, rows, dtype=np.int64), np.int64(m))  # each chunk's first row, m last
+        matrices, chunk_term0 = [], []
+        for mat in mats:
+            term0 = np.asarray(mat.row_ptr[firsts], dtype=np.uint64)
+            row_off = np.empty(m + firsts.size - 1, np.uint32)
+            for i, (r0, r1) in enumerate(zip(firsts[:-1].tolist(), firsts[1:].tolist(), strict=True)):
+                row_off[r0 + i:r1 + i + 1] = np.asarray(mat.row_ptr[r0:r1 + 1], dtype=np.uint64) - term0[i]
+            parts = (row_off, np.asarray(mat.cols, dtype=np.uint32), np.asarray(mat.coeff_idx, dtype=index_type))
+            bufs = []
+            for part in parts:
+                bufs.append(upload(self.context, self.queue, part))
+                made.append(bufs[-1])
+            matrices.append(tuple(bufs))
+            chunk_term0.append(term0)
+        # The protocol's figure, which the engine budgets with: what is uploaded here, plus a
+        # kind byte per coefficient and the densities, which OpenCL does not hold on the device.
+        nbytes = resident_circuit_device_bytes(pce, rows)
+        return OpenclCircuit(pce, matrices, made[0], made[1], nbytes, chunk_rows=rows,
+                             coeff_index_bytes=index_bytes, chunk_term0=chunk_term0)
 
     def _streamed(self, pce: PrecompiledCircuit, chunk_rows: int, made: list) -> OpenclCircuit:
         """The circuit with two chunk buffers for its host matrices, sized as
@@ -149,10 +177,7 @@ class R1csDriver:
         rows = max(1, min(chunk_rows, m))
         mats = (pce.a, pce.b, pce.c)
         terms = [_most_chunk_terms(mat, m, rows) for mat in mats]
-        most = max(terms)
-        if most >= 1 << 32:
-            raise ValueError(f"circuit {pce.name}: a chunk of {rows} rows holds {most} terms, more than the "
-                             "32-bit offsets of a streamed chunk reach; load it with fewer chunk_rows")
+        _check_chunk_terms(pce, rows, max(terms))
         index_bytes = streamed_coeff_index_bytes(pce)
         chunks = []
         for _ in range(2):
@@ -191,10 +216,19 @@ class R1csDriver:
         if m and circuit.streamed:
             self._stream_rows(circuit, d_z, outs, to_mont)
         elif m:
-            for (row_ptr, cols, cidx), out in zip(circuit.matrices, outs, strict=True):
-                launch(self.queue, self.kernel, m, row_ptr, cols, cidx, circuit.coeffs_plain, circuit.coeffs_mont,
-                       d_z, out, u32(m), u32(int(to_mont)), u32(0))
+            self._resident_rows(circuit, d_z, outs, to_mont)
         return outs
+
+    def _resident_rows(self, circuit: OpenclCircuit, d_z, outs: list, to_mont: bool) -> None:
+        """The rows chunk by chunk, each chunk read in place in the resident arrays: its row
+        offsets from entry r0 + i of row_off, its terms from its first term."""
+        m, rows = circuit.circuit.num_constraints, circuit.chunk_rows
+        kernel = self.chunk_kernels[circuit.coeff_index_bytes]
+        for i, r0 in enumerate(range(0, m, rows)):
+            r1 = min(m, r0 + rows)
+            for (row_off, cols, cidx), term0, out in zip(circuit.matrices, circuit.chunk_term0, outs, strict=True):
+                launch(self.queue, kernel, r1 - r0, row_off, cols, cidx, circuit.coeffs_plain, circuit.coeffs_mont,
+                       d_z, out, u32(r1 - r0), u32(int(to_mont)), u32(r0), np.uint64(r0 + i), np.uint64(term0[i]))
 
     def _stream_rows(self, circuit: OpenclCircuit, d_z, outs: list, to_mont: bool) -> None:
         """The rows chunk by chunk, through the two chunk buffers in turn: chunk i + 1's copies
@@ -211,7 +245,7 @@ class R1csDriver:
             chunk.readers = [
                 launch(self.queue, kernel, r1 - r0, offsets, cols, cidx, circuit.coeffs_plain,
                        circuit.coeffs_mont, d_z, out, u32(r1 - r0), u32(int(to_mont)), u32(r0),
-                       wait_for=copied or None)
+                       np.uint64(0), np.uint64(0), wait_for=copied or None)
                 for (offsets, cols, cidx), out in zip(chunk.matrices, outs, strict=True)]
             self.queue.flush()  # the next copies into this buffer wait for these kernels
             copied = following
@@ -245,6 +279,14 @@ class R1csDriver:
                     chunk.staged.append(part)  # read by the copy until it finishes
         self.copy_queue.flush()  # kernels on the other queue wait for these copies
         return list(chunk.copies)
+
+
+def _check_chunk_terms(pce: PrecompiledCircuit, rows: int, most: int) -> None:
+    """Refuse chunks of ``rows`` rows the most terms of which (``most``) the uint32 row offsets
+    from a chunk's first term cannot reach."""
+    if most >= 1 << 32:
+        raise ValueError(f"circuit {pce.name}: a chunk of {rows} rows holds {most} terms, more than the "
+                         "32-bit offsets of a chunk reach; load it with fewer chunk_rows")
 
 
 def _fill_zero(queue, buf, offset: int, nbytes: int) -> None:

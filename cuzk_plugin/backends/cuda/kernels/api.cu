@@ -337,9 +337,10 @@ cz_status cz_prove_start(cz_context* ctx, const cz_srs* srs, const uint64_t* a, 
 
 // A pre-compiled circuit to the device (r1cs.cuh): m rows, coeffs (n_coeffs, 4) canonical,
 // for each of A, B, C its row_ptr (m + 1), cols and coefficient indices (nnz each), the
-// densities as in cz_prove_start. The caller has checked the CSR arrays' bounds. streamed: the
-// matrices go to page-locked host memory instead, copied to the device chunk_rows (>= 1) rows
-// at a time at each evaluation. nbytes: its device bytes; host_bytes: its page-locked bytes.
+// densities as in cz_prove_start. The caller has checked the CSR arrays' bounds. The library
+// holds the matrices in a compact form of chunk_rows (>= 1) rows a chunk (r1cs.cuh); streamed:
+// they go to page-locked host memory instead, copied to the device a chunk at a time at each
+// evaluation. nbytes: its device bytes; host_bytes: its page-locked bytes.
 cz_status cz_circuit_load(cz_context* ctx, size_t m, size_t num_inputs, size_t num_aux, const uint64_t* coeffs,
                           size_t n_coeffs, const uint64_t* a_row_ptr, const uint32_t* a_cols,
                           const uint32_t* a_coeff, size_t a_nnz, const uint64_t* b_row_ptr, const uint32_t* b_cols,

@@ -11,29 +11,51 @@
 
 namespace {
 
+constexpr unsigned kThreads = 256;
+
 __global__ void fill_kernel(fr_t* out, size_t n, fr_t value) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = value;
 }
 
-// One thread a row: each term's product c L_row, canonical (the table holds c canonical, the
-// basis is Montgomery: M(c, L R) = c L), its eight 32-bit limbs added to the column's eight
-// 64-bit counters. A matrix has fewer than 2^32 terms, so no counter (a sum of at most that
-// many limbs, each < 2^32) wraps.
-__global__ void column_terms_kernel(csr_device mat, const fr_t* __restrict__ coeff_canon,
-                                    const fr_t* __restrict__ lagrange, uint64_t m, unsigned long long* counters) {
+// One thread a row of one chunk of a matrix (csr_chunked: its rows + 1 offsets from the chunk's
+// first term, its terms from there): each term's product c L_row, canonical (the table holds c
+// canonical, the basis is Montgomery: M(c, L R) = c L), its eight 32-bit limbs added to the
+// column's eight 64-bit counters. A matrix has fewer than 2^32 terms, so no counter (a sum of
+// at most that many limbs, each < 2^32) wraps.
+template <class Coeff>
+__global__ void column_terms_kernel(const uint32_t* __restrict__ row_off, const uint32_t* __restrict__ cols,
+                                    const Coeff* __restrict__ coeff, const fr_t* __restrict__ coeff_canon,
+                                    const fr_t* __restrict__ lagrange, uint64_t rows, uint64_t row0,
+                                    unsigned long long* counters) {
     const uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= m) return;
-    const uint64_t end = mat.row_ptr[row + 1];
-    uint64_t k = mat.row_ptr[row];
+    if (row >= rows) return;
+    const uint32_t end = row_off[row + 1];
+    uint32_t k = row_off[row];
     if (k == end) return;
-    const fr_t l = lagrange[row];
+    const fr_t l = lagrange[row0 + row];
     for (; k < end; k++) {
-        const fr_t t = coeff_canon[mat.coeff[k]] * l;
-        unsigned long long* col = counters + (uint64_t)mat.cols[k] * fr_t::N;
+        const fr_t t = coeff_canon[coeff[k]] * l;
+        unsigned long long* col = counters + (uint64_t)cols[k] * fr_t::N;
 #pragma unroll
         for (int j = 0; j < fr_t::N; j++)
             if (t.v[j]) atomicAdd(col + j, (unsigned long long)t.v[j]);
+    }
+}
+
+// column_terms_kernel over every chunk of matrix `mat` of `circuit` (resident).
+template <class Coeff>
+void column_terms(cudaStream_t s, const cz_circuit& circuit, const csr_chunked& mat, const fr_t* lagrange,
+                  unsigned long long* counters) {
+    const size_t m = circuit.m, rows = circuit.chunk_rows, chunks = (m + rows - 1) / rows;
+    for (size_t i = 0; i < chunks; i++) {
+        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
+        const uint64_t first = mat.chunk_term0[i];
+        if (mat.chunk_term0[i + 1] == first) continue;
+        column_terms_kernel<Coeff><<<blocks_for(r1 - r0, kThreads), kThreads, 0, s>>>(
+            mat.row_off + r0 + i, mat.cols + first, static_cast<const Coeff*>(mat.coeff) + first, circuit.coeff_canon,
+            lagrange, r1 - r0, r0, counters);
+        CZ_CHECK_LAUNCH();
     }
 }
 
@@ -128,7 +150,6 @@ void read_points(cudaStream_t s, const affine_t<F>* src, size_t count, uint64_t*
     CZ_CHECK(cudaStreamSynchronize(s));
 }
 
-constexpr unsigned kThreads = 256;
 
 }  // namespace
 
@@ -200,8 +221,9 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
     const size_t m = circuit.m, n_in = circuit.num_inputs, n_aux = circuit.num_aux, n_vars = n_in + n_aux;
     CZ_REQUIRE(m >= 1 && n_in >= 1, "key generation: the circuit needs a row and an input (ONE)");
     CZ_REQUIRE(n_vars < (1ull << 32), "key generation: 2^32 variables or more");
-    for (const csr_device& mat : circuit.mat)
-        CZ_REQUIRE(mat.nnz < (1ull << 32), "key generation: a matrix of 2^32 terms or more (the column counters could wrap)");
+    for (const csr_chunked& mat : circuit.mat)
+        CZ_REQUIRE(mat.chunk_term0.back() < (1ull << 32),
+                   "key generation: a matrix of 2^32 terms or more (the column counters could wrap)");
     const int log_n = log2_ceil(m);
     CZ_REQUIRE(log_n <= 32, "key generation: the domain exceeds Fr's 2-adicity (2^32)");
     const size_t n = 1ull << log_n;
@@ -278,13 +300,12 @@ std::unique_ptr<cz_srs> srs_generate(cz_context& ctx, const cz_circuit& circuit,
 
         // vals = the column sums of matrix `which` at tau (Montgomery); the inputs' canonical into sums.
         auto columns = [&](int which) {
-            const csr_device& mat = circuit.mat[which];
+            const csr_chunked& mat = circuit.mat[which];
             CZ_CHECK(cudaMemsetAsync(counters.get(), 0, counters.bytes(), s));
-            if (mat.nnz) {
-                column_terms_kernel<<<blocks_for(m, kThreads), kThreads, 0, s>>>(mat, circuit.coeff_canon, lag.get(),
-                                                                                  m, counters.get());
-                CZ_CHECK_LAUNCH();
-            }
+            if (circuit.coeff_index_bytes == 2)
+                column_terms<uint16_t>(s, circuit, mat, lag.get(), counters.get());
+            else
+                column_terms<uint32_t>(s, circuit, mat, lag.get(), counters.get());
             column_values_kernel<<<blocks_for(n_vars, kThreads), kThreads, 0, s>>>(counters.get(), n_vars, weights,
                                                                                     vals.get());
             CZ_CHECK_LAUNCH();

@@ -21,15 +21,13 @@ __device__ __forceinline__ bool is_one_canonical(const fr_t& x) {
     return high == 0 && x.v[0] == 1;
 }
 
-// The three matrices as a launch reads them: resident (Row uint64_t row pointers from `base`,
-// Coeff uint32_t), or a streamed chunk's compact copy (uint32_t offsets from its first term,
-// base 0; Coeff uint16_t or uint32_t).
-template <class Row, class Coeff>
+// One chunk of the three matrices as a launch reads them (csr_chunked): each matrix's rows + 1
+// offsets from the chunk's first term, and its terms from that first term.
+template <class Coeff>
 struct r1cs_tables {
-    const Row* row[3];
+    const uint32_t* row_off[3];
     const uint32_t* cols[3];
     const Coeff* coeff[3];
-    uint64_t base[3];
     const fr_t* coeff_mont;
     const fr_t* coeff_canon;
     const uint8_t* kinds;
@@ -37,21 +35,20 @@ struct r1cs_tables {
 
 // Rows row0 .. row0 + rows of the outputs from rows 0 .. rows of the tables' matrices: matrix
 // first + blockIdx.y (the launch's gridDim.y matrices from `first`).
-template <class Row, class Coeff>
-__global__ void r1cs_rows_kernel(r1cs_tables<Row, Coeff> t, const fr_t* __restrict__ z, uint64_t rows, uint64_t row0,
+template <class Coeff>
+__global__ void r1cs_rows_kernel(r1cs_tables<Coeff> t, const fr_t* __restrict__ z, uint64_t rows, uint64_t row0,
                                  fr_t* a, fr_t* b, fr_t* c, uint32_t first) {
     const uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= rows) return;
     const uint32_t which = first + blockIdx.y;
     // A constant index per branch keeps the tables in the parameter space (a run-time index
     // into a parameter array makes a local copy).
-    const Row* row_at = which == 0 ? t.row[0] : (which == 1 ? t.row[1] : t.row[2]);
+    const uint32_t* row_off = which == 0 ? t.row_off[0] : (which == 1 ? t.row_off[1] : t.row_off[2]);
     const uint32_t* cols = which == 0 ? t.cols[0] : (which == 1 ? t.cols[1] : t.cols[2]);
     const Coeff* coeff = which == 0 ? t.coeff[0] : (which == 1 ? t.coeff[1] : t.coeff[2]);
-    const uint64_t base = which == 0 ? t.base[0] : (which == 1 ? t.base[1] : t.base[2]);
     fr_t acc = fr_t::zero();
-    const uint64_t end = row_at[row + 1] - base;
-    for (uint64_t k = row_at[row] - base; k < end; k++) {
+    const uint32_t end = row_off[row + 1];
+    for (uint32_t k = row_off[row]; k < end; k++) {
         const fr_t v = z[cols[k]];
         if (v.is_zero()) continue;
         const uint32_t ci = coeff[k];
@@ -88,11 +85,11 @@ __global__ void r1cs_check_kernel(const fr_t* __restrict__ a, const fr_t* __rest
     atomicMin(first, (unsigned long long)row);
 }
 
-template <class Row, class Coeff>
-void launch_rows(cudaStream_t stream, const r1cs_tables<Row, Coeff>& t, const fr_t* z, size_t rows, size_t row0,
-                 fr_t* a, fr_t* b, fr_t* c, matrix_range which) {
+template <class Coeff>
+void launch_rows(cudaStream_t stream, const r1cs_tables<Coeff>& t, const fr_t* z, size_t rows, size_t row0, fr_t* a,
+                 fr_t* b, fr_t* c, matrix_range which) {
     constexpr unsigned kThreads = 256;
-    r1cs_rows_kernel<Row, Coeff><<<dim3(blocks_for(rows, kThreads), which.count), kThreads, 0, stream>>>(
+    r1cs_rows_kernel<Coeff><<<dim3(blocks_for(rows, kThreads), which.count), kThreads, 0, stream>>>(
         t, z, rows, row0, a, b, c, which.first);
     CZ_CHECK_LAUNCH();
 }
@@ -110,51 +107,76 @@ struct carver {
     }
 };
 
-// A streamed circuit's matrices copied into one page-locked host block in the compact form
-// (csr_chunk), and the most terms a chunk of `rows` rows has in each (what the device chunk
-// buffers must hold). Coefficient indices are < n_coeffs (the caller checked them), so a table
-// of at most 2^16 entries takes them as uint16.
-void pin_matrices(cz_circuit& c, const csr_host mats[3], size_t rows) {
-    const size_t m = c.m, chunks = (m + rows - 1) / rows;
-    c.coeff_index_bytes = c.n_coeffs <= (size_t(1) << 16) ? 2 : 4;
+// The compact form's arrays laid out from k's base: every matrix's offsets, then its columns,
+// then its coefficient indices (the uint32 arrays first: every array stays aligned).
+struct compact_arrays {
     uint32_t *row_off[3], *cols[3];
     void* coeff[3];
-    auto layout = [&](carver& k) {
-        for (int i = 0; i < 3; i++) row_off[i] = k.take<uint32_t>(m + chunks);
-        for (int i = 0; i < 3; i++) cols[i] = k.take<uint32_t>(mats[i].nnz);
-        for (int i = 0; i < 3; i++)
-            coeff[i] = c.coeff_index_bytes == 2 ? static_cast<void*>(k.take<uint16_t>(mats[i].nnz))
-                                                : static_cast<void*>(k.take<uint32_t>(mats[i].nnz));
-    };
-    carver size;
-    layout(size);
-    CZ_CHECK(cudaHostAlloc(&c.host_block, std::max<size_t>(size.used, 1), cudaHostAllocPortable));
-    c.host_bytes = size.used;
-    carver at{reinterpret_cast<uintptr_t>(c.host_block)};
-    layout(at);
-    c.chunk_rows = rows;
+};
+compact_arrays lay_out_compact(carver& k, size_t m, size_t chunks, const csr_host mats[3], int index_bytes) {
+    compact_arrays a;
+    for (int i = 0; i < 3; i++) a.row_off[i] = k.take<uint32_t>(m + chunks);
+    for (int i = 0; i < 3; i++) a.cols[i] = k.take<uint32_t>(mats[i].nnz);
+    for (int i = 0; i < 3; i++)
+        a.coeff[i] = index_bytes == 2 ? static_cast<void*>(k.take<uint16_t>(mats[i].nnz))
+                                      : static_cast<void*>(k.take<uint32_t>(mats[i].nnz));
+    return a;
+}
+
+// Writes the caller's matrices in the compact form into `a` (host memory), and c's chunk
+// starts and most terms a chunk. Coefficient indices are < n_coeffs (the caller checked
+// them), so a table of at most 2^16 entries takes them as uint16.
+void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a) {
+    const size_t m = c.m, rows = c.chunk_rows, chunks = (m + rows - 1) / rows;
     for (int i = 0; i < 3; i++) {
         const csr_host& h = mats[i];
-        csr_host_chunked& out = c.host_mat[i];
-        out.chunk_term0.resize(chunks + 1);
+        std::vector<uint64_t>& term0 = c.mat[i].chunk_term0;
+        term0.resize(chunks + 1);
         for (size_t ci = 0; ci < chunks; ci++) {
             const size_t r0 = ci * rows, r1 = std::min(r0 + rows, m);
-            const uint64_t term0 = h.row_ptr[r0], terms = h.row_ptr[r1] - term0;
-            CZ_REQUIRE(terms <= UINT32_MAX, "a streamed chunk of the circuit holds 2^32 terms or more: use fewer rows a chunk");
-            out.chunk_term0[ci] = term0;
+            const uint64_t first = h.row_ptr[r0], terms = h.row_ptr[r1] - first;
+            CZ_REQUIRE(terms <= UINT32_MAX, "a chunk of the circuit holds 2^32 terms or more: use fewer rows a chunk");
+            term0[ci] = first;
             c.max_terms[i] = std::max<size_t>(c.max_terms[i], terms);
-            for (size_t r = r0; r <= r1; r++) row_off[i][r + ci] = (uint32_t)(h.row_ptr[r] - term0);
+            for (size_t r = r0; r <= r1; r++) a.row_off[i][r + ci] = (uint32_t)(h.row_ptr[r] - first);
         }
-        out.chunk_term0[chunks] = h.row_ptr[m];
-        if (h.nnz) std::memcpy(cols[i], h.cols, h.nnz * sizeof(uint32_t));
+        term0[chunks] = h.row_ptr[m];
+        if (h.nnz) std::memcpy(a.cols[i], h.cols, h.nnz * sizeof(uint32_t));
         if (c.coeff_index_bytes == 2) {
-            auto* narrow = static_cast<uint16_t*>(coeff[i]);
+            auto* narrow = static_cast<uint16_t*>(a.coeff[i]);
             for (size_t k = 0; k < h.nnz; k++) narrow[k] = (uint16_t)h.coeff[k];
         } else if (h.nnz) {
-            std::memcpy(coeff[i], h.coeff, h.nnz * sizeof(uint32_t));
+            std::memcpy(a.coeff[i], h.coeff, h.nnz * sizeof(uint32_t));
         }
-        out.row_off = row_off[i], out.cols = cols[i], out.coeff = coeff[i];
     }
+}
+
+// c's matrices in the compact form: in a page-locked host block (streamed), or built in host
+// memory and copied to one device block (resident).
+void load_matrices(cz_circuit& c, const csr_host mats[3], bool streamed) {
+    const size_t chunks = (c.m + c.chunk_rows - 1) / c.chunk_rows;
+    carver size;
+    lay_out_compact(size, c.m, chunks, mats, c.coeff_index_bytes);
+    compact_arrays where;
+    if (streamed) {
+        CZ_CHECK(cudaHostAlloc(&c.host_block, size.used, cudaHostAllocPortable));
+        c.host_bytes = size.used;
+        carver at{reinterpret_cast<uintptr_t>(c.host_block)};
+        where = lay_out_compact(at, c.m, chunks, mats, c.coeff_index_bytes);
+        fill_compact(c, mats, where);
+    } else {
+        std::unique_ptr<uint8_t[]> staging(new uint8_t[size.used]);
+        carver at{reinterpret_cast<uintptr_t>(staging.get())};
+        fill_compact(c, mats, lay_out_compact(at, c.m, chunks, mats, c.coeff_index_bytes));
+        void* block = nullptr;
+        CZ_DEVICE_ALLOC(&block, size.used);
+        c.owned.push_back(block);
+        c.nbytes += size.used;
+        CZ_CHECK(cudaMemcpy(block, staging.get(), size.used, cudaMemcpyHostToDevice));
+        carver on_device{reinterpret_cast<uintptr_t>(block)};
+        where = lay_out_compact(on_device, c.m, chunks, mats, c.coeff_index_bytes);
+    }
+    for (int i = 0; i < 3; i++) c.mat[i].row_off = where.row_off[i], c.mat[i].cols = where.cols[i], c.mat[i].coeff = where.coeff[i];
 }
 
 // On scope exit, an error included: `stream` waits for everything queued on `copier`, then
@@ -187,7 +209,7 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_
         const csr_chunk& buf = circuit.chunk[i % 2];
         if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(copier.s, consumed[i % 2].e, 0));
         for (int k = which.first; k < which.first + which.count; k++) {
-            const csr_host_chunked& h = circuit.host_mat[k];
+            const csr_chunked& h = circuit.mat[k];
             const uint64_t term0 = h.chunk_term0[i], terms = h.chunk_term0[i + 1] - term0;
             CZ_CHECK(cudaMemcpyAsync(buf.row_off[k], h.row_off + r0 + i, (r1 - r0 + 1) * sizeof(uint32_t),
                                      cudaMemcpyHostToDevice, copier.s));
@@ -199,17 +221,35 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_
         }
         CZ_CHECK(cudaEventRecord(copied[i % 2].e, copier.s));
     };
-    r1cs_tables<uint32_t, Coeff> t{{}, {}, {}, {0, 0, 0}, circuit.coeff_mont, circuit.coeff_canon, circuit.coeff_kinds};
+    r1cs_tables<Coeff> t{{}, {}, {}, circuit.coeff_mont, circuit.coeff_canon, circuit.coeff_kinds};
     copy(0);
     for (size_t i = 0; i < nchunks; i++) {
         if (i + 1 < nchunks) copy(i + 1);
         const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
         const csr_chunk& buf = circuit.chunk[i % 2];
         for (int k = 0; k < 3; k++)
-            t.row[k] = buf.row_off[k], t.cols[k] = buf.cols[k], t.coeff[k] = static_cast<const Coeff*>(buf.coeff[k]);
+            t.row_off[k] = buf.row_off[k], t.cols[k] = buf.cols[k], t.coeff[k] = static_cast<const Coeff*>(buf.coeff[k]);
         CZ_CHECK(cudaStreamWaitEvent(stream, copied[i % 2].e, 0));
         launch_rows(stream, t, z, r1 - r0, r0, a, b, c, which);
         CZ_CHECK(cudaEventRecord(consumed[i % 2].e, stream));
+    }
+}
+
+// Every chunk from the device arrays, one launch a chunk.
+template <class Coeff>
+void evaluate_resident(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c,
+                       matrix_range which) {
+    const size_t m = circuit.m, rows = circuit.chunk_rows, nchunks = (m + rows - 1) / rows;
+    r1cs_tables<Coeff> t{{}, {}, {}, circuit.coeff_mont, circuit.coeff_canon, circuit.coeff_kinds};
+    for (size_t i = 0; i < nchunks; i++) {
+        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
+        for (int k = 0; k < 3; k++) {
+            const csr_chunked& mat = circuit.mat[k];
+            const uint64_t first = mat.chunk_term0[i];
+            t.row_off[k] = mat.row_off + r0 + i, t.cols[k] = mat.cols + first;
+            t.coeff[k] = static_cast<const Coeff*>(mat.coeff) + first;
+        }
+        launch_rows(stream, t, z, r1 - r0, r0, a, b, c, which);
     }
 }
 
@@ -244,33 +284,16 @@ std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_i
                                          const uint8_t* a_aux_density, const uint8_t* b_input_density,
                                          const uint8_t* b_aux_density, bool streamed, size_t chunk_rows) {
     CZ_REQUIRE(m >= 1, "a circuit needs at least one constraint");
-    CZ_REQUIRE(!streamed || chunk_rows >= 1, "a streamed circuit needs chunks of at least one row");
+    CZ_REQUIRE(chunk_rows >= 1, "a circuit needs chunks of at least one row");
     auto c = std::make_unique<cz_circuit>();
     c->device = ctx.device, c->m = m, c->num_inputs = num_inputs, c->num_aux = num_aux, c->n_coeffs = n_coeffs;
+    c->chunk_rows = std::min(chunk_rows, m);
+    c->coeff_index_bytes = n_coeffs <= (size_t(1) << 16) ? 2 : 4;
     cudaStream_t s = ctx.stream;
-    if (streamed) {
-        pin_matrices(*c, mats, std::min(chunk_rows, m));
-        CZ_CHECK(cudaEventCreateWithFlags(&c->evaluated, cudaEventDisableTiming));
-    } else {
-        // A device copy of `count` elements of `src` (one element at least: kernels read the pointers).
-        auto copy = [&](const auto* src, size_t count) {
-            using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
-            T* dst = nullptr;
-            CZ_DEVICE_ALLOC(&dst, std::max<size_t>(count, 1) * sizeof(T));
-            c->owned.push_back(dst);
-            c->nbytes += std::max<size_t>(count, 1) * sizeof(T);
-            if (count) CZ_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyHostToDevice, s));
-            return dst;
-        };
-        for (int i = 0; i < 3; i++) {
-            c->mat[i].row_ptr = copy(mats[i].row_ptr, m + 1);
-            c->mat[i].cols = copy(mats[i].cols, mats[i].nnz);
-            c->mat[i].coeff = copy(mats[i].coeff, mats[i].nnz);
-            c->mat[i].nnz = mats[i].nnz;
-        }
-    }
+    load_matrices(*c, mats, streamed);
+    if (streamed) CZ_CHECK(cudaEventCreateWithFlags(&c->evaluated, cudaEventDisableTiming));
     // The coefficient table, a streamed circuit's two chunk buffers, the kinds and the densities
-    // in one device block: a streamed circuit's device bytes are exactly
+    // in one device block: a circuit's device bytes are exactly resident_circuit_device_bytes or
     // streamed_circuit_device_bytes (cuzk_plugin/backends/protocol.py).
     fr_t *canon, *mont;
     uint8_t *kinds, *a_aux, *b_input, *b_aux;
@@ -324,20 +347,11 @@ void r1cs_evaluate(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z
         CZ_REQUIRE(outs[k] != nullptr, "an R1CS evaluation's output is missing");
         if (n > m) CZ_CHECK(cudaMemsetAsync(outs[k] + m, 0, (n - m) * sizeof(fr_t), stream));
     }
-    if (circuit.streamed()) {
-        if (circuit.coeff_index_bytes == 2)
-            evaluate_streamed<uint16_t>(stream, circuit, z, a, b, c, which);
-        else
-            evaluate_streamed<uint32_t>(stream, circuit, z, a, b, c, which);
-        return;
-    }
-    const csr_device* mat = circuit.mat;
-    const r1cs_tables<uint64_t, uint32_t> t{{mat[0].row_ptr, mat[1].row_ptr, mat[2].row_ptr},
-                                            {mat[0].cols, mat[1].cols, mat[2].cols},
-                                            {mat[0].coeff, mat[1].coeff, mat[2].coeff},
-                                            {0, 0, 0},
-                                            circuit.coeff_mont,
-                                            circuit.coeff_canon,
-                                            circuit.coeff_kinds};
-    launch_rows(stream, t, z, m, 0, a, b, c, which);
+    const bool narrow = circuit.coeff_index_bytes == 2;
+    if (circuit.streamed())
+        narrow ? evaluate_streamed<uint16_t>(stream, circuit, z, a, b, c, which)
+               : evaluate_streamed<uint32_t>(stream, circuit, z, a, b, c, which);
+    else
+        narrow ? evaluate_resident<uint16_t>(stream, circuit, z, a, b, c, which)
+               : evaluate_resident<uint32_t>(stream, circuit, z, a, b, c, which);
 }

@@ -1,8 +1,8 @@
 // A pre-compiled circuit (cuzk_plugin/formats/pce.py) on the device, and the R1CS evaluation
 // a = A z, b = B z, c = C z over its rows, which feeds H without leaving the device. Its
-// matrices are resident in device memory, or (streamed) kept in page-locked host memory and
-// copied through the device a chunk of rows at a time at each evaluation, for a device too
-// small to hold them beside the proving key.
+// matrices, in a compact form (csr_chunked), are resident in device memory, or (streamed) kept
+// in page-locked host memory and copied through the device a chunk of rows at a time at each
+// evaluation, for a device too small to hold them beside the proving key.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,19 +11,11 @@
 
 #include "context.cuh"
 
-// One matrix in compressed sparse rows on the device: row j's terms are
-// row_ptr[j] .. row_ptr[j + 1]; each term a column of z and an index into the coefficient table.
-struct csr_device {
-    const uint64_t* row_ptr = nullptr;  // m + 1
-    const uint32_t* cols = nullptr;     // nnz
-    const uint32_t* coeff = nullptr;    // nnz
-    size_t nnz = 0;
-};
-
 // What a coefficient is, so the row loop can skip the product where it need not multiply.
 enum coeff_kind : uint8_t { COEFF_OTHER = 0, COEFF_ONE = 1, COEFF_MINUS_ONE = 2 };
 
-// One matrix's host arrays as the C ABI takes them.
+// One matrix as the C ABI takes it: compressed sparse rows, row j's terms row_ptr[j] ..
+// row_ptr[j + 1], each a column of z and an index into the coefficient table.
 struct csr_host {
     const uint64_t* row_ptr;
     const uint32_t* cols;
@@ -31,32 +23,37 @@ struct csr_host {
     size_t nnz;
 };
 
-// Rows r0 .. r0 + rows of A, B and C in a device chunk buffer of a streamed circuit, in the
-// compact form every evaluation copies over the link: per matrix rows + 1 offsets from the
-// chunk's first term (uint32), then the terms' columns (uint32) and coefficient indices
-// (cz_circuit::coeff_index_bytes each: uint16 where the table has at most 2^16 entries).
-struct csr_chunk {
-    uint32_t* row_off[3] = {};
-    uint32_t* cols[3] = {};
-    void* coeff[3] = {};
-};
-
-// One matrix of a streamed circuit in page-locked host memory, in the compact form chunk by
-// chunk (chunk i's rows + 1 offsets start at row_off[r0 + i]).
-struct csr_host_chunked {
+// The form the library holds a matrix in, resident or streamed alike: its rows in chunks of
+// cz_circuit::chunk_rows, chunk i's rows + 1 offsets from its first term (uint32) at
+// row_off[r0 + i ..], then every term's column (uint32) and coefficient index
+// (cz_circuit::coeff_index_bytes each: uint16 where the table has at most 2^16 entries). A row
+// pointer of 8 bytes and an index of 4 carry nothing more, and a streamed circuit copies these
+// bytes at every evaluation.
+struct csr_chunked {
     const uint32_t* row_off = nullptr;  // m + chunks
     const uint32_t* cols = nullptr;     // nnz
     const void* coeff = nullptr;        // nnz, coeff_index_bytes each
     std::vector<uint64_t> chunk_term0;  // chunks + 1: each chunk's first term, nnz last
 };
 
-// The circuit on the device until cz_circuit_free: coefficient table, densities, and either the
-// matrices (resident) or two chunk buffers they are copied through from page-locked host memory
-// (streamed: the chunk i + 1 copied while chunk i is evaluated).
+// One of a streamed circuit's two device chunk buffers: a chunk's arrays of each matrix.
+struct csr_chunk {
+    uint32_t* row_off[3] = {};
+    uint32_t* cols[3] = {};
+    void* coeff[3] = {};
+};
+
+// The circuit on the device until cz_circuit_free: coefficient table, densities, and its
+// matrices (csr_chunked) either in device memory (resident) or in page-locked host memory with
+// two device chunk buffers they are copied through (streamed: chunk i + 1 copied while chunk i
+// is evaluated).
 struct cz_circuit {
     int device = 0;
     size_t m = 0, num_inputs = 0, num_aux = 0, n_coeffs = 0;
-    csr_device mat[3];                   // A, B, C; null when streamed
+    csr_chunked mat[3];                  // A, B, C: on the device, or (streamed) in host_block
+    int coeff_index_bytes = 4;
+    size_t chunk_rows = 0;
+    size_t max_terms[3] = {};            // the most terms a chunk has, per matrix
     const fr_t* coeff_mont = nullptr;    // the table in Montgomery form: M(c R, z) = c z
     const fr_t* coeff_canon = nullptr;   // canonical: the term when z = 1
     const uint8_t* coeff_kinds = nullptr;
@@ -64,12 +61,8 @@ struct cz_circuit {
     size_t nbytes = 0;  // device bytes
     std::vector<void*> owned;
     // Streamed: the matrices in one page-locked host block (cudaHostAllocPortable) of host_bytes.
-    csr_host_chunked host_mat[3];
-    int coeff_index_bytes = 4;
     void* host_block = nullptr;
     size_t host_bytes = 0;
-    size_t chunk_rows = 0;
-    size_t max_terms[3] = {};  // the most terms a chunk of chunk_rows rows has, per matrix
     csr_chunk chunk[2];
     // Recorded after each evaluation's work: the next one's copies into the chunk buffers wait
     // for it, and the circuit is not freed under copies still reading the host block.
@@ -84,10 +77,9 @@ struct cz_circuit {
 
 // Loads a circuit on ctx's device (coeffs: n_coeffs canonical Fr, 4 uint64 each; the caller
 // has checked the CSR arrays: row_ptr non-decreasing from 0 to nnz, cols < num_inputs +
-// num_aux, coefficient indices < n_coeffs): every array resident, or when `streamed` the
-// matrices copied to page-locked host memory in the compact form (csr_chunk) and the two chunk
-// buffers of min(chunk_rows, m) rows (chunk_rows >= 1) allocated on the device, so that an
-// evaluation needs no more.
+// num_aux, coefficient indices < n_coeffs) in the compact form of chunk_rows (>= 1) rows a
+// chunk: every array resident, or when `streamed` the matrices in page-locked host memory and
+// two chunk buffers allocated on the device, so that an evaluation needs no more.
 std::unique_ptr<cz_circuit> circuit_load(cz_context& ctx, size_t m, size_t num_inputs, size_t num_aux,
                                          const uint64_t* coeffs, size_t n_coeffs, const csr_host mats[3],
                                          const uint8_t* a_aux_density, const uint8_t* b_input_density,

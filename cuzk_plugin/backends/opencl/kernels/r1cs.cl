@@ -9,13 +9,17 @@
  * canonical or, with to_mont, in Montgomery form (what the NTT kernels take), into
  * out[row0 + row]. A launch covers rows row0 .. row0 + rows of the circuit.
  *
- * Two forms of the matrices, one body (R1CS_ROWS_KERNEL) stamped for each:
- *  - resident (r1cs_spmv): the whole matrix on the device, row_ptr u64 absolute (m + 1 of
- *    them), coeff_idx u32; row0 = 0, rows = m.
- *  - streamed, compact (r1cs_spmv_chunk_u16 / r1cs_spmv_chunk_u32): one chunk of rows copied to
- *    the start of its buffers, its rows + 1 row pointers u32 offsets from the chunk's first
- *    term (so they index the chunk's terms directly), coeff_idx u16 where the coefficient table
- *    has at most 2^16 entries, else u32.
+ * One form of the matrices, compact and cut into chunks of rows, for both placements: per
+ * chunk its rows + 1 row offsets (u32) from the chunk's first term, then per term a column (u32)
+ * and a coefficient index, u16 where the coefficient table has at most 2^16 entries
+ * (r1cs_spmv_chunk_u16), else u32 (r1cs_spmv_chunk_u32); one body (R1CS_ROWS_KERNEL) stamped
+ * for each. A launch evaluates one chunk: its offsets start at row_off[row_base], its terms at
+ * term_base, so row `row` of the chunk holds the terms
+ * [term_base + row_off[row_base + row], term_base + row_off[row_base + row + 1]).
+ *  - resident: every chunk's arrays on the device at once, each matrix's chunks one after
+ *    another (chunk i, rows r0 .. r1, at row_base = r0 + i, term_base = its first term); offsets
+ *    into the arrays, not sub-buffers, which OpenCL requires aligned.
+ *  - streamed: one chunk copied to the start of its buffers; row_base = 0, term_base = 0.
  */
 
 inline int fr_is_zero(const fr_t v) {
@@ -32,16 +36,17 @@ inline int fr_is_one(const fr_t v) {
     return x == 0;
 }
 
-/* A row kernel NAME whose row pointers are PTR_T and coefficient indices IDX_T. */
-#define R1CS_ROWS_KERNEL(NAME, PTR_T, IDX_T)                                                              \
-__kernel void NAME(__global const PTR_T *row_ptr, __global const uint *cols, __global const IDX_T *coeff_idx, \
+/* A row kernel NAME whose coefficient indices are IDX_T. */
+#define R1CS_ROWS_KERNEL(NAME, IDX_T)                                                                     \
+__kernel void NAME(__global const uint *row_off, __global const uint *cols, __global const IDX_T *coeff_idx, \
                    __global const fr_t *coeffs_plain, __global const fr_t *coeffs_mont,                    \
                    __global const fr_t *z, __global fr_t *out, const uint rows, const uint to_mont,        \
-                   const uint row0) {                                                                      \
+                   const uint row0, const ulong row_base, const ulong term_base) {                         \
     uint row = get_global_id(0);                                                                           \
     if (row >= rows) return;                                                                               \
+    __global const uint *off = row_off + row_base + row;                                                   \
     fr_t acc = fr_zero();                                                                                  \
-    for (PTR_T t = row_ptr[row], hi = row_ptr[row + 1]; t < hi; t++) {                                     \
+    for (ulong t = term_base + off[0], hi = term_base + off[1]; t < hi; t++) {                             \
         fr_t v = z[cols[t]];                                                                               \
         if (fr_is_zero(v)) continue;                                                                       \
         uint k = coeff_idx[t];                                                                             \
@@ -50,6 +55,5 @@ __kernel void NAME(__global const PTR_T *row_ptr, __global const uint *cols, __g
     out[row0 + row] = to_mont ? fr_to_mont(acc) : acc;                                                     \
 }
 
-R1CS_ROWS_KERNEL(r1cs_spmv, ulong, uint)
-R1CS_ROWS_KERNEL(r1cs_spmv_chunk_u16, uint, ushort)
-R1CS_ROWS_KERNEL(r1cs_spmv_chunk_u32, uint, uint)
+R1CS_ROWS_KERNEL(r1cs_spmv_chunk_u16, ushort)
+R1CS_ROWS_KERNEL(r1cs_spmv_chunk_u32, uint)
