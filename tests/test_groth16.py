@@ -15,7 +15,7 @@ from cuzk_plugin.errors import CircuitError, EncodingError
 from cuzk_plugin.formats.proof import PROOF_BYTES, Proof, decode_proofs, encode_proofs
 from cuzk_plugin.groth16.prover import prove
 from cuzk_plugin.groth16.setup import setup
-from cuzk_plugin.groth16.verifier import batch_verify, verify
+from cuzk_plugin.groth16.verifier import batch_verify, prepare_inputs, verify
 
 cpu = CpuBackend()
 
@@ -86,6 +86,13 @@ def test_batch_verify_and_multi_partition_bytes():
     assert batch_verify(key.vk, decoded, publics)
     assert not batch_verify(key.vk, decoded, [publics[0], publics[2], publics[1]])
     assert not batch_verify(key.vk, [decoded[0], decoded[1], decoded[1]], publics)
+    # The inputs' sums made ahead (as the engine does while the GPU proves) verify the same way,
+    # and bind each proof to its own inputs.
+    prepared = [prepare_inputs(key.vk, x) for x in publics]
+    assert batch_verify(key.vk, decoded, publics, prepared)
+    assert not batch_verify(key.vk, decoded, publics, [prepared[0], prepared[2], prepared[1]])
+    with pytest.raises(ValueError, match="3 proofs but 3 input vectors and 2 prepared"):
+        batch_verify(key.vk, decoded, publics, prepared[:2])
     with pytest.raises(EncodingError, match="not a positive multiple of 192"):
         decode_proofs(blob[:-1])
 

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cuzk_plugin.engine.device_key import DeviceKey
 from cuzk_plugin.engine.errors import CircuitUnavailable, SelfVerificationFailed
@@ -42,7 +43,10 @@ from cuzk_plugin.errors import BackendError, CuzkError
 from cuzk_plugin.formats.params import ProvingKey
 from cuzk_plugin.formats.proof import Proof, encode_proofs
 from cuzk_plugin.groth16.prover import check_shapes
-from cuzk_plugin.groth16.verifier import batch_verify, verify
+from cuzk_plugin.groth16.verifier import batch_verify, prepare_inputs, verify
+
+if TYPE_CHECKING:
+    from py_arkworks_bls12381 import G1Point
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +100,9 @@ class PartitionPipeline:
         parts = [asyncio.create_task(self._run_partition(job, p, task, key_task)) for p, task in enumerate(job.plan.tasks)]
         try:
             results = await asyncio.gather(*parts)
-            proofs = [proof for proof, _ in results]
-            await self._self_verify(job, await key_task, proofs, [inputs for _, inputs in results])
+            proofs = [proof for proof, _, _ in results]
+            await self._self_verify(job, await key_task, proofs, [inputs for _, inputs, _ in results],
+                                    [acc for _, _, acc in results])
             self.jobs.finish(job, JobStatus.COMPLETED, proof=encode_proofs(proofs))
         except asyncio.CancelledError:
             self._cancel_all(parts, key_task)
@@ -129,7 +134,9 @@ class PartitionPipeline:
         self.metrics.stage.labels("srs_warm").observe(t1 - t0)
         return key
 
-    async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int]]:
+    async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int], G1Point]:
+        """The partition's proof, its public inputs, and their prepared sum for the job's
+        self-verification (made on a host thread while the GPU proves: off the job's end)."""
         okey = order_key(job.priority, job.seq, p)
         window = self._window
         if job.priority >= Priority.CRITICAL and not window.free:
@@ -143,8 +150,15 @@ class PartitionPipeline:
                     check_shapes(key, shared.partition)
                 except ValueError as exc:
                     raise CircuitUnavailable(f"partition {p}: {exc}") from None
-                proof = await self.gpu.prove(job, p, shared, key, okey)
-                return proof, shared.ref.public_inputs
+                inputs = shared.ref.public_inputs
+                prepared = asyncio.get_running_loop().run_in_executor(
+                    self._host_threads(job.priority), prepare_inputs, key.vk, inputs)
+                try:
+                    proof = await self.gpu.prove(job, p, shared, key, okey)
+                except BaseException:
+                    prepared.add_done_callback(_consume)  # not needed now; its own error is no news
+                    raise
+                return proof, inputs, await prepared
             finally:
                 shared.release()
         finally:
@@ -190,11 +204,12 @@ class PartitionPipeline:
         self.metrics.stage.labels("synthesis").observe(shared.ref.seconds)
         return shared
 
-    async def _self_verify(self, job: Job, key: ProvingKey | DeviceKey, proofs: list[Proof], inputs: list[list[int]]) -> None:
+    async def _self_verify(self, job: Job, key: ProvingKey | DeviceKey, proofs: list[Proof], inputs: list[list[int]],
+                           prepared: list[G1Point]) -> None:
         t0 = time.perf_counter()
         loop = asyncio.get_running_loop()
         threads = self._host_threads(job.priority)
-        ok = await loop.run_in_executor(threads, batch_verify, key.vk, proofs, inputs)
+        ok = await loop.run_in_executor(threads, batch_verify, key.vk, proofs, inputs, prepared)
         if not ok:
             bad = [i for i, (pr, x) in enumerate(zip(proofs, inputs, strict=True))
                    if not await loop.run_in_executor(threads, verify, key.vk, pr, x)]
@@ -209,7 +224,7 @@ class PartitionPipeline:
         self.metrics.stage.labels("verify").observe(t1 - t0)
 
 
-def _consume(task: asyncio.Task) -> None:
+def _consume(task: asyncio.Future) -> None:
     if not task.cancelled():
         task.exception()
 
