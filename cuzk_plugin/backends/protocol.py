@@ -187,8 +187,9 @@ class Backend(Protocol):
         device; the matrices stay in page-locked host memory and each evaluation copies their
         rows in chunks of :data:`CIRCUIT_CHUNK_ROWS` (the copy of chunk i + 1 beside the
         evaluation of chunk i), for a device too small to hold them beside the key. The handle's
-        ``nbytes`` is its device bytes (:func:`streamed_circuit_device_bytes` when streamed),
-        ``host_bytes`` its page-locked host bytes (0 when resident)."""
+        ``nbytes`` is its device bytes (:func:`resident_circuit_device_bytes`, or
+        :func:`streamed_circuit_device_bytes` when streamed, for a backend that holds the
+        compact form), ``host_bytes`` its page-locked host bytes (0 when resident)."""
         ...
 
     def evaluate_r1cs(self, circuit: CircuitHandle, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

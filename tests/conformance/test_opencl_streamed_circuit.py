@@ -199,34 +199,3 @@ def test_a_chunk_past_32_bit_offsets_is_refused(opencl, rng, monkeypatch, stream
     monkeypatch.setattr(opencl_r1cs, "_most_chunk_terms", lambda mat, rows, chunk_rows: 1 << 32)
     with pytest.raises(ValueError, match=rf"huge-chunk.*\b4\b rows.*{1 << 32}"):
         opencl.load_circuit(pce, streamed=streamed, chunk_rows=4)
-
-
-def test_a_resident_circuit_in_chunks_proves_what_one_chunk_proves(opencl, seed):
-    """A WitnessPartition of a circuit resident in chunks of 7 rows (a, b, c evaluated chunk by
-    chunk into the NTT's Montgomery rows, zero-padded to the domain) proves the bytes it proves
-    resident in one chunk, with the same r and s, and the proof verifies."""
-    import random
-
-    from cuzk_plugin.bls12_381.fields import R, limbs_to_ints
-    from cuzk_plugin.formats.partition import WitnessPartition
-    from cuzk_plugin.groth16.prover import prove
-    from cuzk_plugin.groth16.verifier import verify
-    from tests.conformance.test_proofs import CIRCUITS, _key
-
-    key = _key("filecoin_like_1000")
-    r1cs, inputs, aux = CIRCUITS["filecoin_like_1000"](seed).finish()
-    pce = precompile_r1cs(r1cs, "filecoin_like_1000")
-    assert pce.num_constraints % 7
-    rnd = random.Random(seed)
-    r, s = rnd.randrange(R), rnd.randrange(R)
-    proofs = []
-    for chunk_rows in (1 << 20, 7):
-        handle = opencl.load_circuit(pce, chunk_rows=chunk_rows)
-        try:
-            assert handle.chunk_rows == min(chunk_rows, pce.num_constraints)
-            proofs.append(prove(key, WitnessPartition(handle, inputs, aux), opencl, r=r, s=s))
-        finally:
-            handle.release()
-    one_chunk, chunked = proofs
-    assert chunked.to_bytes() == one_chunk.to_bytes()
-    assert verify(key.vk, chunked, limbs_to_ints(inputs)[1:])

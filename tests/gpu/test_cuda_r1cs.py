@@ -15,7 +15,6 @@ import pytest
 
 from cuzk_plugin.backends.cpu.r1cs_eval import unsatisfied_rows
 from cuzk_plugin.backends.cuda import CudaBackend
-from cuzk_plugin.backends.cuda.backend import CudaCircuit, load_circuit_into
 from cuzk_plugin.backends.protocol import (
     resident_circuit_device_bytes,
     streamed_circuit_device_bytes,
@@ -33,7 +32,6 @@ from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import R1CS, synthesize
 from cuzk_plugin.formats.params import SetupSecrets
 from cuzk_plugin.formats.partition import WitnessPartition
-from cuzk_plugin.formats.pce import PrecompiledCircuit
 from cuzk_plugin.groth16.prover import assemble
 from cuzk_plugin.groth16.setup import setup
 from cuzk_plugin.groth16.verifier import verify
@@ -160,20 +158,13 @@ def test_check_r1cs_finds_the_rows_that_fail(cuda, rng):
         handle.release()
 
 
-def load_streamed(cuda, pce: PrecompiledCircuit, chunk_rows: int, *, streamed: bool = True) -> CudaCircuit:
-    """``pce`` streamed (or resident) in chunks of ``chunk_rows`` rows (load_circuit takes
-    CIRCUIT_CHUNK_ROWS)."""
-    handle, nbytes, host_bytes = load_circuit_into(cuda.context(), pce, streamed=streamed, chunk_rows=chunk_rows)
-    return CudaCircuit(handle=handle, nbytes=nbytes, device=cuda.device, circuit=pce, host_bytes=host_bytes,
-                       streamed=streamed)
-
-
 @pytest.mark.parametrize("chunk_rows", [1, 3, 64, 1 << 20])
 @pytest.mark.parametrize("shape", [(1, 1, 0), (50, 3, 40), (2000, 5, 1800)], ids=["one-row", "small", "medium"])
 def test_streamed_evaluation_equals_the_resident_one(cuda, cpu, rng, shape, chunk_rows):
     r1cs, z = random_circuit(rng, *shape)
     pce = precompile_r1cs(r1cs, "random")
-    resident, streamed, host = cuda.load_circuit(pce), load_streamed(cuda, pce, chunk_rows), cpu.load_circuit(pce)
+    resident, host = cuda.load_circuit(pce), cpu.load_circuit(pce)
+    streamed = cuda.load_circuit(pce, streamed=True, chunk_rows=chunk_rows)
     try:
         assert streamed.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
         assert streamed.host_bytes == streamed_circuit_host_bytes(pce, chunk_rows)
@@ -203,7 +194,7 @@ def test_four_byte_coefficient_indices(cuda, cpu, rng, chunk_rows, streamed):
     host = cpu.load_circuit(pce)
     want = cpu.evaluate_r1cs(host, z)
     host.release()
-    handle = load_streamed(cuda, pce, chunk_rows, streamed=streamed)
+    handle = cuda.load_circuit(pce, streamed=streamed, chunk_rows=chunk_rows)
     try:
         if streamed:
             assert handle.nbytes == streamed_circuit_device_bytes(pce, chunk_rows)
@@ -223,7 +214,7 @@ def test_resident_chunks_that_split_the_rows_unevenly(cuda, rng, chunk_rows):
     ones that do not divide the rows give the integers' a, b, c, and the check agrees."""
     r1cs, z = random_circuit(rng, 300, 4, 250)
     pce = precompile_r1cs(r1cs, "random")
-    handle = load_streamed(cuda, pce, chunk_rows, streamed=False)
+    handle = cuda.load_circuit(pce, streamed=False, chunk_rows=chunk_rows)
     try:
         assert (handle.nbytes, handle.host_bytes) == (resident_circuit_device_bytes(pce, chunk_rows), 0)
         want = reference_abc(r1cs, z)
@@ -249,7 +240,7 @@ def test_load_circuit_streamed_takes_the_protocol_chunk(cuda, rng):
     finally:
         handle.release()
     with pytest.raises(ValueError, match="at least one row"):
-        load_streamed(cuda, pce, 0)
+        cuda.load_circuit(pce, streamed=True, chunk_rows=0)
 
 
 def test_streamed_evaluations_through_two_contexts_at_once(cuda, rng):
@@ -259,7 +250,7 @@ def test_streamed_evaluations_through_two_contexts_at_once(cuda, rng):
     zs = [z] + [random_circuit(rng, 1, 5, 2500)[1] for _ in range(3)]  # other assignments of as many variables
     pce = precompile_r1cs(r1cs, "random")
     other = CudaBackend(cuda.device)
-    resident, streamed = cuda.load_circuit(pce), load_streamed(cuda, pce, 97)
+    resident, streamed = cuda.load_circuit(pce), cuda.load_circuit(pce, streamed=True, chunk_rows=97)
     try:
         want = [cuda.evaluate_r1cs(resident, zi) for zi in zs]
         with ThreadPoolExecutor(4) as pool:
@@ -283,7 +274,7 @@ def test_witness_partitions_prove_with_a_streamed_circuit(cuda, rng):
     key = setup(r1cs)
     pce = precompile_r1cs(r1cs, "filecoin-like")
     srs = cuda.load_srs(key)
-    resident, streamed = cuda.load_circuit(pce), load_streamed(cuda, pce, 61)
+    resident, streamed = cuda.load_circuit(pce), cuda.load_circuit(pce, streamed=True, chunk_rows=61)
     try:
         instances = [filecoin_like(1500, int(s)).finish_witness()[1:] for s in rng.integers(1 << 30, size=3)]
         pending = [cuda.prove_start(srs, WitnessPartition(streamed, i, x)) for i, x in instances]
@@ -326,7 +317,7 @@ def test_h_in_two_buffers_gives_the_roomy_proof(cuda, rng, streamed):
         key = setup(r1cs)
         pce = precompile_r1cs(r1cs, "filecoin-like")
         srs = cuda.load_srs(key)
-        circuit = load_streamed(cuda, pce, 61) if streamed else cuda.load_circuit(pce)
+        circuit = cuda.load_circuit(pce, streamed=True, chunk_rows=61) if streamed else cuda.load_circuit(pce)
         try:
             part = WitnessPartition(circuit, inputs, aux)
             runs = []

@@ -452,13 +452,14 @@ class CudaBackend:
         return CudaSrs(handle=handle, nbytes=nbytes.value, device=dev, host=host, owns_host=owns,
                        stream_chunk=stream_chunk)
 
-    def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None, *, streamed: bool = False) -> CudaCircuit:
+    def load_circuit(self, pce: PrecompiledCircuit, device: int | None = None, *, streamed: bool = False,
+                     chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> CudaCircuit:
         """Copy the circuit to ``device`` until ``release`` (``nbytes`` of GPU memory), or with
         ``streamed`` only its coefficient table and densities, the matrices going to page-locked
-        host memory (``host_bytes``) and through the GPU :data:`CIRCUIT_CHUNK_ROWS` rows at a time
-        at each evaluation."""
+        host memory (``host_bytes``) and through the GPU ``chunk_rows`` rows at a time at each
+        evaluation (the compact form's chunks, resident or streamed)."""
         dev = self.device if device is None else device
-        handle, nbytes, host_bytes = load_circuit_into(self.context(dev), pce, streamed=streamed)
+        handle, nbytes, host_bytes = load_circuit_into(self.context(dev), pce, streamed=streamed, chunk_rows=chunk_rows)
         return CudaCircuit(handle=handle, nbytes=nbytes, device=dev, circuit=pce, host_bytes=host_bytes,
                            streamed=streamed)
 
