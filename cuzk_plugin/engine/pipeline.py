@@ -101,8 +101,8 @@ class PartitionPipeline:
         try:
             results = await asyncio.gather(*parts)
             proofs = [proof for proof, _, _ in results]
-            await self._self_verify(job, await key_task, proofs, [inputs for _, inputs, _ in results],
-                                    [acc for _, _, acc in results])
+            prepared = list(await asyncio.gather(*(acc for _, _, acc in results)))
+            await self._self_verify(job, await key_task, proofs, [inputs for _, inputs, _ in results], prepared)
             self.jobs.finish(job, JobStatus.COMPLETED, proof=encode_proofs(proofs))
         except asyncio.CancelledError:
             self._cancel_all(parts, key_task)
@@ -134,9 +134,11 @@ class PartitionPipeline:
         self.metrics.stage.labels("srs_warm").observe(t1 - t0)
         return key
 
-    async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task) -> tuple[Proof, list[int], G1Point]:
-        """The partition's proof, its public inputs, and their prepared sum for the job's
-        self-verification (made on a host thread while the GPU proves: off the job's end)."""
+    async def _run_partition(self, job: Job, p: int, task, key_task: asyncio.Task
+                             ) -> tuple[Proof, list[int], asyncio.Future[G1Point]]:
+        """The partition's proof, its public inputs, and their sum for the job's
+        self-verification, being made on a host thread while the later partitions prove (only
+        the last one's is left at the job's end)."""
         okey = order_key(job.priority, job.seq, p)
         window = self._window
         if job.priority >= Priority.CRITICAL and not window.free:
@@ -150,15 +152,13 @@ class PartitionPipeline:
                     check_shapes(key, shared.partition)
                 except ValueError as exc:
                     raise CircuitUnavailable(f"partition {p}: {exc}") from None
+                proof = await self.gpu.prove(job, p, shared, key, okey)
                 inputs = shared.ref.public_inputs
+                # After the proof: a key made on a lane has its verifying key from then on.
                 prepared = asyncio.get_running_loop().run_in_executor(
                     self._host_threads(job.priority), prepare_inputs, key.vk, inputs)
-                try:
-                    proof = await self.gpu.prove(job, p, shared, key, okey)
-                except BaseException:
-                    prepared.add_done_callback(_consume)  # not needed now; its own error is no news
-                    raise
-                return proof, inputs, await prepared
+                prepared.add_done_callback(_consume)  # a job failed elsewhere never awaits it
+                return proof, inputs, prepared
             finally:
                 shared.release()
         finally:
