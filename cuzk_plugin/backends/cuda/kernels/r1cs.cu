@@ -123,11 +123,15 @@ compact_arrays lay_out_compact(carver& k, size_t m, size_t chunks, const csr_hos
     return a;
 }
 
-// Writes the caller's matrices in the compact form into `a` (host memory), and c's chunk
-// starts and most terms a chunk. Coefficient indices are < n_coeffs (the caller checked
-// them), so a table of at most 2^16 entries takes them as uint16.
-void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a) {
+// Writes the caller's matrices in the compact form into `a` through `write(dst, src, bytes)`
+// (a copy into host or device memory), a chunk at a time through small host buffers, and sets
+// c's chunk starts and most terms a chunk. Coefficient indices are < n_coeffs (the caller
+// checked them), so a table of at most 2^16 entries takes them as uint16.
+template <class Write>
+void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a, Write write) {
     const size_t m = c.m, rows = c.chunk_rows, chunks = (m + rows - 1) / rows;
+    std::vector<uint32_t> offsets;
+    std::vector<uint16_t> narrow;
     for (int i = 0; i < 3; i++) {
         const csr_host& h = mats[i];
         std::vector<uint64_t>& term0 = c.mat[i].chunk_term0;
@@ -138,44 +142,49 @@ void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a
             CZ_REQUIRE(terms <= UINT32_MAX, "a chunk of the circuit holds 2^32 terms or more: use fewer rows a chunk");
             term0[ci] = first;
             c.max_terms[i] = std::max<size_t>(c.max_terms[i], terms);
-            for (size_t r = r0; r <= r1; r++) a.row_off[i][r + ci] = (uint32_t)(h.row_ptr[r] - first);
+            offsets.resize(r1 - r0 + 1);
+            for (size_t r = r0; r <= r1; r++) offsets[r - r0] = (uint32_t)(h.row_ptr[r] - first);
+            write(a.row_off[i] + r0 + ci, offsets.data(), offsets.size() * sizeof(uint32_t));
+            if (terms == 0) continue;
+            if (c.coeff_index_bytes == 2) {
+                narrow.resize(terms);
+                for (size_t k = 0; k < terms; k++) narrow[k] = (uint16_t)h.coeff[first + k];
+                write(static_cast<uint16_t*>(a.coeff[i]) + first, narrow.data(), terms * sizeof(uint16_t));
+            } else {
+                write(static_cast<uint32_t*>(a.coeff[i]) + first, h.coeff + first, terms * sizeof(uint32_t));
+            }
         }
         term0[chunks] = h.row_ptr[m];
-        if (h.nnz) std::memcpy(a.cols[i], h.cols, h.nnz * sizeof(uint32_t));
-        if (c.coeff_index_bytes == 2) {
-            auto* narrow = static_cast<uint16_t*>(a.coeff[i]);
-            for (size_t k = 0; k < h.nnz; k++) narrow[k] = (uint16_t)h.coeff[k];
-        } else if (h.nnz) {
-            std::memcpy(a.coeff[i], h.coeff, h.nnz * sizeof(uint32_t));
-        }
+        if (h.nnz) write(a.cols[i], h.cols, h.nnz * sizeof(uint32_t));
     }
 }
 
-// c's matrices in the compact form: in a page-locked host block (streamed), or built in host
-// memory and copied to one device block (resident).
+// c's matrices in the compact form: in a page-locked host block (streamed), or in one device
+// block (resident), written a chunk at a time (no host copy of the whole).
 void load_matrices(cz_circuit& c, const csr_host mats[3], bool streamed) {
     const size_t chunks = (c.m + c.chunk_rows - 1) / c.chunk_rows;
     carver size;
     lay_out_compact(size, c.m, chunks, mats, c.coeff_index_bytes);
-    compact_arrays where;
+    uintptr_t base = 0;
     if (streamed) {
         CZ_CHECK(cudaHostAlloc(&c.host_block, size.used, cudaHostAllocPortable));
         c.host_bytes = size.used;
-        carver at{reinterpret_cast<uintptr_t>(c.host_block)};
-        where = lay_out_compact(at, c.m, chunks, mats, c.coeff_index_bytes);
-        fill_compact(c, mats, where);
+        base = reinterpret_cast<uintptr_t>(c.host_block);
     } else {
-        std::unique_ptr<uint8_t[]> staging(new uint8_t[size.used]);
-        carver at{reinterpret_cast<uintptr_t>(staging.get())};
-        fill_compact(c, mats, lay_out_compact(at, c.m, chunks, mats, c.coeff_index_bytes));
         void* block = nullptr;
         CZ_DEVICE_ALLOC(&block, size.used);
         c.owned.push_back(block);
         c.nbytes += size.used;
-        CZ_CHECK(cudaMemcpy(block, staging.get(), size.used, cudaMemcpyHostToDevice));
-        carver on_device{reinterpret_cast<uintptr_t>(block)};
-        where = lay_out_compact(on_device, c.m, chunks, mats, c.coeff_index_bytes);
+        base = reinterpret_cast<uintptr_t>(block);
     }
+    carver at{base};
+    const compact_arrays where = lay_out_compact(at, c.m, chunks, mats, c.coeff_index_bytes);
+    if (streamed)
+        fill_compact(c, mats, where, [](void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); });
+    else
+        fill_compact(c, mats, where, [](void* dst, const void* src, size_t bytes) {
+            CZ_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+        });
     for (int i = 0; i < 3; i++) c.mat[i].row_off = where.row_off[i], c.mat[i].cols = where.cols[i], c.mat[i].coeff = where.coeff[i];
 }
 
