@@ -15,7 +15,7 @@ from cuzk_plugin.engine.residency import CircuitFootprint, DeviceMemoryTooSmall,
 #: streamed, 0.8 GB in the daemon's log before).
 COUNTS = {"ic": 328, "h": (1 << 27) - 1, "l": 130_169_893, "a": 129_753_292 + 328, "b_g1": 33_112_281 + 1,
           "b_g2": 33_112_281 + 1}
-CIRCUIT = CircuitFootprint(6_160_000_000, 620_000_000, 5_900_000_000)
+CIRCUIT = CircuitFootprint(6_160_000_000, 620_000_000, 5_900_000_000, 722_389_000)
 
 
 def main() -> None:

@@ -215,17 +215,19 @@ def vector_bytes(counts: Mapping[str, int]) -> dict[str, int]:
 @dataclass(frozen=True)
 class CircuitFootprint:
     """Device bytes of the pre-compiled circuit a key's partitions load beside it: resident,
-    and streamed (its rows copied in chunks each partition; 0 where it cannot stream); and the
-    bytes a streamed circuit copies each partition (its rows' compact form; 0: as resident)."""
+    and streamed (its rows copied in chunks each partition; 0 where it cannot stream); the
+    bytes a streamed circuit copies each partition (its rows' compact form; 0: as resident);
+    and its terms (what its evaluation costs, resident or streamed)."""
 
     resident: int
     streamed: int = 0
     streamed_copy: int = 0
+    terms: int = 0
 
     @classmethod
     def of(cls, pce) -> CircuitFootprint:
         return cls(resident_circuit_device_bytes(pce), streamed_circuit_device_bytes(pce),
-                   streamed_circuit_host_bytes(pce))
+                   streamed_circuit_host_bytes(pce), sum(int(m.row_ptr[-1]) for m in (pce.a, pce.b, pce.c)))
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,11 @@ class ResidencyPlan:
 IN_TURN_SECONDS = 0.3
 LEAN_H_SECONDS = 0.1
 HOST_EVALUATION_SECONDS = 10.0
+#: A circuit's evaluation on the device a term, resident or streamed alike (a 32 GiB PoRep's
+#: 722.4 M terms took 34 ms resident on the H200, bench/e2e): a streamed circuit costs only
+#: what its copies take beyond it (chunk i + 1 is copied while chunk i is evaluated; 110 ms
+#: streamed on the H100, bench/residency/README.md).
+EVALUATION_SECONDS_PER_TERM = 0.034 / 722.4e6
 
 
 def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, available_bytes: int,
@@ -317,7 +324,8 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
         placements = [("device", circuit.resident, True, 0.0)]
         if circuit.streamed:
             copied = circuit.streamed_copy or circuit.resident
-            placements.append(("streamed", circuit.streamed, True, copied / LINK_BYTES_PER_S))
+            beyond = copied / LINK_BYTES_PER_S - circuit.terms * EVALUATION_SECONDS_PER_TERM
+            placements.append(("streamed", circuit.streamed, True, max(0.0, beyond)))
         placements.append(("host", 0, False, HOST_EVALUATION_SECONDS))
 
     def key_seconds(resident: tuple[str, ...], chunk: int) -> float:
