@@ -47,6 +47,17 @@ def _ones(parts: list[dict[str, str]], key: str) -> str:
     return f"{sum(float(p.get(key, 0)) == 1 for p in parts)}/{len(parts)}"
 
 
+def _pairs(parts: list[dict[str, str]]) -> str:
+    """The partitions by how many pairs of MSMs shared the device ("not logged" before it was)."""
+    if not any("device_msm_paired_ms" in p for p in parts):
+        return "not logged"
+    counts: dict[int, int] = {}
+    for p in parts:
+        n = int(float(p.get("device_msm_paired_ms", 0)))
+        counts[n] = counts.get(n, 0) + 1
+    return ", ".join(f"{n}: {k}/{len(parts)}" for n, k in sorted(counts.items()))
+
+
 def summary(folder: Path) -> str:
     out = [f"# {folder}"]
     for job, parts in partition_lines(folder / "daemon.log").items():
@@ -58,7 +69,8 @@ def summary(folder: Path) -> str:
         shares = ",".join(p.get("synthesis_processes", "?") for p in sorted(parts, key=lambda p: int(p["partition"])))
         out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "
                    f"pinned blocks {_ones(parts, 'host_pinned')}; "
-                   f"upload handed on early {_ones(parts, 'device_upload_handed_on_ms')}")
+                   f"upload handed on early {_ones(parts, 'device_upload_handed_on_ms')}; "
+                   f"MSMs in turn {_ones(parts, 'device_msm_in_turn_ms')}, pairs {_pairs(parts)}")
     for f in sorted([*folder.glob("single-*.json"), *folder.glob("snap-*.json")]):
         try:
             d = json.loads(f.read_text())
