@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     from cuzk_plugin.formats.params import ProvingKey, SetupSecrets
     from cuzk_plugin.formats.partition import SynthesizedPartition, WitnessPartition
-    from cuzk_plugin.formats.pce import PrecompiledCircuit
+    from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
 
 
 #: Rows of a streamed circuit's matrices copied to the device at a time (each of A, B, C).
@@ -34,6 +34,20 @@ def streamed_coeff_index_bytes(pce: PrecompiledCircuit) -> int:
     return 2 if int(pce.coeffs.shape[0]) <= 1 << 16 else 4
 
 
+def most_chunk_terms(mat: CsrMatrix, rows: int, chunk_rows: int) -> int:
+    """The most terms any chunk of ``chunk_rows`` of the matrix's ``rows`` rows holds (what a
+    streamed circuit's chunk buffers must hold)."""
+    starts = np.asarray(mat.row_ptr[0:rows + 1:chunk_rows], dtype=np.int64)
+    ends = np.append(starts[1:], np.int64(mat.row_ptr[rows]))
+    return int((ends - starts).max(initial=0))
+
+
+def _circuit_table_bytes(pce: PrecompiledCircuit) -> int:
+    """The coefficient table (canonical and Montgomery Fr, one kind byte each) and the
+    densities: what a loaded circuit holds on the device beside its matrices."""
+    return int(pce.coeffs.shape[0]) * (2 * 32 + 1) + 2 * pce.num_aux + pce.num_inputs
+
+
 def streamed_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> int:
     """Device bytes of ``pce`` loaded streamed: its coefficient table (canonical and Montgomery
     Fr, one kind byte each), its densities, and two chunk buffers, each holding for A, B and C
@@ -43,13 +57,9 @@ def streamed_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIR
     at every partition, and a row pointer of 8 bytes, an index of 4, carry nothing more."""
     m = pce.num_constraints
     chunk_rows = max(1, min(chunk_rows, m))
-    most_terms = 0
-    for mat in (pce.a, pce.b, pce.c):
-        starts = np.asarray(mat.row_ptr[0:m + 1:chunk_rows], dtype=np.int64)
-        ends = np.append(starts[1:], np.int64(mat.row_ptr[m]))
-        most_terms += int((ends - starts).max(initial=0))
-    tables = int(pce.coeffs.shape[0]) * (2 * 32 + 1) + 2 * pce.num_aux + pce.num_inputs
-    return tables + 2 * (3 * (chunk_rows + 1) * 4 + most_terms * (4 + streamed_coeff_index_bytes(pce)))
+    most_terms = sum(most_chunk_terms(mat, m, chunk_rows) for mat in (pce.a, pce.b, pce.c))
+    return _circuit_table_bytes(pce) + 2 * (3 * (chunk_rows + 1) * 4
+                                            + most_terms * (4 + streamed_coeff_index_bytes(pce)))
 
 
 def streamed_circuit_host_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCUIT_CHUNK_ROWS) -> int:
@@ -59,7 +69,7 @@ def streamed_circuit_host_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIRCU
     m = pce.num_constraints
     chunk_rows = max(1, min(chunk_rows, m))
     chunks = -(-m // chunk_rows)
-    terms = sum(int(mat.row_ptr[m]) for mat in (pce.a, pce.b, pce.c))
+    terms = sum(mat.nnz for mat in (pce.a, pce.b, pce.c))
     return 3 * (m + chunks) * 4 + terms * (4 + streamed_coeff_index_bytes(pce))
 
 
@@ -67,8 +77,7 @@ def resident_circuit_device_bytes(pce: PrecompiledCircuit, chunk_rows: int = CIR
     """Device bytes of ``pce`` loaded resident: its coefficient table (canonical and Montgomery
     Fr, one kind byte each), its densities, and its matrices in the compact form
     (:func:`streamed_circuit_host_bytes`), every chunk at once."""
-    tables = int(pce.coeffs.shape[0]) * (2 * 32 + 1) + 2 * pce.num_aux + pce.num_inputs
-    return tables + streamed_circuit_host_bytes(pce, chunk_rows)
+    return _circuit_table_bytes(pce) + streamed_circuit_host_bytes(pce, chunk_rows)
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,7 @@ class CircuitFootprint:
     @classmethod
     def of(cls, pce) -> CircuitFootprint:
         return cls(resident_circuit_device_bytes(pce), streamed_circuit_device_bytes(pce),
-                   streamed_circuit_host_bytes(pce), sum(int(m.row_ptr[-1]) for m in (pce.a, pce.b, pce.c)))
+                   streamed_circuit_host_bytes(pce), sum(m.nnz for m in (pce.a, pce.b, pce.c)))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def test_chunk_buffers_are_the_protocol_figure(opencl, rng, chunk_rows, width):
     a chunk has, a uint32 column and a coefficient index of 2 or 4 bytes; both coefficient
     forms: the figure less a kind byte per coefficient and the densities (which OpenCL does
     not hold on the device)."""
-    from cuzk_plugin.backends.opencl.r1cs import _most_chunk_terms
+    from cuzk_plugin.backends.protocol import most_chunk_terms
 
     pce, _ = _circuit(rng, width)
     index_bytes = streamed_coeff_index_bytes(pce)
@@ -59,7 +59,7 @@ def test_chunk_buffers_are_the_protocol_figure(opencl, rng, chunk_rows, width):
         assert handle.chunk_rows == rows and handle.coeff_index_bytes == index_bytes
         for chunk in handle.chunks:
             for mat, bufs in zip((pce.a, pce.b, pce.c), chunk.matrices, strict=True):
-                t = _most_chunk_terms(mat, pce.num_constraints, rows)
+                t = most_chunk_terms(mat, pce.num_constraints, rows)
                 assert [b.size for b in bufs] == [(rows + 1) * 4, t * 4, t * index_bytes]
         chunk_bytes = sum(b.size for chunk in handle.chunks for bufs in chunk.matrices for b in bufs)
         device_bytes = chunk_bytes + handle.coeffs_plain.size + handle.coeffs_mont.size
@@ -196,6 +196,6 @@ def test_a_chunk_past_32_bit_offsets_is_refused(opencl, rng, monkeypatch, stream
 
     r1cs, _ = random_circuit(rng, 20, 2, 20)
     pce = precompile_r1cs(r1cs, "huge-chunk")
-    monkeypatch.setattr(opencl_r1cs, "_most_chunk_terms", lambda mat, rows, chunk_rows: 1 << 32)
+    monkeypatch.setattr(opencl_r1cs, "most_chunk_terms", lambda mat, rows, chunk_rows: 1 << 32)
     with pytest.raises(ValueError, match=rf"huge-chunk.*\b4\b rows.*{1 << 32}"):
         opencl.load_circuit(pce, streamed=streamed, chunk_rows=4)

@@ -24,12 +24,13 @@ from cuzk_plugin.backends.opencl.device import import_pyopencl
 from cuzk_plugin.backends.opencl.launch import empty, fr_mont_limbs, launch, u32, upload
 from cuzk_plugin.backends.protocol import (
     CIRCUIT_CHUNK_ROWS,
+    most_chunk_terms,
     resident_circuit_device_bytes,
     streamed_circuit_device_bytes,
     streamed_coeff_index_bytes,
 )
 from cuzk_plugin.bls12_381.fields import FR_LIMBS, limbs_to_ints
-from cuzk_plugin.formats.pce import CsrMatrix, PrecompiledCircuit
+from cuzk_plugin.formats.pce import PrecompiledCircuit
 
 if TYPE_CHECKING:
     from pyopencl import Buffer  # imported lazily at run time: pyopencl is optional
@@ -102,13 +103,6 @@ class OpenclCircuit:
         self.released = True
 
 
-def _most_chunk_terms(mat: CsrMatrix, rows: int, chunk_rows: int) -> int:
-    """The most terms any chunk of ``chunk_rows`` of the matrix's ``rows`` rows holds."""
-    starts = np.asarray(mat.row_ptr[0:rows + 1:chunk_rows], dtype=np.int64)
-    ends = np.append(starts[1:], np.int64(mat.row_ptr[rows]))
-    return int((ends - starts).max(initial=0))
-
-
 class R1csDriver:
     """Sparse matrix-vector products over Fr on one OpenCL queue (the caller serialises use); a
     streamed circuit's chunks are copied on a second queue of the same device."""
@@ -146,7 +140,7 @@ class R1csDriver:
         m = pce.num_constraints
         rows = max(1, min(chunk_rows, m))
         mats = (pce.a, pce.b, pce.c)
-        _check_chunk_terms(pce, rows, max(_most_chunk_terms(mat, m, rows) for mat in mats))
+        _check_chunk_terms(pce, rows, max(most_chunk_terms(mat, m, rows) for mat in mats))
         index_bytes = streamed_coeff_index_bytes(pce)
         index_type = np.uint16 if index_bytes == 2 else np.uint32
         firsts = np.append(np.arange(0, m, rows, dtype=np.int64), np.int64(m))  # each chunk's first row, m last
@@ -176,7 +170,7 @@ class R1csDriver:
         m = pce.num_constraints
         rows = max(1, min(chunk_rows, m))
         mats = (pce.a, pce.b, pce.c)
-        terms = [_most_chunk_terms(mat, m, rows) for mat in mats]
+        terms = [most_chunk_terms(mat, m, rows) for mat in mats]
         _check_chunk_terms(pce, rows, max(terms))
         index_bytes = streamed_coeff_index_bytes(pce)
         chunks = []
