@@ -47,14 +47,11 @@ __global__ void column_terms_kernel(const uint32_t* __restrict__ row_off, const 
 template <class Coeff>
 void column_terms(cudaStream_t s, const cz_circuit& circuit, const csr_chunked& mat, const fr_t* lagrange,
                   unsigned long long* counters) {
-    const size_t m = circuit.m, rows = circuit.chunk_rows, chunks = (m + rows - 1) / rows;
-    for (size_t i = 0; i < chunks; i++) {
-        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
-        const uint64_t first = mat.chunk_term0[i];
-        if (mat.chunk_term0[i + 1] == first) continue;
-        column_terms_kernel<Coeff><<<blocks_for(r1 - r0, kThreads), kThreads, 0, s>>>(
-            mat.row_off + r0 + i, mat.cols + first, static_cast<const Coeff*>(mat.coeff) + first, circuit.coeff_canon,
-            lagrange, r1 - r0, r0, counters);
+    for (size_t i = 0; i < circuit.chunks(); i++) {
+        const csr_chunk_view v = chunk_of(circuit, mat, i);
+        if (v.terms == 0) continue;
+        column_terms_kernel<Coeff><<<blocks_for(v.rows, kThreads), kThreads, 0, s>>>(
+            v.row_off, v.cols, static_cast<const Coeff*>(v.coeff), circuit.coeff_canon, lagrange, v.rows, v.r0, counters);
         CZ_CHECK_LAUNCH();
     }
 }

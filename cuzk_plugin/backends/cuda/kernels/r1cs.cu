@@ -123,15 +123,26 @@ compact_arrays lay_out_compact(carver& k, size_t m, size_t chunks, const csr_hos
     return a;
 }
 
-// Writes the caller's matrices in the compact form into `a` through `write(dst, src, bytes)`
-// (a copy into host or device memory), a chunk at a time through small host buffers, and sets
-// c's chunk starts and most terms a chunk. Coefficient indices are < n_coeffs (the caller
-// checked them), so a table of at most 2^16 entries takes them as uint16.
-template <class Write>
-void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a, Write write) {
-    const size_t m = c.m, rows = c.chunk_rows, chunks = (m + rows - 1) / rows;
-    std::vector<uint32_t> offsets;
-    std::vector<uint16_t> narrow;
+// Writes the caller's matrices in the compact form into `a`, and sets c's chunk starts and most
+// terms a chunk: straight into host memory, or (`device`) a chunk at a time through small host
+// buffers copied to the device (no host copy of the whole). Coefficient indices are < n_coeffs
+// (the caller checked them), so a table of at most 2^16 entries takes them as uint16.
+void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a, bool device) {
+    const size_t m = c.m, rows = c.chunk_rows, chunks = c.chunks();
+    std::vector<uint8_t> staging;
+    // Where `count` values of T bound for `dst` are written, and their copy to `dst` once written.
+    auto place = [&](auto* dst, size_t count) {
+        if (!device) return dst;
+        staging.resize(count * sizeof(*dst));
+        return reinterpret_cast<decltype(dst)>(staging.data());
+    };
+    auto copy = [&](void* dst, const void* src, size_t bytes) {
+        if (dst == src || bytes == 0) return;
+        if (device)
+            CZ_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+        else
+            std::memcpy(dst, src, bytes);
+    };
     for (int i = 0; i < 3; i++) {
         const csr_host& h = mats[i];
         std::vector<uint64_t>& term0 = c.mat[i].chunk_term0;
@@ -142,29 +153,29 @@ void fill_compact(cz_circuit& c, const csr_host mats[3], const compact_arrays& a
             CZ_REQUIRE(terms <= UINT32_MAX, "a chunk of the circuit holds 2^32 terms or more: use fewer rows a chunk");
             term0[ci] = first;
             c.max_terms[i] = std::max<size_t>(c.max_terms[i], terms);
-            offsets.resize(r1 - r0 + 1);
-            for (size_t r = r0; r <= r1; r++) offsets[r - r0] = (uint32_t)(h.row_ptr[r] - first);
-            write(a.row_off[i] + r0 + ci, offsets.data(), offsets.size() * sizeof(uint32_t));
-            if (terms == 0) continue;
+            uint32_t* const off_dst = a.row_off[i] + r0 + ci;
+            uint32_t* const off = place(off_dst, r1 - r0 + 1);
+            for (size_t r = r0; r <= r1; r++) off[r - r0] = (uint32_t)(h.row_ptr[r] - first);
+            copy(off_dst, off, (r1 - r0 + 1) * sizeof(uint32_t));
             if (c.coeff_index_bytes == 2) {
-                narrow.resize(terms);
-                for (size_t k = 0; k < terms; k++) narrow[k] = (uint16_t)h.coeff[first + k];
-                write(static_cast<uint16_t*>(a.coeff[i]) + first, narrow.data(), terms * sizeof(uint16_t));
+                uint16_t* const idx_dst = static_cast<uint16_t*>(a.coeff[i]) + first;
+                uint16_t* const idx = place(idx_dst, terms);
+                for (size_t k = 0; k < terms; k++) idx[k] = (uint16_t)h.coeff[first + k];
+                copy(idx_dst, idx, terms * sizeof(uint16_t));
             } else {
-                write(static_cast<uint32_t*>(a.coeff[i]) + first, h.coeff + first, terms * sizeof(uint32_t));
+                copy(static_cast<uint32_t*>(a.coeff[i]) + first, h.coeff + first, terms * sizeof(uint32_t));
             }
         }
         term0[chunks] = h.row_ptr[m];
-        if (h.nnz) write(a.cols[i], h.cols, h.nnz * sizeof(uint32_t));
+        copy(a.cols[i], h.cols, h.nnz * sizeof(uint32_t));
     }
 }
 
 // c's matrices in the compact form: in a page-locked host block (streamed), or in one device
-// block (resident), written a chunk at a time (no host copy of the whole).
+// block (resident).
 void load_matrices(cz_circuit& c, const csr_host mats[3], bool streamed) {
-    const size_t chunks = (c.m + c.chunk_rows - 1) / c.chunk_rows;
     carver size;
-    lay_out_compact(size, c.m, chunks, mats, c.coeff_index_bytes);
+    lay_out_compact(size, c.m, c.chunks(), mats, c.coeff_index_bytes);
     uintptr_t base = 0;
     if (streamed) {
         CZ_CHECK(cudaHostAlloc(&c.host_block, size.used, cudaHostAllocPortable));
@@ -178,13 +189,8 @@ void load_matrices(cz_circuit& c, const csr_host mats[3], bool streamed) {
         base = reinterpret_cast<uintptr_t>(block);
     }
     carver at{base};
-    const compact_arrays where = lay_out_compact(at, c.m, chunks, mats, c.coeff_index_bytes);
-    if (streamed)
-        fill_compact(c, mats, where, [](void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); });
-    else
-        fill_compact(c, mats, where, [](void* dst, const void* src, size_t bytes) {
-            CZ_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-        });
+    const compact_arrays where = lay_out_compact(at, c.m, c.chunks(), mats, c.coeff_index_bytes);
+    fill_compact(c, mats, where, !streamed);
     for (int i = 0; i < 3; i++) c.mat[i].row_off = where.row_off[i], c.mat[i].cols = where.cols[i], c.mat[i].coeff = where.coeff[i];
 }
 
@@ -205,7 +211,7 @@ template <class Coeff>
 void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c,
                        matrix_range which) {
     std::lock_guard<std::mutex> lock(circuit.evaluating);
-    const size_t m = circuit.m, rows = circuit.chunk_rows, nchunks = (m + rows - 1) / rows;
+    const size_t nchunks = circuit.chunks();
     int priority = 0;
     CZ_CHECK(cudaStreamGetPriority(stream, &priority));
     cuda_stream copier(priority);
@@ -214,19 +220,15 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_
     // The previous evaluation, on whichever stream, is done with the chunk buffers.
     CZ_CHECK(cudaStreamWaitEvent(copier.s, circuit.evaluated, 0));
     auto copy = [&](size_t i) {
-        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
         const csr_chunk& buf = circuit.chunk[i % 2];
         if (i >= 2) CZ_CHECK(cudaStreamWaitEvent(copier.s, consumed[i % 2].e, 0));
         for (int k = which.first; k < which.first + which.count; k++) {
-            const csr_chunked& h = circuit.mat[k];
-            const uint64_t term0 = h.chunk_term0[i], terms = h.chunk_term0[i + 1] - term0;
-            CZ_CHECK(cudaMemcpyAsync(buf.row_off[k], h.row_off + r0 + i, (r1 - r0 + 1) * sizeof(uint32_t),
-                                     cudaMemcpyHostToDevice, copier.s));
-            if (terms == 0) continue;
-            CZ_CHECK(cudaMemcpyAsync(buf.cols[k], h.cols + term0, terms * sizeof(uint32_t), cudaMemcpyHostToDevice,
+            const csr_chunk_view v = chunk_of(circuit, circuit.mat[k], i);
+            CZ_CHECK(cudaMemcpyAsync(buf.row_off[k], v.row_off, (v.rows + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice,
                                      copier.s));
-            CZ_CHECK(cudaMemcpyAsync(buf.coeff[k], static_cast<const Coeff*>(h.coeff) + term0, terms * sizeof(Coeff),
-                                     cudaMemcpyHostToDevice, copier.s));
+            if (v.terms == 0) continue;
+            CZ_CHECK(cudaMemcpyAsync(buf.cols[k], v.cols, v.terms * sizeof(uint32_t), cudaMemcpyHostToDevice, copier.s));
+            CZ_CHECK(cudaMemcpyAsync(buf.coeff[k], v.coeff, v.terms * sizeof(Coeff), cudaMemcpyHostToDevice, copier.s));
         }
         CZ_CHECK(cudaEventRecord(copied[i % 2].e, copier.s));
     };
@@ -234,12 +236,12 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_
     copy(0);
     for (size_t i = 0; i < nchunks; i++) {
         if (i + 1 < nchunks) copy(i + 1);
-        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
+        const size_t r0 = i * circuit.chunk_rows, rows = std::min(circuit.m - r0, circuit.chunk_rows);
         const csr_chunk& buf = circuit.chunk[i % 2];
         for (int k = 0; k < 3; k++)
             t.row_off[k] = buf.row_off[k], t.cols[k] = buf.cols[k], t.coeff[k] = static_cast<const Coeff*>(buf.coeff[k]);
         CZ_CHECK(cudaStreamWaitEvent(stream, copied[i % 2].e, 0));
-        launch_rows(stream, t, z, r1 - r0, r0, a, b, c, which);
+        launch_rows(stream, t, z, rows, r0, a, b, c, which);
         CZ_CHECK(cudaEventRecord(consumed[i % 2].e, stream));
     }
 }
@@ -248,21 +250,29 @@ void evaluate_streamed(cudaStream_t stream, const cz_circuit& circuit, const fr_
 template <class Coeff>
 void evaluate_resident(cudaStream_t stream, const cz_circuit& circuit, const fr_t* z, fr_t* a, fr_t* b, fr_t* c,
                        matrix_range which) {
-    const size_t m = circuit.m, rows = circuit.chunk_rows, nchunks = (m + rows - 1) / rows;
     r1cs_tables<Coeff> t{{}, {}, {}, circuit.coeff_mont, circuit.coeff_canon, circuit.coeff_kinds};
-    for (size_t i = 0; i < nchunks; i++) {
-        const size_t r0 = i * rows, r1 = std::min(m, r0 + rows);
+    for (size_t i = 0; i < circuit.chunks(); i++) {
+        csr_chunk_view v;
         for (int k = 0; k < 3; k++) {
-            const csr_chunked& mat = circuit.mat[k];
-            const uint64_t first = mat.chunk_term0[i];
-            t.row_off[k] = mat.row_off + r0 + i, t.cols[k] = mat.cols + first;
-            t.coeff[k] = static_cast<const Coeff*>(mat.coeff) + first;
+            v = chunk_of(circuit, circuit.mat[k], i);
+            t.row_off[k] = v.row_off, t.cols[k] = v.cols, t.coeff[k] = static_cast<const Coeff*>(v.coeff);
         }
-        launch_rows(stream, t, z, r1 - r0, r0, a, b, c, which);
+        launch_rows(stream, t, z, v.rows, v.r0, a, b, c, which);
     }
 }
 
 }  // namespace
+
+csr_chunk_view chunk_of(const cz_circuit& c, const csr_chunked& mat, size_t i) {
+    csr_chunk_view v;
+    v.r0 = i * c.chunk_rows, v.rows = std::min(c.m - v.r0, c.chunk_rows);
+    const uint64_t first = mat.chunk_term0[i];
+    v.terms = mat.chunk_term0[i + 1] - first;
+    v.row_off = mat.row_off + v.r0 + i;  // chunk i's offsets follow the i chunks before, rows + 1 each
+    v.cols = mat.cols + first;
+    v.coeff = static_cast<const uint8_t*>(mat.coeff) + first * c.coeff_index_bytes;
+    return v;
+}
 
 r1cs_violations r1cs_check(cudaStream_t stream, const fr_t* a, const fr_t* b, const fr_t* c, size_t m) {
     dev_buf<unsigned long long> out(2, stream);

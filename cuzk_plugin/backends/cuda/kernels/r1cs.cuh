@@ -72,8 +72,21 @@ struct cz_circuit {
     mutable std::mutex evaluating;
 
     bool streamed() const { return host_block != nullptr; }
+    size_t chunks() const { return (m + chunk_rows - 1) / chunk_rows; }
     ~cz_circuit();
 };
+
+// Chunk i of one of a circuit's matrices (csr_chunked), where the matrix lives (the device, or
+// a streamed circuit's host block): rows r0 .. r0 + rows, their rows + 1 offsets from the
+// chunk's first term, and its `terms` columns and coefficient indices.
+struct csr_chunk_view {
+    size_t r0 = 0, rows = 0;
+    uint64_t terms = 0;
+    const uint32_t* row_off = nullptr;
+    const uint32_t* cols = nullptr;
+    const void* coeff = nullptr;  // cz_circuit::coeff_index_bytes each
+};
+csr_chunk_view chunk_of(const cz_circuit& c, const csr_chunked& mat, size_t i);
 
 // Loads a circuit on ctx's device (coeffs: n_coeffs canonical Fr, 4 uint64 each; the caller
 // has checked the CSR arrays: row_ptr non-decreasing from 0 to nnz, cols < num_inputs +
