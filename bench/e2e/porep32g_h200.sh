@@ -82,7 +82,8 @@ if [ "${PHASE:-prep}" = prep ]; then
         echo "witness rc=$? at $(stamp)"; tail -12 "$OUT/witness.txt"
     fi
     wait $snap; tail -3 "$OUT/snap-data.txt"
-    grep '^cuzk-bench single' "$OUT/snap-data.txt" >"$CACHE/snap/cmd.txt" 2>/dev/null
+    # A cached run prints no command line: keep the one the first run saved.
+    snap_line=$(grep -m1 '^cuzk-bench single' "$OUT/snap-data.txt" 2>/dev/null) && echo "$snap_line" >"$CACHE/snap/cmd.txt"
     for p in $pids; do wait "$p"; done
     for f in "$OUT"/pce-*.txt; do grep -E "pce-|Elapsed|Maximum resident|rc=" "$f" | tail -4; done
     ls -l "$PARAMS"
@@ -194,6 +195,7 @@ if [ -s "$CACHE/snap/snap-vproof.json" ] && [ "${SNAP_RUNS:-2}" -gt 0 ]; then
     echo "snap key: preload $(( ($(date +%s%N) - t0) / 1000000 )) ms at $(stamp)"
     held_after_preload
     snap_cmd=$(sed 's/^cuzk-bench //' "$CACHE/snap/cmd.txt")
+    [ -n "$snap_cmd" ] || echo "no SnapDeals command line in $CACHE/snap/cmd.txt (the prep's snap_seal printed none)"
     VKS=$PARAMS/snap-32g-test-key.vk  # written by the lane that made the key
     for i in $(seq 1 "${SNAP_RUNS:-2}"); do
         v=""; [ "$i" = 1 ] && [ -f "$VKS" ] && v="--verify-vk $VKS"  # the first run checked on the client
