@@ -5,6 +5,8 @@ MSMs in turn; host copies made from a file's raw vectors or from a device-made k
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -119,6 +121,64 @@ def _device_used(cuda) -> int:
     """Device bytes in use now (every process's): a limit is set relative to it."""
     free, total = cuda.device_memory()
     return total - free
+
+
+class _OtherAllocation:
+    """Device memory taken behind the library's back through the driver API (the primary
+    context the runtime shares): to the library, a process that started after it."""
+
+    def __init__(self, device: int, nbytes: int):
+        self.drv = ctypes.CDLL("libcuda.so.1")
+        self.ptr = ctypes.c_uint64(0)
+        ctx = ctypes.c_void_p()
+        for name, args in (
+            ("cuInit", (0,)),
+            ("cuDevicePrimaryCtxRetain", (ctypes.byref(ctx), device)),
+            ("cuCtxPushCurrent_v2", (ctx,)),
+            ("cuMemAlloc_v2", (ctypes.byref(self.ptr), ctypes.c_size_t(nbytes))),
+        ):
+            assert getattr(self.drv, name)(*args) == 0, f"{name} failed"
+        self.device = device
+
+    def free(self) -> None:
+        assert self.drv.cuMemFree_v2(self.ptr) == 0
+        ctx = ctypes.c_void_p()
+        self.drv.cuCtxPopCurrent_v2(ctypes.byref(ctx))
+        self.drv.cuDevicePrimaryCtxRelease_v2(self.device)
+
+
+def test_another_process_growth_is_not_counted_as_ours(cuda, keyed):
+    """A limit with room for the five MSMs side by side keeps them side by side after another
+    process takes more of the device than that room (the device still has it free): at most
+    1 GiB of the device's growth beyond what the library tracks counts as its own. Before,
+    all of it did, and every partition ran in the narrowest plan."""
+    key, part, _ = keyed
+    host = cuda.host_key(key)
+    srs = cuda.load_srs(host, resident=("a",), stream_chunk=300)
+    other_bytes = 5 << 30
+    free, _ = cuda.device_memory()
+    if free < other_bytes + (8 << 30):
+        pytest.skip(f"{free / 2**30:.1f} GiB free: the test takes {other_bytes >> 30} GiB and leaves room")
+    other = None
+    try:
+        want, _ = sums_of(cuda, srs, part)
+        cuda.set_memory_limit(_device_used(cuda) + (4 << 30))
+        got, times = sums_of(cuda, srs, part)
+        assert times["msm_in_turn"] == 0
+        other = _OtherAllocation(cuda.device, other_bytes)
+        got, times = sums_of(cuda, srs, part)
+        assert_same_sums(got, want)
+        assert times["msm_in_turn"] == 0, "another process's 5 GiB counted as the library's"
+        cuda.set_memory_limit(1)  # the limit still binds what the library holds itself
+        got, times = sums_of(cuda, srs, part)
+        assert times["msm_in_turn"] == 1
+        assert_same_sums(got, want)
+    finally:
+        if other is not None:
+            other.free()
+        cuda.set_memory_limit(0)
+        srs.release()
+        host.release()
 
 
 def test_msms_pair_where_two_fit_but_not_five(cuda, keyed):

@@ -208,3 +208,7 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 // what the stream-ordered pool holds unused, and no more than what the context's memory limit
 // leaves beside what this process already holds there.
 size_t usable_device_bytes(const cz_context& ctx);
+// The most of the device's growth in use beyond this process's tracked allocations that a
+// memory limit counts as this process's (usable_device_bytes): its untracked memory (kernels'
+// local memory, modules) stays under it; more is another process's.
+constexpr size_t kUntrackedBytes = size_t(1) << 30;

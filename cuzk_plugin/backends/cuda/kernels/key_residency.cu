@@ -151,13 +151,16 @@ size_t usable_device_bytes(const cz_context& ctx) {
     const size_t cached = reserved > used ? (size_t)(reserved - used) : 0;
     size_t usable = free_bytes + cached;
     if (ctx.memory_limit) {
-        // What this process holds: everything in use now (the pool's idle blocks included)
-        // beyond what was in use when the context was made, less those idle blocks.
-        // Also at least what it is known to hold (the pool's blocks in use and its own cudaMalloc
-        // blocks), where memory in use at the context's start has gone since.
+        // What this process holds: the pool's blocks in use and its own cudaMalloc blocks, plus
+        // what the device's use grew by since the context was made beyond those (kernels' local
+        // memory, lazily loaded modules), up to kUntrackedBytes. Growth past that is another
+        // process's (a card shared with other work started after the daemon): counting it as
+        // ours ran every partition in the narrowest plan (H in two buffers, no MSM pairs) while
+        // the daemon held less than its limit. The device's free memory bounds it instead.
         const size_t in_use = total_bytes - free_bytes;
         const size_t grown = in_use > ctx.baseline_used + cached ? in_use - ctx.baseline_used - cached : 0;
-        const size_t ours = std::max<size_t>(grown, (size_t)used + device_alloc_bytes(ctx.device));
+        const size_t tracked = (size_t)used + device_alloc_bytes(ctx.device);
+        const size_t ours = tracked + (grown > tracked ? std::min(grown - tracked, kUntrackedBytes) : 0);
         usable = std::min(usable, ctx.memory_limit > ours ? ctx.memory_limit - ours : 0);
     }
     return usable;
