@@ -1,8 +1,7 @@
 """What a daemon run's partitions did on the device, from its CUZK_TIMING lines and the clients'
 timelines (`cuzk-bench single` JSON): per job, the medians of the device stages, how many
 partitions uploaded from a pinned block and handed the upload on early, and the device's idle
-gaps between one partition's MSMs and the next one's a, b, c (one partition in flight: the
-upload that did not overlap).
+gaps between one partition's device work and the next one's.
 
     python bench/residency/timing_summary.py DIR [DIR ...]
 
@@ -30,13 +29,18 @@ def partition_lines(log: Path) -> dict[str, list[dict[str, str]]]:
     return jobs
 
 
+#: A partition's device work from its first stage to its last (timelines from before
+#: abc_alloc and release have neither).
+FIRST_STAGES, LAST_STAGES = ("abc_alloc", "abc", "h"), ("release", "msm_g2_wait", "msm_g1")
+
+
 def gaps_ms(timeline: list[dict]) -> list[float]:
-    """Idle device time between a partition's last MSM and the next partition's a, b, c (or H)."""
+    """Idle device time between a partition's device work and the next one's."""
     spans: dict[int, dict[str, tuple[float, float]]] = defaultdict(dict)
     for e in timeline:
         spans[e["partition"]][e["stage"]] = (e["start_ms"], e["end_ms"])
-    work = sorted((s.get("abc", s.get("h"))[0], s["msm_g1"][1]) for p, s in spans.items()
-                  if p >= 0 and "msm_g1" in s and ("abc" in s or "h" in s))
+    work = sorted((next(s[k][0] for k in FIRST_STAGES if k in s), next(s[k][1] for k in LAST_STAGES if k in s))
+                  for p, s in spans.items() if p >= 0 and "msm_g1" in s and ("abc" in s or "h" in s))
     return [max(0.0, start - end_before) for (start, _), (_, end_before) in zip(work[1:], work[:-1], strict=True)]
 
 
@@ -65,7 +69,8 @@ def summary(folder: Path) -> str:
                and k.endswith("_ms")}
 
         stages = ", ".join(f"{k[7:-3]} {v:.0f}" for k, v in med.items()
-                           if k[7:-3] in ("upload", "queue", "r1cs", "h", "g1_msm", "g2_wait", "total"))
+                           if k[7:-3] in ("upload", "queue", "abc_alloc", "r1cs", "h", "g1_msm", "g2_wait", "total",
+                                          "release"))
         shares = ",".join(p.get("synthesis_processes", "?") for p in sorted(parts, key=lambda p: int(p["partition"])))
         out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "
                    f"pinned blocks {_ones(parts, 'host_pinned')}; "

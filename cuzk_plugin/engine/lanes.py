@@ -501,10 +501,11 @@ def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPar
 
 
 #: A backend's own stage times (``device_ms`` keys, in the order they run in one call) and the
-#: timeline stage each becomes: the upload, the wait for the partition ahead, a, b, c from the
-#: resident circuit, H, the G1 MSMs, the wait for the G2 MSM.
-DEVICE_STAGES = (("upload", "upload"), ("queue", "gpu_queue"), ("r1cs", "abc"), ("h", "h"),
-                 ("g1_msm", "msm_g1"), ("g2_wait", "msm_g2_wait"))
+#: timeline stage each becomes: the upload, the wait for the partition ahead, a, b, c taken
+#: from the pool, then evaluated from the circuit, H, the G1 MSMs, the wait for the G2 MSM,
+#: the partition's buffers freed.
+DEVICE_STAGES = (("upload", "upload"), ("queue", "gpu_queue"), ("abc_alloc", "abc_alloc"), ("r1cs", "abc"),
+                 ("h", "h"), ("g1_msm", "msm_g1"), ("g2_wait", "msm_g2_wait"), ("release", "release"))
 
 
 def device_stages(times: GpuStepTimes) -> list[tuple[str, float, float]]:

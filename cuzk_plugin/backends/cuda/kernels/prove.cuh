@@ -101,7 +101,7 @@ struct proof_sums {
 // (upload.cu): the upload until the data was on the device, the wait behind partitions ahead
 // of it, and the R1CS evaluation of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 11;
+    static constexpr int kCount = 13;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
@@ -109,11 +109,16 @@ struct prove_timings {
     double msm_paired = 0;   // in turn, pairs of MSMs that still shared the device (0, 1 or 2)
     double h_lean = 0;       // 1: H made in two buffers (quotient_h_lean), C evaluated within h_ms
     double upload_handed_on = 0;  // 1: the next partition uploaded into its room while B in G2 ran
+    // The device work's two ends that no stage above names (a witness partition's): taking
+    // a, b, c from the pool before the R1CS evaluation, and freeing this partition's buffers
+    // after B in G2 (with one partition in flight, until the next may take their room).
+    double abc_alloc_ms = 0, release_ms = 0;
     // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs,
-    // msm_in_turn, msm_paired, h_lean, upload_handed_on).
+    // msm_in_turn, msm_paired, h_lean, upload_handed_on, abc_alloc, release).
     void write(double* out) const {
-        const double v[kCount] = {h_ms,     g1_msm_ms, g2_wait_ms,  total_ms,   upload_ms, queue_ms,
-                                  r1cs_ms,  msm_in_turn, msm_paired, h_lean,   upload_handed_on};
+        const double v[kCount] = {h_ms,     g1_msm_ms,   g2_wait_ms, total_ms, upload_ms,        queue_ms,
+                                  r1cs_ms,  msm_in_turn, msm_paired, h_lean,   upload_handed_on, abc_alloc_ms,
+                                  release_ms};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };

@@ -276,8 +276,10 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
     try {
+        auto ta = std::chrono::steady_clock::now();
         if (lean) twiddles_release(ctx);  // N entries a direction that the lean transforms do without
         own_abc(ctx, up, lean);
+        t.abc_alloc_ms = ms_since(ta);
         if (const cz_circuit* circuit = host.circuit) {
             const size_t n = 1ull << up.part.log_n;
             auto tr = std::chrono::steady_clock::now();
@@ -300,11 +302,13 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
         throw;
     }
+    auto tf = std::chrono::steady_clock::now();
     free_after_compute(ctx, up);
     if (ctx.partitions_in_flight <= 1) {  // the next partition uploads into this one's room
         up.fr_bufs.clear(), up.flag_bufs.clear(), up.abc.clear();
         CZ_CHECK(cudaStreamSynchronize(ctx.stream));
     }
+    t.release_ms = ms_since(tf);
     return sums;
 }
 
