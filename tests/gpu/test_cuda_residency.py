@@ -148,10 +148,11 @@ class _OtherAllocation:
 
 
 def test_another_process_growth_is_not_counted_as_ours(cuda, keyed):
-    """A limit with room for the five MSMs side by side keeps them side by side after another
-    process takes more of the device than that room (the device still has it free): at most
-    1 GiB of the device's growth beyond what the library tracks counts as its own. Before,
-    all of it did, and every partition ran in the narrowest plan."""
+    """Another process that takes 5 GiB of the device after the library started costs the
+    library at most 1 GiB of its limit's room: just above the least limit at which the five MSMs
+    run side by side, plus 1 GiB, they still do (same sums). Before, all of the device's growth
+    counted as the library's, and every partition ran in the narrowest plan. The limit still
+    binds what the library holds itself (1 byte: in turn)."""
     key, part, _ = keyed
     host = cuda.host_key(key)
     srs = cuda.load_srs(host, resident=("a",), stream_chunk=300)
@@ -162,14 +163,17 @@ def test_another_process_growth_is_not_counted_as_ours(cuda, keyed):
     other = None
     try:
         want, _ = sums_of(cuda, srs, part)
-        cuda.set_memory_limit(_device_used(cuda) + (4 << 30))
-        got, times = sums_of(cuda, srs, part)
-        assert times["msm_in_turn"] == 0
+        lo, hi = 1, _device_used(cuda) + (4 << 30)  # in turn at lo, side by side at hi
+        while hi - lo > (1 << 20):
+            mid = (lo + hi) // 2
+            cuda.set_memory_limit(mid)
+            lo, hi = (mid, hi) if sums_of(cuda, srs, part)[1]["msm_in_turn"] else (lo, mid)
+        cuda.set_memory_limit(hi + (1 << 30) + (64 << 20))
         other = _OtherAllocation(cuda.device, other_bytes)
         got, times = sums_of(cuda, srs, part)
         assert_same_sums(got, want)
-        assert times["msm_in_turn"] == 0, "another process's 5 GiB counted as the library's"
-        cuda.set_memory_limit(1)  # the limit still binds what the library holds itself
+        assert times["msm_in_turn"] == 0, f"another process's 5 GiB took more than 1 GiB of a {hi} B limit's room"
+        cuda.set_memory_limit(1)
         got, times = sums_of(cuda, srs, part)
         assert times["msm_in_turn"] == 1
         assert_same_sums(got, want)
