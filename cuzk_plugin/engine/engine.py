@@ -134,7 +134,7 @@ class Engine:
         self.pipeline = PartitionPipeline(
             self.jobs, self.gpu, self.pool, self.host_blocks, self.srs, self.metrics,
             window=self._window, critical_reserve=self._critical_reserve, synth_slots=self._synth_slots,
-            synth_jobs=synth_jobs, host_threads=self._host_threads, head_partitions=n_slots)
+            synth_jobs=synth_jobs, host_threads=self._host_threads, gpu_slots=n_slots)
         self.admission = Admission(config, self.providers, self.param_cache, self.jobs,
                                    host_threads=self._host_threads, io_threads=self._io_threads, run=self.pipeline.run,
                                    cpu_fallback=self.cpu_fallback, backend_summary=self.backend_summary)

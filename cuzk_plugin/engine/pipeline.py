@@ -5,11 +5,13 @@
             (shared memory back) -> shapes checked against the key -> GPU stage (:mod:`.gpu_stage`)
     --> batch verification of all partitions -> COMPLETED (never on a failed check)
 
-A job that finds synthesis idle starts with its head: its first partitions (one a GPU slot)
-split every synthesis process between them, and its other partitions wait for them. The GPU
-then starts after the head's witnesses, not after four made at once on a quarter of the cores
-each (a 32 GiB PoRep partition's witness on the H200 host: 0.76 s alone in 16 processes, ~2.4 s
-in 4 beside three others), and the rest follow while the device proves the head.
+A job that finds synthesis idle starts with its head: its first partition alone with every
+synthesis process, then the next ones (one a GPU slot) splitting every process between them,
+and its other partitions wait for the head. The GPU starts after one witness made in all the
+cores, not after two made side by side or four at once on a quarter of the cores each (a 32 GiB
+PoRep partition's witness on the H200 host: 0.76 s alone in 16 processes, 1.2 s in 8, ~2.4 s in
+4 beside three others), and the rest follow while the device proves the head: the next two are
+ready before the first's ~1.2 s of device time ends.
 
 Every wait is ordered by (priority, job age, partition): a CRITICAL partition takes the next free
 slot of each stage, and one that finds the lookahead window full takes a slot of its own reserve
@@ -54,11 +56,15 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)
 class JobHead:
     """A job's first ``size`` partitions and whether they synthesize with every process
-    (``shared``: decided when the first of them starts, None before)."""
+    (``shared``: decided when the first of them starts, None before): partition 0 alone, then
+    the others side by side."""
 
     size: int
     shared: bool | None = None
     left: int = 0
+    #: Set once the head's other partitions may synthesize: partition 0 is done, or the head is
+    #: not shared.
+    first_done: asyncio.Event = field(default_factory=asyncio.Event)
     #: Set once the rest of the job may synthesize: the head is done, or it was not shared.
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -74,7 +80,7 @@ class PartitionPipeline:
     def __init__(self, jobs: JobBook, gpu: GpuStage, pool: SynthesisPool, host_blocks: HostBlockPool,
                  srs: SrsManager, metrics: EngineMetrics, *, window: PrioritySemaphore,
                  critical_reserve: PrioritySemaphore, synth_slots: PrioritySemaphore, synth_jobs: JobGate,
-                 host_threads: Callable[[Priority], Executor], head_partitions: int = 1):
+                 host_threads: Callable[[Priority], Executor], gpu_slots: int = 1):
         self.jobs = jobs
         self.gpu = gpu
         self.pool = pool
@@ -87,7 +93,7 @@ class PartitionPipeline:
         self._synth_jobs = synth_jobs
         self._synth_tickets: dict[Job, JobTicket] = {}
         self._host_threads = host_threads
-        self._head_partitions = max(1, head_partitions)
+        self._head_partitions = max(1, gpu_slots) + 1  # partition 0, then one a GPU slot
         self._heads: dict[Job, JobHead] = {}
 
     async def run(self, job: Job) -> None:
@@ -164,28 +170,34 @@ class PartitionPipeline:
         finally:
             window.release()
 
-    def _head_share(self, job: Job, head: JobHead) -> int | None:
-        """Processes for a head partition of ``job`` starting now (None: the workers' own). The
-        head shares every process only where no other job is synthesizing (it would take their
-        cores) and where that gives each of its partitions more than a worker's own share."""
-        share = self.pool.workers * self.pool.task_processes // head.size
+    def _head_share(self, job: Job, head: JobHead, p: int) -> int | None:
+        """Processes for head partition ``p`` of ``job`` starting now (None: the workers' own):
+        every process for partition 0, an even split for the others. The head shares every
+        process only where no other job is synthesizing (it would take their cores) and where
+        that gives partition 0 more than a worker's own share."""
+        every = self.pool.workers * self.pool.task_processes
         if head.shared is None:
             others = any(j.synthesizing for j in self._heads if j is not job)  # the jobs in the pipeline
-            head.shared = not others and share > self.pool.task_processes
+            head.shared = not others and every > self.pool.task_processes
             if not head.shared:
+                head.first_done.set()
                 head.done.set()
-        return share if head.shared else None
+        if not head.shared:
+            return None
+        return every if p == 0 else max(self.pool.task_processes, every // (head.size - 1))
 
     async def _synthesize(self, job: Job, p: int, task, okey: tuple) -> SharedPartition:
         ticket = self._synth_tickets[job]
         head = self._heads[job]
         if p >= head.size:
             await head.done.wait()
+        elif p > 0:
+            await head.first_done.wait()
         try:
             await ticket.enter(okey)
             await self._synth_slots.acquire(okey)
             try:
-                processes = self._head_share(job, head) if p < head.size else None
+                processes = self._head_share(job, head, p) if p < head.size else None
                 t0 = job.synthesizing[p] = time.perf_counter()
                 job.mark_started(t0)
                 shared = await self.pool.run(task, self.host_blocks, job.circuit_id, processes)
@@ -195,6 +207,8 @@ class PartitionPipeline:
                 self._synth_slots.release()
                 ticket.partition_done()
         finally:  # a head partition done, failed or cancelled at any wait: the rest are not held
+            if p == 0:
+                head.first_done.set()
             if p < head.size:
                 head.left -= 1
                 if head.left == 0:

@@ -1,6 +1,7 @@
-"""A job that finds synthesis idle starts with its head: its first partitions (one a GPU slot)
-split every synthesis process between them, and the rest wait for them; a job that arrives
-while another synthesizes takes the workers' own share."""
+"""A job that finds synthesis idle starts with its head: its first partition alone with every
+synthesis process, then the next ones (one a GPU slot) splitting every process between them,
+and the rest wait for them; a job that arrives while another synthesizes takes the workers' own
+share."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from cuzk_plugin.server.proto import cuzk_pb2 as pb
 
 @pytest.fixture(scope="module")
 def four_workers():
-    pool = SynthesisPool(4)  # four one-process workers: a head of two gets two processes each
+    pool = SynthesisPool(4)  # four one-process workers: partition 0 gets four, the next two two each
     pool.warm_up()
     yield pool
     pool.shutdown()
@@ -44,9 +45,10 @@ async def test_an_idle_engine_gives_a_job_s_head_every_process(make_daemon, four
     stub = d.stub()
     await stub.SubmitProof(synthetic_request("a", log2=4, partitions=4, seed=100))
     await _prove(stub, "a")
-    assert _shares(tmp_path, range(100, 104)) == [2, 2, 1, 1]
+    assert _shares(tmp_path, range(100, 104)) == [4, 2, 2, 1]
     spans = _spans(d.engine, "a")
-    assert min(spans[p][0] for p in (2, 3)) >= max(spans[p][1] for p in (0, 1)) - 1.0  # after the head
+    assert min(spans[p][0] for p in (1, 2)) >= spans[0][1] - 1.0  # after partition 0
+    assert spans[3][0] >= max(spans[p][1] for p in (1, 2)) - 1.0  # after the head
 
     # A job that arrives while "c" synthesizes does not take its cores: its partitions
     # synthesize with their own share, beside c's.
@@ -55,5 +57,5 @@ async def test_an_idle_engine_gives_a_job_s_head_every_process(make_daemon, four
     await stub.SubmitProof(synthetic_request("b", log2=4, partitions=2, seed=300))
     await _prove(stub, "c")
     await _prove(stub, "b")
-    assert _shares(tmp_path, range(200, 204)) == [2, 2, 1, 1]
+    assert _shares(tmp_path, range(200, 204)) == [4, 2, 2, 1]
     assert _shares(tmp_path, range(300, 302)) == [1, 1]
