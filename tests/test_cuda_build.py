@@ -60,6 +60,15 @@ def test_host_side_curve_equation_and_mixed_additions():
     assert CudaBench().host_curve_selftest() == 4
 
 
+def test_host_side_batch_affine_additions_match_xyzz():
+    """The batch-affine additions (one inversion for a batch) give the mixed XYZZ sums, step by
+    step, through copies, doublings, P + (-P) and identities: 6 accumulators x 7 steps."""
+    from cuzk_plugin.backends.cuda.bench import CudaBench
+
+    built_library_or_skip()
+    assert CudaBench().host_affine_batch_selftest() == 42
+
+
 def test_production_sources_read_no_environment():
     """The production kernels have no run-time switches: no getenv in kernels/ (the bench sources
     included); the library's one setting, the MSM window, is an argument."""

@@ -175,6 +175,22 @@ class CudaBench:
             self._call("cz_circuit_free", handle)
         return list(times)[:repeat], out
 
+    def point_adds(self, batch: int, log_n: int, log_adds: int, repeat: int) -> tuple[list[float], bool]:
+        """Event-timed milliseconds of ``repeat`` runs of 2^log_adds G1 additions over 2^log_n
+        random points as a bucket loop makes them: mixed XYZZ (``batch`` 0) or affine in batches
+        of ``batch`` (8, 16, 32, 64) sharing one inversion; and whether the sum was right."""
+        times = (ctypes.c_double * max(repeat, 1))()
+        ok = ctypes.c_int(0)
+        self._call("cz_bench_point_adds", self.context(), batch, log_n, log_adds, repeat, times, ctypes.byref(ok))
+        return list(times)[:repeat], bool(ok.value)
+
+    def host_affine_batch_selftest(self) -> int:
+        """The batch-affine additions checked against mixed XYZZ ones on the host (copies,
+        doublings, P + (-P), identities); how many checks ran."""
+        checks = ctypes.c_uint64(0)
+        self._call("cz_host_affine_batch_selftest", ctypes.byref(checks))
+        return checks.value
+
     def host_mul_generator(self, k: np.ndarray, *, g2: bool) -> np.ndarray:
         """k * G (G1 or G2) with the kernels' field and curve code run on the host (no GPU):
         k canonical ``(4,) uint64``, result affine canonical ``(2, 6)`` / ``(2, 2, 6)``."""

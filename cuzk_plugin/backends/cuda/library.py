@@ -129,6 +129,8 @@ _BENCH_SIGNATURES = {
     "cz_bench_r1cs": [c_void_p, c_void_p, _U64P, c_size_t, c_int, POINTER(c_double), _U64P, c_size_t, _U64P],
     "cz_host_mul_generator": [c_int, _U64P, _U64P],
     "cz_host_curve_selftest": [_U64P],
+    "cz_bench_point_adds": [c_void_p, c_int, c_int, c_int, c_int, POINTER(c_double), POINTER(c_int)],
+    "cz_host_affine_batch_selftest": [_U64P],
 }
 
 

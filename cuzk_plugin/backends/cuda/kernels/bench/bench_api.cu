@@ -14,6 +14,7 @@
 #include "gen.cuh"
 #include "instance.cuh"
 #include "ntt.cuh"
+#include "point_adds.cuh"
 #include "r1cs.cuh"
 #include "upload.cuh"
 
@@ -328,6 +329,25 @@ cz_status cz_bench_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64
                                     cudaMemcpyDeviceToHost));
         }
     });
+}
+
+// G1 additions as a bucket loop makes them (point_adds.cuh): event-timed milliseconds of
+// `repeat` runs of 2^log_adds additions over 2^log_n random points, by the mixed XYZZ loop
+// (batch 0) or affine additions in batches of 8, 16, 32 or 64 sharing one inversion;
+// *check_ok: whether the sum was right.
+cz_status cz_bench_point_adds(cz_context* ctx, int batch, int log_n, int log_adds, int repeat, double* times_ms,
+                              int* check_ok) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        bench_point_adds(*ctx, batch, log_n, log_adds, repeat, times_ms, check_ok);
+    });
+}
+
+// Host-only check of the batch-affine additions against mixed XYZZ ones (point_adds.cuh);
+// *checks: how many ran.
+cz_status cz_host_affine_batch_selftest(uint64_t* checks) {
+    return cz_guard([&] { *checks = affine_batch_selftest_host(); });
 }
 
 // Host-only arithmetic checks (no GPU needed): k * G with the same field and curve code the
