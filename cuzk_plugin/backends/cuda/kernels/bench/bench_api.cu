@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "abi.cuh"
+#include "event_pair.cuh"
 #include "gen.cuh"
 #include "instance.cuh"
 #include "ntt.cuh"
@@ -19,24 +20,6 @@
 #include "upload.cuh"
 
 namespace {
-
-double event_ms(cudaEvent_t a, cudaEvent_t b) {
-    float ms = 0;
-    CZ_CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-}
-
-struct event_pair {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    event_pair() {
-        CZ_CHECK(cudaEventCreate(&start));
-        CZ_CHECK(cudaEventCreate(&stop));
-    }
-    ~event_pair() {
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-    }
-};
 
 template <class F>
 void bench_msm(cz_context* ctx, int log_n, int repeat, uint64_t seed, double frac_bits, const msm_options& opt,
@@ -195,7 +178,7 @@ cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int 
             ntt_dif(*ctx, x.get(), log_n, inverse != 0);
             CZ_CHECK(cudaEventRecord(ev.stop, s));
             CZ_CHECK(cudaEventSynchronize(ev.stop));
-            if (r >= 0) times_ms[r] = event_ms(ev.start, ev.stop);
+            if (r >= 0) times_ms[r] = ev.ms();
         }
     });
 }
@@ -320,7 +303,7 @@ cz_status cz_bench_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64
             r1cs_evaluate(s, *circuit, dz.get(), out.get(), out.get() + m, out.get() + 2 * m, m);
             CZ_CHECK(cudaEventRecord(ev.stop, s));
             CZ_CHECK(cudaEventSynchronize(ev.stop));
-            if (r >= 0) times_ms[r] = event_ms(ev.start, ev.stop);
+            if (r >= 0) times_ms[r] = ev.ms();
         }
         for (size_t i = 0; i < n_rows; i++) {
             CZ_REQUIRE(rows[i] < m, "bench_r1cs: row index outside the circuit");

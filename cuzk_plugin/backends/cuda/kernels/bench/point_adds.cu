@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "affine_batch.cuh"
+#include "event_pair.cuh"
 #include "gen.cuh"
 #include "ntt.cuh"
 #include "point_adds.cuh"
@@ -90,26 +91,14 @@ void bench_point_adds(cz_context& ctx, int batch, int log_n, int log_adds, int r
     CZ_CHECK(cudaStreamSynchronize(s));
     const g1_affine_t have = got.to_affine(), want = mul_generator_host<fq_t>(want_k).to_affine();
     *check_ok = have.x == want.x && have.y == want.y;
-    cudaEvent_t a = nullptr, b = nullptr;
-    CZ_CHECK(cudaEventCreate(&a));
-    CZ_CHECK(cudaEventCreate(&b));
-    try {
-        for (int r = 0; r < repeat; r++) {
-            CZ_CHECK(cudaEventRecord(a, s));
-            launch(batch, s, pts.get(), n - 1, adds, out.get());
-            CZ_CHECK(cudaEventRecord(b, s));
-            CZ_CHECK(cudaEventSynchronize(b));
-            float ms = 0;
-            CZ_CHECK(cudaEventElapsedTime(&ms, a, b));
-            times_ms[r] = ms;
-        }
-    } catch (...) {
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
-        throw;
+    event_pair ev;
+    for (int r = 0; r < repeat; r++) {
+        CZ_CHECK(cudaEventRecord(ev.start, s));
+        launch(batch, s, pts.get(), n - 1, adds, out.get());
+        CZ_CHECK(cudaEventRecord(ev.stop, s));
+        CZ_CHECK(cudaEventSynchronize(ev.stop));
+        times_ms[r] = ev.ms();
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
 }
 
 uint64_t affine_batch_selftest_host() {
