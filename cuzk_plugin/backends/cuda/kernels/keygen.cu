@@ -147,7 +147,6 @@ void read_points(cudaStream_t s, const affine_t<F>* src, size_t count, uint64_t*
     CZ_CHECK(cudaStreamSynchronize(s));
 }
 
-
 }  // namespace
 
 void fill(cudaStream_t stream, fr_t* out, size_t n, const fr_t& value) {
