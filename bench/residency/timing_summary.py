@@ -44,11 +44,11 @@ def gaps_ms(timeline: list[dict]) -> list[float]:
     return [max(0.0, start - end_before) for (start, _), (_, end_before) in zip(work[1:], work[:-1], strict=True)]
 
 
-def _ones(parts: list[dict[str, str]], key: str) -> str:
-    """How many partitions say 1 for ``key`` ("not logged" for runs from before it existed)."""
+def _ones(parts: list[dict[str, str]], key: str, value: float = 1) -> str:
+    """How many partitions say ``value`` for ``key`` ("not logged" for runs from before it existed)."""
     if not any(key in p for p in parts):
         return "not logged"
-    return f"{sum(float(p.get(key, 0)) == 1 for p in parts)}/{len(parts)}"
+    return f"{sum(float(p.get(key, 0)) == value for p in parts)}/{len(parts)}"
 
 
 def _pairs(parts: list[dict[str, str]]) -> str:
@@ -69,12 +69,13 @@ def summary(folder: Path) -> str:
                and k.endswith("_ms")}
 
         stages = ", ".join(f"{k[7:-3]} {v:.0f}" for k, v in med.items()
-                           if k[7:-3] in ("upload", "queue", "abc_alloc", "r1cs", "h", "g1_msm", "g2_wait", "total",
+                           if k[7:-3] in ("upload_wait", "upload", "queue", "abc_alloc", "r1cs", "h", "g1_msm", "g2_wait", "total",
                                           "release"))
         shares = ",".join(p.get("synthesis_processes", "?") for p in sorted(parts, key=lambda p: int(p["partition"])))
         out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "
                    f"pinned blocks {_ones(parts, 'host_pinned')}; "
-                   f"upload handed on early {_ones(parts, 'device_upload_handed_on_ms')}; "
+                   f"next upload handed on beside the H MSM {_ones(parts, 'device_upload_handed_on_ms', 2)}, "
+                   f"after the G1 MSMs {_ones(parts, 'device_upload_handed_on_ms', 1)}; "
                    f"MSMs in turn {_ones(parts, 'device_msm_in_turn_ms')}, pairs {_pairs(parts)}")
     for f in sorted([*folder.glob("single-*.json"), *folder.glob("snap-*.json")]):
         try:

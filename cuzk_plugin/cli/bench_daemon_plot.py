@@ -10,11 +10,12 @@ if TYPE_CHECKING:
     from cuzk_plugin.server.batch import ProofRecord
 
 STAGE_COLORS = {"synthesis": "#4c72b0", "srs": "#dd8452", "gpu_start": "#55a868", "gpu_finish": "#8fd19e",
-                "verify": "#c44e52", "queue": "#cccccc", "upload": "#937860", "gpu_queue": "#e5e5e5",
+                "verify": "#c44e52", "queue": "#cccccc", "upload_wait": "#f2f2f2", "upload": "#937860",
+                "gpu_queue": "#e5e5e5",
                 "abc_alloc": "#b07aa1", "abc": "#da8bc3", "h": "#8172b3", "msm_g1": "#64b5cd", "msm_g2_wait": "#ccb974", "release": "#9c755f",
                 "assemble": "#555555"}
 #: The stages of a GPU call (inside its gpu_finish): drawn on a row of their own under the lane's.
-DEVICE_STAGES = {"upload", "gpu_queue", "abc_alloc", "abc", "h", "msm_g1", "msm_g2_wait", "release", "assemble"}
+DEVICE_STAGES = {"upload_wait", "upload", "gpu_queue", "abc_alloc", "abc", "h", "msm_g1", "msm_g2_wait", "release", "assemble"}
 
 
 def job_origins_ms(records: list[ProofRecord]) -> list[float]:

@@ -501,10 +501,12 @@ def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPar
 
 
 #: A backend's own stage times (``device_ms`` keys, in the order they run in one call) and the
-#: timeline stage each becomes: the upload, the wait for the partition ahead, a, b, c taken
+#: timeline stage each becomes: the wait for the upload (the partition ahead still reading its
+#: assignment, or uploading), the upload, the wait for the partition computing, a, b, c taken
 #: from the pool, then evaluated from the circuit, H, the G1 MSMs, the wait for the G2 MSM,
 #: the partition's buffers freed.
-DEVICE_STAGES = (("upload", "upload"), ("queue", "gpu_queue"), ("abc_alloc", "abc_alloc"), ("r1cs", "abc"),
+DEVICE_STAGES = (("upload_wait", "upload_wait"), ("upload", "upload"), ("queue", "gpu_queue"),
+                 ("abc_alloc", "abc_alloc"), ("r1cs", "abc"),
                  ("h", "h"), ("g1_msm", "msm_g1"), ("g2_wait", "msm_g2_wait"), ("release", "release"))
 
 

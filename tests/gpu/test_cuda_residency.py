@@ -185,37 +185,68 @@ def test_another_process_growth_is_not_counted_as_ours(cuda, keyed):
         host.release()
 
 
+def _pairing_limit(cuda, srs, part, want) -> int:
+    """A memory limit at which one partition in flight runs its MSMs in turn but two of them
+    together, found by bisection between one where all five run side by side and 1 byte (all
+    alone); every proof on the way gives ``want``."""
+    seen: dict[int, tuple[int, int]] = {}
+    lo, hi = 1, _device_used(cuda) + (4 << 30)  # all alone at lo; side by side at hi
+    while hi - lo > (1 << 20):
+        mid = (lo + hi) // 2
+        cuda.set_memory_limit(mid)
+        got, times = sums_of(cuda, srs, part)
+        assert_same_sums(got, want)
+        seen[mid] = in_turn, paired = int(times["msm_in_turn"]), int(times["msm_paired"])
+        if in_turn and paired:
+            return mid
+        lo, hi = (lo, mid) if not in_turn else (mid, hi)
+    raise AssertionError(f"no limit paired two MSMs: {seen}")
+
+
 def test_msms_pair_where_two_fit_but_not_five(cuda, keyed):
     """One partition in flight, a limit with room for two MSMs but not five: in turn, the H and
     L MSMs still run together (then B in G2 beside the last G1 ones where that fits too), the
-    same sums. The limit is found by bisection between one where all five run side by side and
-    1 byte (all alone). With two in flight they pair too where the room also holds the next
-    partition's upload (this one's size, a few kB here)."""
+    same sums. With two in flight they pair too where the room also holds the next partition's
+    upload (this one's size, a few kB here)."""
     key, part, _ = keyed
     host = cuda.host_key(key)
     srs = cuda.load_srs(host, resident=("a",), stream_chunk=300)
-    seen: dict[int, tuple[int, int]] = {}
     try:
         want, times = sums_of(cuda, srs, part)
         assert times["msm_in_turn"] == 0
         cuda.set_partitions_in_flight(1)
-        lo, hi = 1, _device_used(cuda) + (4 << 30)  # all alone at lo; side by side at hi
-        while hi - lo > (1 << 20):
-            mid = (lo + hi) // 2
-            cuda.set_memory_limit(mid)
-            got, times = sums_of(cuda, srs, part)
-            assert_same_sums(got, want)
-            seen[mid] = in_turn, paired = int(times["msm_in_turn"]), int(times["msm_paired"])
-            if in_turn and paired:
-                break
-            lo, hi = (lo, mid) if not in_turn else (mid, hi)
-        assert any(in_turn and paired for in_turn, paired in seen.values()), f"no limit paired two MSMs: {seen}"
-        paired_at = next(limit for limit, (in_turn, paired) in seen.items() if in_turn and paired)
+        paired_at = _pairing_limit(cuda, srs, part, want)
         cuda.set_partitions_in_flight(2)
         cuda.set_memory_limit(paired_at + (1 << 20))
         got, times = sums_of(cuda, srs, part)
         assert_same_sums(got, want)
         assert int(times["msm_in_turn"]) == 1 and int(times["msm_paired"]) >= 1
+    finally:
+        cuda.set_memory_limit(0)
+        cuda.set_partitions_in_flight(2)
+        srs.release()
+        host.release()
+
+
+def test_next_upload_goes_beside_the_h_msm_where_it_fits(cuda, keyed):
+    """One partition in flight, room for the H and L MSMs together and the next partition's
+    upload (a few kB here) but not for all five MSMs: each of four partitions started together
+    hands the upload lock on beside its H MSM (2), not after its G1 MSMs (1), and all prove the
+    sums of a roomy device. At 1 byte there is no such room: after the G1 MSMs."""
+    key, part, _ = keyed
+    host = cuda.host_key(key)
+    srs = cuda.load_srs(host, resident=("a",), stream_chunk=300)
+    try:
+        want, _ = sums_of(cuda, srs, part)
+        cuda.set_partitions_in_flight(1)
+        for limit, handed_on in ((_pairing_limit(cuda, srs, part, want) + (1 << 20), 2), (1, 1)):
+            cuda.set_memory_limit(limit)
+            pending = [cuda.prove_start(srs, part) for _ in range(4)]
+            for p in pending:
+                assert_same_sums(cuda.prove_finish(p), want)
+                assert p.timings_ms["msm_in_turn"] == 1, limit
+                assert p.timings_ms["upload_handed_on"] == handed_on, (limit, p.timings_ms)
+                assert p.timings_ms["upload_wait"] >= 0 and p.timings_ms["queue"] >= 0
     finally:
         cuda.set_memory_limit(0)
         cuda.set_partitions_in_flight(2)

@@ -249,14 +249,15 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit, lib: ct
 
 
 #: Keys of CudaPending.timings_ms, in cz_prove_finish's order: device stages, the upload, the
-#: wait behind partitions started earlier, a witness partition's R1CS evaluation, how the
-#: MSMs ran (1 in turn; pairs of them that still shared the device), whether H was made in
-#: two buffers for want of device memory (1; its C evaluation then counts in h, not r1cs),
-#: whether, one partition in flight, the next one uploaded into its room while B in G2 ran (1),
-#: and the two ends no stage names: a, b, c taken from the pool before the R1CS evaluation, and
-#: the partition's buffers freed after B in G2.
+#: wait for the partition computing, a witness partition's R1CS evaluation, how the MSMs ran
+#: (1 in turn; pairs of them that still shared the device), whether H was made in two buffers
+#: for want of device memory (1; its C evaluation then counts in h, not r1cs), when, one
+#: partition in flight, the next one could upload (1: into its room after its G1 MSMs; 2: into
+#: room of its own beside its H MSM), the two ends no stage names (a, b, c taken from the pool
+#: before the R1CS evaluation, the partition's buffers freed after B in G2), and the wait for
+#: the upload lock before the upload (the partition ahead still reading its assignment).
 PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs", "msm_in_turn", "msm_paired",
-                 "h_lean", "upload_handed_on", "abc_alloc", "release")
+                 "h_lean", "upload_handed_on", "abc_alloc", "release", "upload_wait")
 #: Keys of CudaSrs.keygen_ms, in cz_srs_generate's order: the Lagrange basis at tau, each matrix's
 #: column sums (with the dense checks and the scalars' compaction), each vector's points, total.
 KEYGEN_TIMINGS = ("lagrange", "columns_a", "a", "columns_b", "b_g1", "b_g2", "columns_c", "l", "h", "total")

@@ -43,6 +43,10 @@ struct cz_context {
     // buffers are freed). Atomic, not under a lock: a partition holds upload_lock for its whole
     // proof when it is 1, and the setter (a key released on the daemon's event loop) never waits.
     std::atomic<int> partitions_in_flight{2};
+    // Device bytes held back for the next partition's upload, handed on beside a computing
+    // partition's H MSM before it has allocated them (prove_device with one partition in
+    // flight): usable_device_bytes leaves them out until that upload has its buffers.
+    std::atomic<size_t> upload_reserved{0};
     cz_staging staging;
     // Partitions started together run on library threads: `upload_lock` gives one of them
     // upload_stream and the staging buffers, `compute_lock` gives one caller at a time

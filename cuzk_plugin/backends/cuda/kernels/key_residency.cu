@@ -163,7 +163,8 @@ size_t usable_device_bytes(const cz_context& ctx) {
         const size_t ours = tracked + (grown > tracked ? std::min(grown - tracked, kUntrackedBytes) : 0);
         usable = std::min(usable, ctx.memory_limit > ours ? ctx.memory_limit - ours : 0);
     }
-    return usable;
+    const size_t held_back = ctx.upload_reserved.load();  // for an upload handed on early
+    return usable > held_back ? usable - held_back : 0;
 }
 
 std::unique_ptr<cz_srs> srs_load(cz_context& ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,

@@ -188,6 +188,15 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         return first + second + part.next_upload_bytes + kRoomMargin <= usable_device_bytes(ctx);
     };
     int pairs = 0;
+    // Nothing reads the assignment and densities any more: they are freed, the next partition
+    // may take their room (assignment_done, set with one partition in flight).
+    const auto assignment_read = [&] {
+        part.inputs = nullptr, part.aux = nullptr;
+        part.a_aux_density = part.b_input_density = part.b_aux_density = nullptr;
+        part.assignment_done();
+        part.assignment_done = nullptr;
+    };
+    bool handed_on_early = false;
 
     proof_sums out;
     try {
@@ -209,14 +218,27 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (timings) timings->h_ms = ms_since(th);
         if (side_by_side) {
             b1 = msm_async<fq_t>(ctx, ctx.side_streams[2], srs.b_g1, srs.host_b_g1, chunk, b_scalars.get(), nb, counted(b_large));
-        } else if (pair_fits(msm_bytes(srs.n_h, srs.n_h, g1, !srs.h), l_bytes())) {
-            l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, counted(aux_large));
-            pairs++;
+        } else {
+            // Both choices from one reading of what is free: the next upload may allocate as
+            // soon as it is handed on.
+            const size_t h_and_l = msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + l_bytes();
+            const size_t usable = usable_device_bytes(ctx);
+            const bool pair = h_and_l + part.next_upload_bytes + kRoomMargin <= usable;  // as pair_fits
+            handed_on_early = pair && part.hand_on_upload && h_and_l + part.upload_bytes + kRoomMargin <= usable;
+            if (pair) {
+                l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, counted(aux_large));
+                pairs++;
+            }
+            if (handed_on_early) {
+                part.hand_on_upload(part.upload_bytes);
+                if (timings) timings->upload_handed_on = 2;
+            }
         }
         out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side && !l.valid());
         if (!side_by_side && l.valid()) out.l = l.get();  // it ran beside the H MSM
         part.release(1);
         if (!selected) select_scalars();  // in the room H leaves
+        if (handed_on_early) assignment_read();  // L ran beside the H MSM: the G2 choice below sees the room
         if (side_by_side) {
             out.b_g1 = b1.get();
             out.l = l.get();
@@ -237,9 +259,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         // B in G2 reads only its own scalars; a resident one run in pieces later sizes them from
         // what is free then, which the next upload would change: that case keeps the room.
         if (part.assignment_done && (g2.valid() || !srs.b_g2)) {
-            part.inputs = nullptr, part.aux = nullptr;
-            part.a_aux_density = part.b_input_density = part.b_aux_density = nullptr;
-            part.assignment_done();
+            assignment_read();
             if (timings) timings->upload_handed_on = 1;
         }
     } catch (...) {

@@ -66,12 +66,20 @@ struct partition_device {
     // has formed A B in a (quotient_h_lean).
     std::function<void(fr_t*)> evaluate_c;
     // Set where the next partition uploads into this one's room (one partition in flight,
-    // upload.cu): called once nothing reads the assignment and densities any more (the MSMs of
-    // L, A and B in G1 are done, A's and B's scalars selected) while B in G2 still runs or is
+    // upload.cu): called once nothing reads the assignment and densities any more (L's MSM
+    // done, A's and B's scalars selected): after the G1 MSMs where B in G2 still runs or is
     // still to run with a room that does not depend on what is free (streamed, or started
-    // beside the others): it frees them and lets the next partition's upload take their room,
-    // so that its copy overlaps B in G2 instead of leaving the device idle.
+    // beside the others), so that the next copy overlaps B in G2 instead of leaving the device
+    // idle; or, the upload handed on earlier (hand_on_upload), as soon as they are selected. It
+    // frees them and lets the next partition's upload take their room where it has none yet.
     std::function<void()> assignment_done;
+    // Set with assignment_done: lets the next partition upload at once into room of its own
+    // beside this one's H MSM (compute-bound, while L's copies leave the link room), where its
+    // `upload_bytes` (this one's assignment and densities: partitions of a key are alike) fit
+    // beside the H and L MSMs; they are held back from what this partition's later choices see
+    // as free (cz_context::upload_reserved) until that upload has allocated them.
+    std::function<void(size_t)> hand_on_upload;
+    size_t upload_bytes = 0;
     // Device bytes kept free for the next partition's upload, which may land while this one
     // computes (two partitions in flight, upload.cu); 0 where none can.
     size_t next_upload_bytes = 0;
@@ -97,28 +105,33 @@ struct proof_sums {
 };
 
 // Milliseconds per stage of the last proof (for benchmarks and logs). total_ms is the device
-// work of prove_device; upload_ms, queue_ms and r1cs_ms are set by the host-array path
-// (upload.cu): the upload until the data was on the device, the wait behind partitions ahead
-// of it, and the R1CS evaluation of a witness partition.
+// work of prove_device; upload_wait_ms, upload_ms, queue_ms and r1cs_ms are set by the
+// host-array path (upload.cu): the wait for the upload lock (the partition ahead of it still
+// reads its assignment, one partition in flight, or uploads), the upload until the data was on
+// the device, the wait for the device behind the partition computing, and the R1CS evaluation
+// of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 13;
+    static constexpr int kCount = 14;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
     double msm_in_turn = 0;  // 1: too little device memory to run the MSMs side by side
     double msm_paired = 0;   // in turn, pairs of MSMs that still shared the device (0, 1 or 2)
     double h_lean = 0;       // 1: H made in two buffers (quotient_h_lean), C evaluated within h_ms
-    double upload_handed_on = 0;  // 1: the next partition uploaded into its room while B in G2 ran
+    // One partition in flight, when the next one could upload: 1 into this one's room after its
+    // G1 MSMs (beside B in G2), 2 into room of its own beside its H MSM.
+    double upload_handed_on = 0;
     // The device work's two ends that no stage above names (a witness partition's): taking
     // a, b, c from the pool before the R1CS evaluation, and freeing this partition's buffers
     // after B in G2 (with one partition in flight, until the next may take their room).
     double abc_alloc_ms = 0, release_ms = 0;
+    double upload_wait_ms = 0;
     // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs,
-    // msm_in_turn, msm_paired, h_lean, upload_handed_on, abc_alloc, release).
+    // msm_in_turn, msm_paired, h_lean, upload_handed_on, abc_alloc, release, upload_wait).
     void write(double* out) const {
         const double v[kCount] = {h_ms,     g1_msm_ms,   g2_wait_ms, total_ms, upload_ms,        queue_ms,
                                   r1cs_ms,  msm_in_turn, msm_paired, h_lean,   upload_handed_on, abc_alloc_ms,
-                                  release_ms};
+                                  release_ms, upload_wait_ms};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };

@@ -196,14 +196,22 @@ void free_after_compute(cz_context& ctx, partition_buffers& up) {
     for (auto& b : up.abc) b.stream = ctx.stream;
 }
 
-// The room the next partition's upload may take while `up` computes: the size of `up`'s own
-// where two partitions are in flight (its upload lock is handed on as `up` starts computing).
-size_t next_upload_bytes(const cz_context& ctx, const partition_buffers& up) {
-    if (ctx.partitions_in_flight.load() <= 1) return 0;
+// The device bytes of `up`'s upload, which the next partition's takes too (partitions of a key
+// are alike): its assignment and densities, and its a, b, c where they came from the host (not
+// a witness partition's, made at compute time).
+size_t upload_bytes(const partition_buffers& up, bool witness) {
     size_t bytes = 0;
     for (const auto& b : up.fr_bufs) bytes += b.bytes();
     for (const auto& b : up.flag_bufs) bytes += b.bytes();
+    if (!witness)
+        for (const auto& b : up.abc) bytes += b.bytes();
     return bytes;
+}
+
+// The room the next partition's upload may take while `up` computes: the size of `up`'s own
+// where two partitions are in flight (its upload lock is handed on as `up` starts computing).
+size_t next_upload_bytes(const cz_context& ctx, const partition_buffers& up, bool witness) {
+    return ctx.partitions_in_flight.load() <= 1 ? 0 : upload_bytes(up, witness);
 }
 
 // Whether the witness partition of `up` (uploaded) can make H in three buffers of N beside the
@@ -214,7 +222,8 @@ size_t next_upload_bytes(const cz_context& ctx, const partition_buffers& up) {
 bool abc_fit(cz_context& ctx, const partition_buffers& up) {
     const size_t n = 1ull << up.part.log_n;
     const size_t twiddle_bytes = twiddles_cached(ctx, up.part.log_n) ? 0 : n * sizeof(fr_t);
-    return 3 * n * sizeof(fr_t) + twiddle_bytes + next_upload_bytes(ctx, up) + kRoomMargin <= usable_device_bytes(ctx);
+    return 3 * n * sizeof(fr_t) + twiddle_bytes + next_upload_bytes(ctx, up, true) + kRoomMargin <=
+           usable_device_bytes(ctx);
 }
 
 // a, b, c of `up` allocated on the main stream (a witness partition: the circuit fills them),
@@ -239,8 +248,9 @@ void own_abc(cz_context& ctx, partition_buffers& up, bool lean) {
 // order they uploaded, and at most one uploaded partition waits for the device (device memory
 // stays bounded however many are started). With one partition in flight it is handed on once
 // this partition no longer reads its assignment (partition_device::assignment_done), into
-// whose room the next one uploads. A cancel is seen while waiting for either lock,
-// between upload chunks and between the device stages (prove_device).
+// whose room the next one uploads, or earlier, beside its H MSM, where the next upload fits
+// beside it too (partition_device::hand_on_upload). A cancel is seen while waiting for either
+// lock, between upload chunks and between the device stages (prove_device).
 proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& host, prove_timings& t,
                       const cz_cancel_flag* cancel) {
     CZ_CHECK(cudaSetDevice(ctx.device));
@@ -248,9 +258,15 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     cuda_event uploaded;
     auto t0 = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> upload_lock = lock_unless_cancelled(ctx.upload_lock, cancel);
-    double waited_ms = ms_since(t0);
+    t.upload_wait_ms = ms_since(t0);
     auto tu = std::chrono::steady_clock::now();
-    upload_partition(ctx, host, up, cancel);  // a cancel here: the copies queued so far finish before `up` is freed
+    try {
+        upload_partition(ctx, host, up, cancel);  // a cancel here: the copies queued so far finish before `up` is freed
+    } catch (...) {
+        ctx.upload_reserved.store(0);
+        throw;
+    }
+    ctx.upload_reserved.store(0);  // the room held back for this upload is allocated
     CZ_CHECK(cudaEventRecord(uploaded.e, ctx.upload_stream));
     wait_event(uploaded.e, cancel);  // upload_ms: until the data is on the device
     t.upload_ms = ms_since(tu);
@@ -262,6 +278,11 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     if (ctx.partitions_in_flight > 1) {
         upload_lock.unlock();
     } else {  // the next partition uploads into this one's room once its assignment is read
+        up.part.upload_bytes = upload_bytes(up, host.circuit != nullptr);
+        up.part.hand_on_upload = [&ctx, &upload_lock](size_t bytes) {
+            ctx.upload_reserved.store(bytes);
+            upload_lock.unlock();
+        };
         up.part.assignment_done = [&ctx, &up, &upload_lock] {
             // Freed in the main stream's order, after every kernel that read them; not through
             // free_after_compute, which would also wait for B in G2 on its own stream.
@@ -272,7 +293,7 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
             if (upload_lock.owns_lock()) upload_lock.unlock();
         };
     }
-    t.queue_ms = waited_ms + ms_since(tq);
+    t.queue_ms = ms_since(tq);
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
     try {
@@ -295,13 +316,15 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
             wait_stream(ctx.stream, cancel);
             t.r1cs_ms = ms_since(tr);
         }
-        up.part.next_upload_bytes = next_upload_bytes(ctx, up);
+        up.part.next_upload_bytes = next_upload_bytes(ctx, up, host.circuit != nullptr);
         sums = prove_device(ctx, srs, up.part, &t, cancel);
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.
         for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
+        if (t.upload_handed_on == 2) ctx.upload_reserved.store(0);  // no choice of this one's needs it now
         throw;
     }
+    if (t.upload_handed_on == 2) ctx.upload_reserved.store(0);  // the next upload may not have come
     auto tf = std::chrono::steady_clock::now();
     free_after_compute(ctx, up);
     if (ctx.partitions_in_flight <= 1) {  // the next partition uploads into this one's room
