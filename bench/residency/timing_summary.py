@@ -69,7 +69,7 @@ def summary(folder: Path) -> str:
                and k.endswith("_ms")}
 
         stages = ", ".join(f"{k[7:-3]} {v:.0f}" for k, v in med.items()
-                           if k[7:-3] in ("upload_wait", "upload", "queue", "abc_alloc", "r1cs", "h", "g1_msm", "g2_wait", "total",
+                           if k[7:-3] in ("upload_wait", "upload", "queue", "abc_alloc", "r1cs", "h", "h_msm", "g1_msm", "g2_wait", "total",
                                           "release"))
         shares = ",".join(p.get("synthesis_processes", "?") for p in sorted(parts, key=lambda p: int(p["partition"])))
         out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "

@@ -242,7 +242,7 @@ class StageTimedBackend(CountingBackend):
         super().__init__(name)
         self.stages = {"h": 3.0, "g1_msm": 5.0, "g2_wait": 1.0, "total": 12.0, "upload": 2.0, "queue": 0.0,
                        "r1cs": 4.0, "msm_in_turn": 0.0, "msm_paired": 0.0, "h_lean": 0.0,
-                       "upload_handed_on": 0.0, "abc_alloc": 0.5, "release": 0.5, "upload_wait": 1.5}
+                       "upload_handed_on": 0.0, "abc_alloc": 0.5, "release": 0.5, "upload_wait": 1.5, "h_msm": 3.0}
 
     def prove_finish(self, pending) -> ProofSums:
         sums = super().prove_finish(pending)

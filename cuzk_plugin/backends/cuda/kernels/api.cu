@@ -414,13 +414,13 @@ cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_ci
 }
 
 // out: h, l, a, b_g1 as (2, 6) each, then b_g2 (2, 2, 6): 72 uint64. timings_ms
-// (prove_timings::kCount, 14): h, g1 msm, g2 wait, total (device work), upload, queue (waiting
+// (prove_timings::kCount, 15): h, g1 msm, g2 wait, total (device work), upload, queue (waiting
 // for the partition computing), r1cs (a witness partition's evaluation), msm_in_turn (1: the
 // MSMs ran one after another for want of device memory), msm_paired (pairs of them that still
 // shared the device), h_lean (1: H made in two buffers, C evaluated within h), upload_handed_on
 // (one partition in flight: 1, the next one uploaded into this one's room after its G1 MSMs;
 // 2, into room of its own beside its H MSM), abc_alloc, release, upload_wait (waiting for the
-// upload lock). Frees the pending proof.
+// upload lock), h_msm (the part of g1 msm until the H MSM ended). Frees the pending proof.
 cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms) {
     return cz_guard([&] {
         std::unique_ptr<cz_pending> own(pending);

@@ -236,6 +236,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         }
         out.h = msm_key<fq_t>(ctx, s, srs.h, srs.host_h, chunk, h, srs.n_h, opt, !side_by_side && !l.valid());
         if (!side_by_side && l.valid()) out.l = l.get();  // it ran beside the H MSM
+        if (timings) timings->h_msm_ms = ms_since(th) - timings->h_ms;
         part.release(1);
         if (!selected) select_scalars();  // in the room H leaves
         if (handed_on_early) assignment_read();  // L ran beside the H MSM: the G2 choice below sees the room

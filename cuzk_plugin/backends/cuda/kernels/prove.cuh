@@ -111,7 +111,7 @@ struct proof_sums {
 // the device, the wait for the device behind the partition computing, and the R1CS evaluation
 // of a witness partition.
 struct prove_timings {
-    static constexpr int kCount = 14;
+    static constexpr int kCount = 15;
     double h_ms = 0, g1_msm_ms = 0, g2_wait_ms = 0, total_ms = 0;
     double upload_ms = 0, queue_ms = 0;
     double r1cs_ms = 0;  // a, b, c from a resident circuit (a witness partition), before total_ms
@@ -126,12 +126,15 @@ struct prove_timings {
     // after B in G2 (with one partition in flight, until the next may take their room).
     double abc_alloc_ms = 0, release_ms = 0;
     double upload_wait_ms = 0;
+    // The part of g1_msm_ms until the H MSM (and L's, where it ran beside) ended; the rest is
+    // A's and B's MSMs (and L's, where it did not).
+    double h_msm_ms = 0;
     // out[0..kCount): the C ABI's order (h, g1 msm, g2 wait, total, upload, queue, r1cs,
-    // msm_in_turn, msm_paired, h_lean, upload_handed_on, abc_alloc, release, upload_wait).
+    // msm_in_turn, msm_paired, h_lean, upload_handed_on, abc_alloc, release, upload_wait, h_msm).
     void write(double* out) const {
         const double v[kCount] = {h_ms,     g1_msm_ms,   g2_wait_ms, total_ms, upload_ms,        queue_ms,
                                   r1cs_ms,  msm_in_turn, msm_paired, h_lean,   upload_handed_on, abc_alloc_ms,
-                                  release_ms, upload_wait_ms};
+                                  release_ms, upload_wait_ms, h_msm_ms};
         for (int i = 0; i < kCount; i++) out[i] = v[i];
     }
 };
