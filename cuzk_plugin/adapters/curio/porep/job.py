@@ -215,6 +215,7 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
     from raw C1 JSON bytes; malformed input raises :class:`C1Error` with the field's JSON path.
     ``pool``: processes that check a large C1's partitions side by side (each decodes its own
     part of the JSON); what they refuse is checked again here, in order, which names it."""
+    started = time.perf_counter()
     if not raw:
         raise C1Error("$", "empty (PoRep needs Curio's C1 envelope {SectorNum, Phase1Out, SectorSize} or C1 JSON)")
     if len(raw) > MAX_C1_BYTES:  # bounded before JSON expands it (a parsed C1 takes ~20x its bytes)
@@ -224,7 +225,7 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
     with gc_paused():  # a 32 GiB C1 is millions of small lists: no GC pass over them while they live
         plain = plain_envelope(text) if isinstance(text, bytes) else None
         if pool is not None and len(text) >= PARALLEL_C1_BYTES:
-            job = _checked_side_by_side(text, plain, pool)
+            job = _checked_side_by_side(text, plain, pool, started)
             if job is not None:
                 return job
         if plain is not None:
@@ -283,10 +284,12 @@ def _partition_text(path: json_pieces.JsonPath) -> bool:
     return len(path) == 3 and path[0] == "vanilla_proofs" and isinstance(path[2], int)
 
 
-def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | None, pool: Executor) -> PorepJob | None:
+def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | None, pool: Executor,
+                          started: float) -> PorepJob | None:
     """The job, each partition decoded and checked in a process of ``pool``; None where anything
     is not as a well-formed C1's (the caller then checks it in order, naming the problem).
-    ``plain``: ``text`` read as a plain envelope (:func:`plain_envelope`), or None."""
+    ``plain``: ``text`` read as a plain envelope (:func:`plain_envelope`), or None; ``started``:
+    when the caller got the body (perf_counter)."""
     t0 = time.perf_counter()
     try:
         if plain is None and isinstance(text, bytes) and b'"vanilla_proofs"' not in text:
@@ -319,8 +322,9 @@ def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | N
         t2 = time.perf_counter()
         job = _assembled(ctx, checks, checks[0].roots, sector_id)
         # The plan is on every proof's critical path: where its time goes, for the operator's log.
-        log.info("C1 of %s checked side by side: split in %.3fs, %d partitions checked in %.3fs, assembled in %.3fs",
-                 ctx.seal_proof.name, t1 - t0, len(parts), t2 - t1, time.perf_counter() - t2)
+        log.info("C1 of %s checked side by side: read in %.3fs, split in %.3fs, %d partitions checked in %.3fs, "
+                 "assembled in %.3fs", ctx.seal_proof.name, t0 - started, t1 - t0, len(parts), t2 - t1,
+                 time.perf_counter() - t2)
         return job
     except (ValueError, TypeError):  # C1Error, pydantic's ValidationError
         return None
