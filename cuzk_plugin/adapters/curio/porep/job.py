@@ -285,12 +285,13 @@ def _partition_text(path: json_pieces.JsonPath) -> bool:
 
 
 def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | None, pool: Executor,
-                          started: float) -> PorepJob | None:
+                          started: float | None = None) -> PorepJob | None:
     """The job, each partition decoded and checked in a process of ``pool``; None where anything
     is not as a well-formed C1's (the caller then checks it in order, naming the problem).
     ``plain``: ``text`` read as a plain envelope (:func:`plain_envelope`), or None; ``started``:
-    when the caller got the body (perf_counter)."""
+    when the caller got the body (perf_counter; default: now)."""
     t0 = time.perf_counter()
+    started = t0 if started is None else started
     try:
         if plain is None and isinstance(text, bytes) and b'"vanilla_proofs"' not in text:
             return None  # neither a plain envelope nor a C1: decoded once, in turn (a hostile body too)
