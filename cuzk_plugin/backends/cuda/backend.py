@@ -254,9 +254,9 @@ def load_circuit_into(context: ctypes.c_void_p, pce: PrecompiledCircuit, lib: ct
 #: for want of device memory (1; its C evaluation then counts in h, not r1cs), when, one
 #: partition in flight, the next one could upload (1: into its room after its G1 MSMs; 2: into
 #: room of its own beside its H MSM), the two ends no stage names (a, b, c taken from the pool
-#: before the R1CS evaluation, the partition's buffers freed after B in G2), and the wait for
-#: the upload lock before the upload (the partition ahead still reading its assignment), and
-#: the part of g1_msm until the H MSM ended (with L's, where it ran beside).
+#: before the R1CS evaluation, the partition's buffers freed after B in G2), the wait for the
+#: upload lock before the upload (the partition ahead still reading its assignment), and the
+#: part of g1_msm until the H MSM ended (with L's, where it ran beside).
 PROVE_TIMINGS = ("h", "g1_msm", "g2_wait", "total", "upload", "queue", "r1cs", "msm_in_turn", "msm_paired",
                  "h_lean", "upload_handed_on", "abc_alloc", "release", "upload_wait", "h_msm")
 #: Keys of CudaSrs.keygen_ms, in cz_srs_generate's order: the Lagrange basis at tau, each matrix's
