@@ -163,11 +163,7 @@ def test_another_process_growth_is_not_counted_as_ours(cuda, keyed):
     other = None
     try:
         want, _ = sums_of(cuda, srs, part)
-        lo, hi = 1, _device_used(cuda) + (4 << 30)  # in turn at lo, side by side at hi
-        while hi - lo > (1 << 20):
-            mid = (lo + hi) // 2
-            cuda.set_memory_limit(mid)
-            lo, hi = (mid, hi) if sums_of(cuda, srs, part)[1]["msm_in_turn"] else (lo, mid)
+        hi, _, _ = _bisect_limit(cuda, srs, part, want)
         cuda.set_memory_limit(hi + (1 << 30) + (64 << 20))
         other = _OtherAllocation(cuda.device, other_bytes)
         got, times = sums_of(cuda, srs, part)
@@ -185,22 +181,32 @@ def test_another_process_growth_is_not_counted_as_ours(cuda, keyed):
         host.release()
 
 
-def _pairing_limit(cuda, srs, part, want) -> int:
-    """A memory limit at which one partition in flight runs its MSMs in turn but two of them
-    together, found by bisection between one where all five run side by side and 1 byte (all
-    alone); every proof on the way gives ``want``."""
+def _bisect_limit(cuda, srs, part, want, stop=None) -> tuple[int, int | None, dict[int, tuple[int, int]]]:
+    """Memory limits bisected between 1 byte (the MSMs all alone, in turn) and one where all five
+    run side by side, to 1 MiB, every proof on the way giving ``want``: the least limit seen
+    side by side, the first limit whose timings ``stop`` accepts (None: none did, or no
+    ``stop``), and (msm_in_turn, msm_paired) at each limit tried."""
     seen: dict[int, tuple[int, int]] = {}
-    lo, hi = 1, _device_used(cuda) + (4 << 30)  # all alone at lo; side by side at hi
+    lo, hi = 1, _device_used(cuda) + (4 << 30)  # in turn at lo; side by side at hi
     while hi - lo > (1 << 20):
         mid = (lo + hi) // 2
         cuda.set_memory_limit(mid)
         got, times = sums_of(cuda, srs, part)
         assert_same_sums(got, want)
-        seen[mid] = in_turn, paired = int(times["msm_in_turn"]), int(times["msm_paired"])
-        if in_turn and paired:
-            return mid
-        lo, hi = (lo, mid) if not in_turn else (mid, hi)
-    raise AssertionError(f"no limit paired two MSMs: {seen}")
+        seen[mid] = in_turn, _ = int(times["msm_in_turn"]), int(times["msm_paired"])
+        if stop is not None and stop(times):
+            return hi, mid, seen
+        lo, hi = (mid, hi) if in_turn else (lo, mid)
+    return hi, None, seen
+
+
+def _pairing_limit(cuda, srs, part, want) -> int:
+    """A memory limit at which one partition in flight runs its MSMs in turn but two of them
+    together (_bisect_limit)."""
+    _, paired_at, seen = _bisect_limit(cuda, srs, part, want,
+                                       stop=lambda times: times["msm_in_turn"] and times["msm_paired"])
+    assert paired_at is not None, f"no limit paired two MSMs: {seen}"
+    return paired_at
 
 
 def test_msms_pair_where_two_fit_but_not_five(cuda, keyed):

@@ -184,8 +184,11 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
     // is bound by the link where its scalars are mostly bits (L, A, B) and by the SMs where they
     // are not (H) or its points are in G2, so L's copies run under the H MSM and B in G2's
     // arithmetic under A's and B in G1's copies. Both then run whole (not in pieces).
+    const auto pair_fits_in = [&](size_t first, size_t second, size_t usable) {
+        return first + second + part.next_upload_bytes + kRoomMargin <= usable;
+    };
     const auto pair_fits = [&](size_t first, size_t second) {
-        return first + second + part.next_upload_bytes + kRoomMargin <= usable_device_bytes(ctx);
+        return pair_fits_in(first, second, usable_device_bytes(ctx));
     };
     int pairs = 0;
     // Nothing reads the assignment and densities any more: they are freed, the next partition
@@ -221,10 +224,10 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         } else {
             // Both choices from one reading of what is free: the next upload may allocate as
             // soon as it is handed on.
-            const size_t h_and_l = msm_bytes(srs.n_h, srs.n_h, g1, !srs.h) + l_bytes();
-            const size_t usable = usable_device_bytes(ctx);
-            const bool pair = h_and_l + part.next_upload_bytes + kRoomMargin <= usable;  // as pair_fits
-            handed_on_early = pair && part.hand_on_upload && h_and_l + part.upload_bytes + kRoomMargin <= usable;
+            const size_t h_bytes = msm_bytes(srs.n_h, srs.n_h, g1, !srs.h), usable = usable_device_bytes(ctx);
+            const bool pair = pair_fits_in(h_bytes, l_bytes(), usable);
+            handed_on_early = pair && part.hand_on_upload &&
+                              h_bytes + l_bytes() + part.upload_bytes + kRoomMargin <= usable;
             if (pair) {
                 l = msm_async<fq_t>(ctx, ctx.side_streams[0], srs.l, srs.host_l, chunk, part.aux, part.n_aux, counted(aux_large));
                 pairs++;

@@ -321,10 +321,12 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     } catch (...) {
         // Let nothing still queued read `up` after it is freed; the first error is the one reported.
         for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
-        if (t.upload_handed_on == 2) ctx.upload_reserved.store(0);  // no choice of this one's needs it now
+        ctx.upload_reserved.store(0);  // what this partition held back: no choice of its own needs it now
         throw;
     }
-    if (t.upload_handed_on == 2) ctx.upload_reserved.store(0);  // the next upload may not have come
+    // What this partition held back for an upload handed on early that has not allocated yet
+    // (only the partition computing holds room back: 0 where it did not).
+    ctx.upload_reserved.store(0);
     auto tf = std::chrono::steady_clock::now();
     free_after_compute(ctx, up);
     if (ctx.partitions_in_flight <= 1) {  // the next partition uploads into this one's room
