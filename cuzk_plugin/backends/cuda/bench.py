@@ -184,6 +184,17 @@ class CudaBench:
         self._call("cz_bench_point_adds", self.context(), batch, log_n, log_adds, repeat, times, ctypes.byref(ok))
         return list(times)[:repeat], bool(ok.value)
 
+    def mapped_gather(self, log_n: int, permille: int, repeat: int) -> tuple[list[float], list[float], int, bool]:
+        """Event-timed milliseconds of ``repeat`` bulk copies of 2^log_n 96-byte records from
+        page-locked host memory, and of ``repeat`` device reads (through the mapped address) of
+        the records kept with probability ``permille`` / 1000; how many were kept, and whether
+        they arrived intact."""
+        copy, gather = (ctypes.c_double * max(repeat, 1))(), (ctypes.c_double * max(repeat, 1))()
+        selected, ok = ctypes.c_uint64(0), ctypes.c_int(0)
+        self._call("cz_bench_mapped_gather", self.context(), log_n, permille, repeat, copy, gather,
+                   ctypes.byref(selected), ctypes.byref(ok))
+        return list(copy)[:repeat], list(gather)[:repeat], selected.value, bool(ok.value)
+
     def host_affine_batch_selftest(self) -> int:
         """The batch-affine additions checked against mixed XYZZ ones on the host (copies,
         doublings, P + (-P), identities); how many checks ran."""

@@ -15,6 +15,7 @@
 #include "gen.cuh"
 #include "instance.cuh"
 #include "ntt.cuh"
+#include "mapped_gather.cuh"
 #include "point_adds.cuh"
 #include "r1cs.cuh"
 #include "upload.cuh"
@@ -324,6 +325,17 @@ cz_status cz_bench_point_adds(cz_context* ctx, int batch, int log_n, int log_add
         std::lock_guard<std::mutex> lock(ctx->compute_lock);
         CZ_CHECK(cudaSetDevice(ctx->device));
         bench_point_adds(*ctx, batch, log_n, log_adds, repeat, times_ms, check_ok);
+    });
+}
+
+// Selected 96-byte records read through the mapped address of page-locked host memory against a
+// bulk copy of all of them (mapped_gather.cuh): event-timed milliseconds of each, `repeat` times.
+cz_status cz_bench_mapped_gather(cz_context* ctx, int log_n, int permille, int repeat, double* copy_ms,
+                                 double* gather_ms, uint64_t* selected, int* check_ok) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        bench_mapped_gather(*ctx, log_n, permille, repeat, copy_ms, gather_ms, selected, check_ok);
     });
 }
 

@@ -1,0 +1,90 @@
+// Gathering selected records through the mapped address of page-locked host memory against a
+// bulk copy (see mapped_gather.cuh).
+#include <cstring>
+#include <vector>
+
+#include "event_pair.cuh"
+#include "mapped_gather.cuh"
+
+namespace {
+
+constexpr unsigned kWords = 6;  // a 96-byte record as six 16-byte words
+
+// out[i] = records[idx[i]], one 16-byte word a thread, so that a warp reads whole records.
+__global__ void gather_kernel(const uint4* __restrict__ records, const uint32_t* __restrict__ idx, uint64_t count,
+                              uint4* __restrict__ out) {
+    const uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= count * kWords) return;
+    const uint64_t i = g / kWords, w = g - i * kWords;
+    out[g] = records[(uint64_t)idx[i] * kWords + w];
+}
+
+// splitmix64: the records' contents and the selection, the same on every run.
+uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+struct pinned_records {
+    uint4* ptr = nullptr;
+    explicit pinned_records(size_t words) { CZ_CHECK(cudaHostAlloc(&ptr, words * sizeof(uint4), cudaHostAllocMapped)); }
+    ~pinned_records() { cudaFreeHost(ptr); }
+    pinned_records(const pinned_records&) = delete;
+    pinned_records& operator=(const pinned_records&) = delete;
+};
+
+}  // namespace
+
+void bench_mapped_gather(cz_context& ctx, int log_n, int permille, int repeat, double* copy_ms, double* gather_ms,
+                         uint64_t* selected, int* check_ok) {
+    CZ_REQUIRE(log_n >= 10 && log_n <= 25, "mapped gather: log_n must be 10..25");
+    CZ_REQUIRE(permille >= 1 && permille <= 1000, "mapped gather: permille must be 1..1000");
+    cudaStream_t s = ctx.stream;
+    const size_t n = size_t(1) << log_n, words = n * kWords;
+    pinned_records host(words);
+    uint64_t* raw = reinterpret_cast<uint64_t*>(host.ptr);
+    for (size_t i = 0; i < 2 * words; i++) raw[i] = mix(i);
+    std::vector<uint32_t> idx;
+    idx.reserve(n);
+    for (uint32_t i = 0; i < n; i++)
+        if (mix(i ^ (0xa5a5a5a5ull << 32)) % 1000 < (uint64_t)permille) idx.push_back(i);
+    *selected = idx.size();
+    const size_t m = idx.size();
+    uint4* mapped = nullptr;
+    CZ_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), host.ptr, 0));
+    dev_buf<uint4> whole(words, s), gathered(m * kWords + 1, s);
+    dev_buf<uint32_t> d_idx(m + 1, s);
+    CZ_CHECK(cudaMemcpyAsync(d_idx.get(), idx.data(), m * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+    auto copy = [&] {
+        CZ_CHECK(cudaMemcpyAsync(whole.get(), host.ptr, words * sizeof(uint4), cudaMemcpyHostToDevice, s));
+    };
+    auto gather = [&] {
+        if (!m) return;
+        gather_kernel<<<blocks_for(m * kWords, 256), 256, 0, s>>>(mapped, d_idx.get(), m, gathered.get());
+        CZ_CHECK_LAUNCH();
+    };
+    copy();
+    gather();
+    std::vector<uint4> got(m * kWords);
+    CZ_CHECK(cudaMemcpyAsync(got.data(), gathered.get(), got.size() * sizeof(uint4), cudaMemcpyDeviceToHost, s));
+    CZ_CHECK(cudaStreamSynchronize(s));
+    bool ok = true;
+    for (size_t i = 0; i < m && ok; i++)
+        ok = std::memcmp(&got[i * kWords], &host.ptr[(size_t)idx[i] * kWords], kWords * sizeof(uint4)) == 0;
+    *check_ok = ok;
+    event_pair ev;
+    for (int r = 0; r < repeat; r++) {
+        CZ_CHECK(cudaEventRecord(ev.start, s));
+        copy();
+        CZ_CHECK(cudaEventRecord(ev.stop, s));
+        CZ_CHECK(cudaEventSynchronize(ev.stop));
+        copy_ms[r] = ev.ms();
+        CZ_CHECK(cudaEventRecord(ev.start, s));
+        gather();
+        CZ_CHECK(cudaEventRecord(ev.stop, s));
+        CZ_CHECK(cudaEventSynchronize(ev.stop));
+        gather_ms[r] = ev.ms();
+    }
+}
