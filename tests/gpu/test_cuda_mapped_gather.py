@@ -20,3 +20,11 @@ def test_mapped_gather_reads_the_kept_records(cuda_bench, permille):
 def test_mapped_gather_refuses_a_share_out_of_range(cuda_bench):
     with pytest.raises(ValueError, match="permille must be"):
         cuda_bench.mapped_gather(14, 0, 1)
+
+
+def test_msm_over_mapped_points_sums_right(cuda_bench):
+    """The MSM reading its points through the mapped address of page-locked memory (and the
+    streamed and resident ways beside it) gives (sum k_i d_i) G on a PoRep-like scalar mix."""
+    resident, streamed, mapped, ok = cuda_bench.msm_mapped(16, 0.987, 1)
+    assert ok, "one of the three ways summed wrong"
+    assert all(len(t) == 1 and t[0] > 0 for t in (resident, streamed, mapped))

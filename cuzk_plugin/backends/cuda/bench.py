@@ -195,6 +195,16 @@ class CudaBench:
                    ctypes.byref(selected), ctypes.byref(ok))
         return list(copy)[:repeat], list(gather)[:repeat], selected.value, bool(ok.value)
 
+    def msm_mapped(self, log_n: int, frac_bits: float, repeat: int) -> tuple[list[float], list[float], list[float], bool]:
+        """Milliseconds of ``repeat`` G1 MSMs of 2^log_n random points (``frac_bits`` of the
+        scalars 0 or 1) with the points resident, streamed from page-locked memory in chunks, and
+        read through its mapped address; and whether all three sums were right."""
+        times = [(ctypes.c_double * max(repeat, 1))() for _ in range(3)]
+        ok = ctypes.c_int(0)
+        self._call("cz_bench_msm_mapped", self.context(), log_n, frac_bits, repeat, *times, ctypes.byref(ok))
+        resident, streamed, mapped = (list(t)[:repeat] for t in times)
+        return resident, streamed, mapped, bool(ok.value)
+
     def host_affine_batch_selftest(self) -> int:
         """The batch-affine additions checked against mixed XYZZ ones on the host (copies,
         doublings, P + (-P), identities); how many checks ran."""

@@ -339,6 +339,17 @@ cz_status cz_bench_mapped_gather(cz_context* ctx, int log_n, int permille, int r
     });
 }
 
+// One G1 MSM three ways (mapped_gather.cuh): the points resident, streamed in chunks, and read
+// through the mapped address of their page-locked copy; milliseconds of each, `repeat` times.
+cz_status cz_bench_msm_mapped(cz_context* ctx, int log_n, double frac_bits, int repeat, double* resident_ms,
+                              double* streamed_ms, double* mapped_ms, int* check_ok) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        bench_msm_mapped(*ctx, log_n, frac_bits, repeat, resident_ms, streamed_ms, mapped_ms, check_ok);
+    });
+}
+
 // Host-only check of the batch-affine additions against mixed XYZZ ones (point_adds.cuh);
 // *checks: how many ran.
 cz_status cz_host_affine_batch_selftest(uint64_t* checks) {
