@@ -137,6 +137,13 @@ def test_phase1out_base64_is_decoded_in_pieces_as_b64decode_decodes_it(monkeypat
                 env.c1_bytes()
         else:
             assert env.c1_bytes() == want, text
+        # the same string read in place inside a larger body (a plain envelope's way)
+        body = b'{"Phase1Out": "' + text.encode() + b'"}'
+        try:
+            inside: bytes | None = c1_module._b64decode_in_pieces(body, 15, 15 + len(text.encode()))
+        except (binascii.Error, ValueError):
+            inside = None
+        assert inside == want, text
         outcomes.add(want is None)
     assert outcomes == {True, False}
 

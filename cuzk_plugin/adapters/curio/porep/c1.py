@@ -255,17 +255,20 @@ class C1Envelope(BaseModel):
             raise C1Error("$.Phase1Out", f"not standard base64 ({exc})") from None
 
 
-def _b64decode_in_pieces(text: str | bytes) -> bytes:
-    """``base64.b64decode(text, validate=True)`` in pieces of _B64_PIECE characters."""
+def _b64decode_in_pieces(text: str | bytes, start: int = 0, stop: int | None = None) -> bytes:
+    """``base64.b64decode(text[start:stop], validate=True)`` in pieces of _B64_PIECE characters,
+    read in place (a 65 MB envelope's string is not copied out first)."""
     data = text.encode("ascii") if isinstance(text, str) else text
-    end = len(data.rstrip(b"="))  # where the final padding starts
-    if (at := data.find(b"=", 0, end)) >= 0:
-        raise binascii.Error(f"padding at character {at}, before the end")
-    piece = _B64_PIECE
-    last = max(0, (end - 1) // piece * piece)  # the last piece: the last quads and the padding
+    stop = len(data) if stop is None else stop
+    tail = data[max(start, stop - 4):stop]  # the final padding lies in the last quad
+    end = stop - len(tail) + len(tail.rstrip(b"="))  # where it starts; any '=' before is refused
+    if (at := data.find(b"=", start, end)) >= 0:
+        raise binascii.Error(f"padding at character {at - start}, before the end")
+    piece, view = _B64_PIECE, memoryview(data)
+    last = start + max(0, (end - start - 1) // piece * piece)  # the last piece: the last quads and the padding
     # the pieces before the last: whole quads of the alphabet alone (strict)
-    head = [binascii.a2b_base64(data[i:i + piece], strict_mode=True) for i in range(0, last, piece)]
-    return b"".join([*head, base64.b64decode(data[last:], validate=True)])
+    head = [binascii.a2b_base64(view[i:i + piece], strict_mode=True) for i in range(start, last, piece)]
+    return b"".join([*head, base64.b64decode(view[last:stop], validate=True)])
 
 
 _PHASE1OUT_KEY = b'"Phase1Out"'
@@ -294,9 +297,8 @@ def plain_envelope(raw: bytes) -> tuple[C1Envelope, bytes] | None:
         if not isinstance(top, dict) or top.get("Phase1Out") != "":
             return None
         env = C1Envelope.model_validate(top)
-        text = raw[start + 1:end]
-        c1 = _b64decode_in_pieces(text)
-        return env.model_copy(update={"Phase1Out": text.decode("ascii")}), c1  # base64: ASCII
+        c1 = _b64decode_in_pieces(raw, start + 1, end)
+        return env.model_copy(update={"Phase1Out": str(memoryview(raw)[start + 1:end], "ascii")}), c1  # base64: ASCII
     except (ValueError, TypeError):  # JSON, validation and base64 errors
         return None
 
