@@ -195,15 +195,17 @@ class CudaBench:
                    ctypes.byref(selected), ctypes.byref(ok))
         return list(copy)[:repeat], list(gather)[:repeat], selected.value, bool(ok.value)
 
-    def msm_mapped(self, log_n: int, frac_bits: float, repeat: int) -> tuple[list[float], list[float], list[float], bool]:
+    def msm_mapped(self, log_n: int, frac_bits: float, repeat: int) -> tuple[dict[str, list[float]], bool]:
         """Milliseconds of ``repeat`` G1 MSMs of 2^log_n random points (``frac_bits`` of the
-        scalars 0 or 1) with the points resident, streamed from page-locked memory in chunks, and
-        read through its mapped address; and whether all three sums were right."""
-        times = [(ctypes.c_double * max(repeat, 1))() for _ in range(3)]
+        scalars 0 or 1) four ways: ``resident``, ``streamed`` from page-locked memory in chunks,
+        ``mapped`` (msm_device reading that memory through its mapped address) and ``gathered``
+        (msm_mapped: the same, the large scalars' points gathered once); and whether all four
+        sums were right."""
+        names = ("resident", "streamed", "mapped", "gathered")
+        times = [(ctypes.c_double * max(repeat, 1))() for _ in names]
         ok = ctypes.c_int(0)
         self._call("cz_bench_msm_mapped", self.context(), log_n, frac_bits, repeat, *times, ctypes.byref(ok))
-        resident, streamed, mapped = (list(t)[:repeat] for t in times)
-        return resident, streamed, mapped, bool(ok.value)
+        return {name: list(t)[:repeat] for name, t in zip(names, times, strict=True)}, bool(ok.value)
 
     def host_affine_batch_selftest(self) -> int:
         """The batch-affine additions checked against mixed XYZZ ones on the host (copies,

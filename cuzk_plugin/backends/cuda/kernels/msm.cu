@@ -715,6 +715,52 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
     return big.add(ones);
 }
 
+namespace {
+// out_bases[i] = mapped[idx[i]], out_scalars[i] = scalars[idx[i]]: the large-scalar points read
+// once across the link, for a Pippenger that reads them once a window.
+template <class F>
+__global__ void gather_large_kernel(const affine_t<F>* __restrict__ mapped, const fr_t* __restrict__ scalars,
+                                    const uint32_t* __restrict__ idx, uint32_t n, affine_t<F>* __restrict__ out_bases,
+                                    fr_t* __restrict__ out_scalars) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint32_t j = idx[i];
+    out_bases[i] = mapped[j];
+    out_scalars[i] = scalars[j];
+}
+}  // namespace
+
+template <class F>
+xyzz_t<F> msm_mapped(cz_context& ctx, cudaStream_t stream, const affine_t<F>* mapped, const fr_t* scalars, size_t n,
+                     const msm_options& opt) {
+    (void)ctx;
+    CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
+    require_window_bits(opt);
+    if (n == 0) return xyzz_t<F>::identity();
+    scalar_classes classes(n, stream);
+    classify_scratch scratch(n, stream);
+    classify_scalars(stream, scalars, n, scratch, classes);
+    uint32_t host_counts[2];
+    CZ_CHECK(cudaMemcpyAsync(host_counts, classes.counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
+    wait_stream(stream, opt.cancel);
+    // The ones are summed straight from host memory, each point read once (the sum's threads
+    // take consecutive indices, so a warp's reads cover neighbouring points).
+    xyzz_t<F> ones = sum_ones<F>(stream, mapped, classes.one_idx.get(), classes.counts.get(), host_counts[0]);
+    const uint32_t m = host_counts[1];
+    if (m == 0) return ones;
+    dev_buf<affine_t<F>> big_bases(m, stream);
+    dev_buf<fr_t> big_scalars(m, stream);
+    dev_buf<uint32_t> order(m, stream);
+    gather_large_kernel<F><<<blocks_for(m, 256), 256, 0, stream>>>(mapped, scalars, classes.big_idx.get(), m,
+                                                                     big_bases.get(), big_scalars.get());
+    CZ_CHECK_LAUNCH();
+    iota_kernel<<<blocks_for(m, 256), 256, 0, stream>>>(order.get(), m);
+    CZ_CHECK_LAUNCH();
+    const int c = opt.window_bits ? opt.window_bits : msm_default_window(m);
+    throw_if_cancelled(opt.cancel);
+    return pippenger<F>(stream, big_bases.get(), big_scalars.get(), order.get(), m, c, opt.profile, opt.cancel).add(ones);
+}
+
 template <class F>
 xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
                        const fr_t* scalars, size_t n, const msm_options& opt) {
@@ -822,6 +868,10 @@ template xyzz_t<fq2_t> msm_streamed<fq2_t>(cz_context&, cudaStream_t, const affi
 template xyzz_t<fq_t> msm_device<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, const fr_t*, size_t,
                                        const msm_options&);
 template xyzz_t<fq2_t> msm_device<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, const fr_t*, size_t,
+                                         const msm_options&);
+template xyzz_t<fq_t> msm_mapped<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, const fr_t*, size_t,
+                                       const msm_options&);
+template xyzz_t<fq2_t> msm_mapped<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, const fr_t*, size_t,
                                          const msm_options&);
 template void affine_to_montgomery<fq_t>(cudaStream_t, affine_t<fq_t>*, size_t);
 template void affine_to_montgomery<fq2_t>(cudaStream_t, affine_t<fq2_t>*, size_t);
