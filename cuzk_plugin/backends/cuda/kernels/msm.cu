@@ -689,10 +689,26 @@ void require_window_bits(const msm_options& opt) {
 }
 }  // namespace
 
+namespace {
+// out_bases[i] = bases[idx[i]], out_scalars[i] = scalars[idx[i]]: the large-scalar points read
+// once (across the link, for msm_mapped), for a Pippenger that reads them once a window.
 template <class F>
-xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
-                     const msm_options& opt) {
-    (void)ctx;
+__global__ void gather_large_kernel(const affine_t<F>* __restrict__ bases, const fr_t* __restrict__ scalars,
+                                    const uint32_t* __restrict__ idx, uint32_t n, affine_t<F>* __restrict__ out_bases,
+                                    fr_t* __restrict__ out_scalars) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint32_t j = idx[i];
+    out_bases[i] = bases[j];
+    out_scalars[i] = scalars[j];
+}
+
+// msm_device and msm_mapped: the scalars classified, the points of ones summed where they lie
+// (the sum's threads take consecutive indices, so a warp reads neighbouring points), Pippenger
+// over the large ones, reading `bases` by index or (gather_large) a device copy of their points.
+template <class F>
+xyzz_t<F> msm_classified(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
+                         const msm_options& opt, bool gather_large) {
     CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
     require_window_bits(opt);
     if (n == 0) return xyzz_t<F>::identity();
@@ -708,57 +724,36 @@ xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* ba
     if (opt.profile)
         std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
                      host_counts[1], ms_since(t_ones));
-    int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
+    const uint32_t m = host_counts[1];
+    const int c = opt.window_bits ? opt.window_bits : msm_default_window(m);
     throw_if_cancelled(opt.cancel);
-    xyzz_t<F> big =
-        pippenger<F>(stream, bases, scalars, classes.big_idx.get(), host_counts[1], c, opt.profile, opt.cancel);
-    return big.add(ones);
-}
-
-namespace {
-// out_bases[i] = mapped[idx[i]], out_scalars[i] = scalars[idx[i]]: the large-scalar points read
-// once across the link, for a Pippenger that reads them once a window.
-template <class F>
-__global__ void gather_large_kernel(const affine_t<F>* __restrict__ mapped, const fr_t* __restrict__ scalars,
-                                    const uint32_t* __restrict__ idx, uint32_t n, affine_t<F>* __restrict__ out_bases,
-                                    fr_t* __restrict__ out_scalars) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const uint32_t j = idx[i];
-    out_bases[i] = mapped[j];
-    out_scalars[i] = scalars[j];
+    if (!gather_large || m == 0)
+        return pippenger<F>(stream, bases, scalars, classes.big_idx.get(), m, c, opt.profile, opt.cancel).add(ones);
+    dev_buf<affine_t<F>> big_bases(m, stream);
+    dev_buf<fr_t> big_scalars(m, stream);
+    dev_buf<uint32_t> order(m, stream);
+    gather_large_kernel<F><<<blocks_for(m, 256), 256, 0, stream>>>(bases, scalars, classes.big_idx.get(), m,
+                                                                     big_bases.get(), big_scalars.get());
+    CZ_CHECK_LAUNCH();
+    iota_kernel<<<blocks_for(m, 256), 256, 0, stream>>>(order.get(), m);
+    CZ_CHECK_LAUNCH();
+    return pippenger<F>(stream, big_bases.get(), big_scalars.get(), order.get(), m, c, opt.profile, opt.cancel)
+        .add(ones);
 }
 }  // namespace
+
+template <class F>
+xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
+                     const msm_options& opt) {
+    (void)ctx;
+    return msm_classified<F>(stream, bases, scalars, n, opt, false);
+}
 
 template <class F>
 xyzz_t<F> msm_mapped(cz_context& ctx, cudaStream_t stream, const affine_t<F>* mapped, const fr_t* scalars, size_t n,
                      const msm_options& opt) {
     (void)ctx;
-    CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
-    require_window_bits(opt);
-    if (n == 0) return xyzz_t<F>::identity();
-    scalar_classes classes(n, stream);
-    classify_scratch scratch(n, stream);
-    classify_scalars(stream, scalars, n, scratch, classes);
-    uint32_t host_counts[2];
-    CZ_CHECK(cudaMemcpyAsync(host_counts, classes.counts.get(), sizeof host_counts, cudaMemcpyDeviceToHost, stream));
-    wait_stream(stream, opt.cancel);
-    // The ones are summed straight from host memory, each point read once (the sum's threads
-    // take consecutive indices, so a warp's reads cover neighbouring points).
-    xyzz_t<F> ones = sum_ones<F>(stream, mapped, classes.one_idx.get(), classes.counts.get(), host_counts[0]);
-    const uint32_t m = host_counts[1];
-    if (m == 0) return ones;
-    dev_buf<affine_t<F>> big_bases(m, stream);
-    dev_buf<fr_t> big_scalars(m, stream);
-    dev_buf<uint32_t> order(m, stream);
-    gather_large_kernel<F><<<blocks_for(m, 256), 256, 0, stream>>>(mapped, scalars, classes.big_idx.get(), m,
-                                                                     big_bases.get(), big_scalars.get());
-    CZ_CHECK_LAUNCH();
-    iota_kernel<<<blocks_for(m, 256), 256, 0, stream>>>(order.get(), m);
-    CZ_CHECK_LAUNCH();
-    const int c = opt.window_bits ? opt.window_bits : msm_default_window(m);
-    throw_if_cancelled(opt.cancel);
-    return pippenger<F>(stream, big_bases.get(), big_scalars.get(), order.get(), m, c, opt.profile, opt.cancel).add(ones);
+    return msm_classified<F>(stream, mapped, scalars, n, opt, true);
 }
 
 template <class F>
