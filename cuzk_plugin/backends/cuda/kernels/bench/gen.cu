@@ -7,13 +7,6 @@
 
 namespace {
 
-__host__ __device__ inline uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 __device__ fr_t random_fr_below_2_254(uint64_t seed, uint64_t i) {
     fr_t k;
     uint64_t h = seed ^ (i * 0xd1b54a32d192ed03ull);

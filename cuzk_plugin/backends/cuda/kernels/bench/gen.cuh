@@ -6,6 +6,14 @@
 #pragma once
 #include "keygen.cuh"
 
+// splitmix64: the benchmarks' pseudo-random stream, the same on the host and the device.
+__host__ __device__ inline uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 // Canonical Fr scalars below 2^254 (< r). A fraction `frac_bits` of them are 0 or 1 (half
 // each), like Filecoin witnesses; the rest uniform.
 void random_scalars(cudaStream_t stream, fr_t* out, size_t n, uint64_t seed, double frac_bits);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "event_pair.cuh"
@@ -24,20 +23,19 @@ __global__ void gather_kernel(const uint4* __restrict__ records, const uint32_t*
     out[g] = records[(uint64_t)idx[i] * kWords + w];
 }
 
-// splitmix64: the records' contents and the selection, the same on every run.
-uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-struct pinned_records {
-    uint4* ptr = nullptr;
-    explicit pinned_records(size_t words) { CZ_CHECK(cudaHostAlloc(&ptr, words * sizeof(uint4), cudaHostAllocMapped)); }
-    ~pinned_records() { cudaFreeHost(ptr); }
-    pinned_records(const pinned_records&) = delete;
-    pinned_records& operator=(const pinned_records&) = delete;
+// `count` T in page-locked host memory, mapped (with unified addressing the device reads it at
+// the same address; cudaHostGetDevicePointer says so explicitly).
+template <class T>
+struct mapped_host {
+    T* ptr = nullptr;
+    T* device = nullptr;
+    explicit mapped_host(size_t count) {
+        CZ_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&ptr), count * sizeof(T), cudaHostAllocMapped));
+        CZ_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), ptr, 0));
+    }
+    ~mapped_host() { cudaFreeHost(ptr); }
+    mapped_host(const mapped_host&) = delete;
+    mapped_host& operator=(const mapped_host&) = delete;
 };
 
 }  // namespace
@@ -48,17 +46,15 @@ void bench_mapped_gather(cz_context& ctx, int log_n, int permille, int repeat, d
     CZ_REQUIRE(permille >= 1 && permille <= 1000, "mapped gather: permille must be 1..1000");
     cudaStream_t s = ctx.stream;
     const size_t n = size_t(1) << log_n, words = n * kWords;
-    pinned_records host(words);
+    mapped_host<uint4> host(words);
     uint64_t* raw = reinterpret_cast<uint64_t*>(host.ptr);
-    for (size_t i = 0; i < 2 * words; i++) raw[i] = mix(i);
+    for (size_t i = 0; i < 2 * words; i++) raw[i] = splitmix64(i);
     std::vector<uint32_t> idx;
     idx.reserve(n);
     for (uint32_t i = 0; i < n; i++)
-        if (mix(i ^ (0xa5a5a5a5ull << 32)) % 1000 < (uint64_t)permille) idx.push_back(i);
+        if (splitmix64(i ^ (0xa5a5a5a5ull << 32)) % 1000 < (uint64_t)permille) idx.push_back(i);
     *selected = idx.size();
     const size_t m = idx.size();
-    uint4* mapped = nullptr;
-    CZ_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), host.ptr, 0));
     dev_buf<uint4> whole(words, s), gathered(m * kWords + 1, s);
     dev_buf<uint32_t> d_idx(m + 1, s);
     CZ_CHECK(cudaMemcpyAsync(d_idx.get(), idx.data(), m * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
@@ -67,7 +63,7 @@ void bench_mapped_gather(cz_context& ctx, int log_n, int permille, int repeat, d
     };
     auto gather = [&] {
         if (!m) return;
-        gather_kernel<<<blocks_for(m * kWords, 256), 256, 0, s>>>(mapped, d_idx.get(), m, gathered.get());
+        gather_kernel<<<blocks_for(m * kWords, 256), 256, 0, s>>>(host.device, d_idx.get(), m, gathered.get());
         CZ_CHECK_LAUNCH();
     };
     copy();
@@ -110,19 +106,15 @@ void bench_msm_mapped(cz_context& ctx, int log_n, double frac_bits, int repeat, 
         e = dot_mod_r(s, scalars.get(), dlog.get(), n);
     }
     const g1_affine_t want = mul_generator_host<fq_t>(e).to_affine();
-    g1_affine_t* host = nullptr;
-    CZ_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), n * sizeof(g1_affine_t), cudaHostAllocMapped));
-    std::unique_ptr<g1_affine_t, cudaError_t (*)(void*)> owner(host, cudaFreeHost);
-    CZ_CHECK(cudaMemcpyAsync(host, bases.get(), n * sizeof(g1_affine_t), cudaMemcpyDeviceToHost, s));
-    g1_affine_t* mapped = nullptr;
-    CZ_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), host, 0));
+    mapped_host<g1_affine_t> host(n);
+    CZ_CHECK(cudaMemcpyAsync(host.ptr, bases.get(), n * sizeof(g1_affine_t), cudaMemcpyDeviceToHost, s));
     const msm_options opt;
     bool ok = true;
     auto run = [&](int way) {
         g1_xyzz_t got = way == 0   ? msm_device<fq_t>(ctx, s, bases.get(), scalars.get(), n, opt)
-                        : way == 1 ? msm_streamed<fq_t>(ctx, s, host, chunk, scalars.get(), n, opt)
-                        : way == 2 ? msm_device<fq_t>(ctx, s, mapped, scalars.get(), n, opt)
-                                   : msm_mapped<fq_t>(ctx, s, mapped, scalars.get(), n, opt);
+                        : way == 1 ? msm_streamed<fq_t>(ctx, s, host.ptr, chunk, scalars.get(), n, opt)
+                        : way == 2 ? msm_device<fq_t>(ctx, s, host.device, scalars.get(), n, opt)
+                                   : msm_mapped<fq_t>(ctx, s, host.device, scalars.get(), n, opt);
         CZ_CHECK(cudaStreamSynchronize(s));
         return got;
     };
