@@ -10,8 +10,9 @@ needed wins at that share):
 
 Then the question itself on one G1 MSM of 2^MSM_LOG_N points (env, default 26; 0 skips it) with a
 PoRep partition's scalar mix (98.7 % of them 0 or 1): the points resident, streamed in chunks of
-2^24 (today's streamed path), read by the MSM through the mapped address (no copy), and the same
-with the large scalars' points gathered to the device once (msm_mapped).
+2^24 (the streamed path) and read by the MSM through the mapped address (no copy). At 0cd336f a
+fourth way, `msm_mapped` (the large scalars' points gathered to the device once), was timed too:
+`runs-2026-12-06-sixth/mapped-gather.txt`.
 """
 
 import os

@@ -23,10 +23,9 @@ def test_mapped_gather_refuses_a_share_out_of_range(cuda_bench):
 
 
 def test_msm_over_mapped_points_sums_right(cuda_bench):
-    """The MSM reading its points through the mapped address of page-locked memory (msm_device
-    there, and msm_mapped) and the streamed and resident ways beside it give (sum k_i d_i) G on a
-    PoRep-like scalar mix."""
+    """The MSM reading its points through the mapped address of page-locked memory and the
+    streamed and resident ways beside it give (sum k_i d_i) G on a PoRep-like scalar mix."""
     ways, ok = cuda_bench.msm_mapped(16, 0.987, 1)
-    assert ok, "one of the four ways summed wrong"
-    assert set(ways) == {"resident", "streamed", "mapped", "gathered"}
+    assert ok, "one of the three ways summed wrong"
+    assert set(ways) == {"resident", "streamed", "mapped"}
     assert all(len(t) == 1 and t[0] > 0 for t in ways.values())

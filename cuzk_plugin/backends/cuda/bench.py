@@ -197,11 +197,10 @@ class CudaBench:
 
     def msm_mapped(self, log_n: int, frac_bits: float, repeat: int) -> tuple[dict[str, list[float]], bool]:
         """Milliseconds of ``repeat`` G1 MSMs of 2^log_n random points (``frac_bits`` of the
-        scalars 0 or 1) four ways: ``resident``, ``streamed`` from page-locked memory in chunks,
-        ``mapped`` (msm_device reading that memory through its mapped address) and ``gathered``
-        (msm_mapped: the same, the large scalars' points gathered once); and whether all four
-        sums were right."""
-        names = ("resident", "streamed", "mapped", "gathered")
+        scalars 0 or 1) three ways: ``resident``, ``streamed`` from page-locked memory in chunks,
+        and ``mapped`` (msm_device reading that memory through its mapped address); and whether
+        all three sums were right."""
+        names = ("resident", "streamed", "mapped")
         times = [(ctypes.c_double * max(repeat, 1))() for _ in names]
         ok = ctypes.c_int(0)
         self._call("cz_bench_msm_mapped", self.context(), log_n, frac_bits, repeat, *times, ctypes.byref(ok))

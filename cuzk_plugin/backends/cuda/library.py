@@ -134,7 +134,7 @@ _BENCH_SIGNATURES = {
     "cz_bench_mapped_gather": [c_void_p, c_int, c_int, c_int, POINTER(c_double), POINTER(c_double), _U64P,
                                POINTER(c_int)],
     "cz_bench_msm_mapped": [c_void_p, c_int, c_double, c_int, POINTER(c_double), POINTER(c_double),
-                            POINTER(c_double), POINTER(c_double), POINTER(c_int)],
+                            POINTER(c_double), POINTER(c_int)],
 }
 
 

@@ -689,26 +689,10 @@ void require_window_bits(const msm_options& opt) {
 }
 }  // namespace
 
-namespace {
-// out_bases[i] = bases[idx[i]], out_scalars[i] = scalars[idx[i]]: the large-scalar points read
-// once (across the link, for msm_mapped), for a Pippenger that reads them once a window.
 template <class F>
-__global__ void gather_large_kernel(const affine_t<F>* __restrict__ bases, const fr_t* __restrict__ scalars,
-                                    const uint32_t* __restrict__ idx, uint32_t n, affine_t<F>* __restrict__ out_bases,
-                                    fr_t* __restrict__ out_scalars) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const uint32_t j = idx[i];
-    out_bases[i] = bases[j];
-    out_scalars[i] = scalars[j];
-}
-
-// msm_device and msm_mapped: the scalars classified, the points of ones summed where they lie
-// (the sum's threads take consecutive indices, so a warp reads neighbouring points), Pippenger
-// over the large ones, reading `bases` by index or (gather_large) a device copy of their points.
-template <class F>
-xyzz_t<F> msm_classified(cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
-                         const msm_options& opt, bool gather_large) {
+xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
+                     const msm_options& opt) {
+    (void)ctx;
     CZ_REQUIRE(n < kSignBit, "MSM larger than 2^31 points");
     require_window_bits(opt);
     if (n == 0) return xyzz_t<F>::identity();
@@ -724,36 +708,11 @@ xyzz_t<F> msm_classified(cudaStream_t stream, const affine_t<F>* bases, const fr
     if (opt.profile)
         std::fprintf(stderr, "msm profile: n=%zu ones=%u large=%u | sum of ones %.2f ms\n", n, host_counts[0],
                      host_counts[1], ms_since(t_ones));
-    const uint32_t m = host_counts[1];
-    const int c = opt.window_bits ? opt.window_bits : msm_default_window(m);
+    int c = opt.window_bits ? opt.window_bits : msm_default_window(host_counts[1]);
     throw_if_cancelled(opt.cancel);
-    if (!gather_large || m == 0)
-        return pippenger<F>(stream, bases, scalars, classes.big_idx.get(), m, c, opt.profile, opt.cancel).add(ones);
-    dev_buf<affine_t<F>> big_bases(m, stream);
-    dev_buf<fr_t> big_scalars(m, stream);
-    dev_buf<uint32_t> order(m, stream);
-    gather_large_kernel<F><<<blocks_for(m, 256), 256, 0, stream>>>(bases, scalars, classes.big_idx.get(), m,
-                                                                     big_bases.get(), big_scalars.get());
-    CZ_CHECK_LAUNCH();
-    iota_kernel<<<blocks_for(m, 256), 256, 0, stream>>>(order.get(), m);
-    CZ_CHECK_LAUNCH();
-    return pippenger<F>(stream, big_bases.get(), big_scalars.get(), order.get(), m, c, opt.profile, opt.cancel)
-        .add(ones);
-}
-}  // namespace
-
-template <class F>
-xyzz_t<F> msm_device(cz_context& ctx, cudaStream_t stream, const affine_t<F>* bases, const fr_t* scalars, size_t n,
-                     const msm_options& opt) {
-    (void)ctx;
-    return msm_classified<F>(stream, bases, scalars, n, opt, false);
-}
-
-template <class F>
-xyzz_t<F> msm_mapped(cz_context& ctx, cudaStream_t stream, const affine_t<F>* mapped, const fr_t* scalars, size_t n,
-                     const msm_options& opt) {
-    (void)ctx;
-    return msm_classified<F>(stream, mapped, scalars, n, opt, true);
+    xyzz_t<F> big =
+        pippenger<F>(stream, bases, scalars, classes.big_idx.get(), host_counts[1], c, opt.profile, opt.cancel);
+    return big.add(ones);
 }
 
 template <class F>
@@ -863,10 +822,6 @@ template xyzz_t<fq2_t> msm_streamed<fq2_t>(cz_context&, cudaStream_t, const affi
 template xyzz_t<fq_t> msm_device<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, const fr_t*, size_t,
                                        const msm_options&);
 template xyzz_t<fq2_t> msm_device<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, const fr_t*, size_t,
-                                         const msm_options&);
-template xyzz_t<fq_t> msm_mapped<fq_t>(cz_context&, cudaStream_t, const affine_t<fq_t>*, const fr_t*, size_t,
-                                       const msm_options&);
-template xyzz_t<fq2_t> msm_mapped<fq2_t>(cz_context&, cudaStream_t, const affine_t<fq2_t>*, const fr_t*, size_t,
                                          const msm_options&);
 template void affine_to_montgomery<fq_t>(cudaStream_t, affine_t<fq_t>*, size_t);
 template void affine_to_montgomery<fq2_t>(cudaStream_t, affine_t<fq2_t>*, size_t);

@@ -38,15 +38,6 @@ template <class F>
 xyzz_t<F> msm_streamed(cz_context& ctx, cudaStream_t stream, const affine_t<F>* host, size_t chunk,
                        const fr_t* scalars, size_t n, const msm_options& opt);
 
-// msm_device with the points in page-locked host memory read through its mapped address (`mapped`:
-// the device's pointer to it), no copy of the vector: scalars 0 never cross the link, the points of
-// scalars 1 are summed where they lie, those of the rest are gathered to the device once for
-// Pippenger. For vectors whose scalars are mostly bits (a Filecoin witness's L, A and B), where a
-// streamed MSM is bound by the link. Runs on `stream`; returns the sum once the device is done.
-template <class F>
-xyzz_t<F> msm_mapped(cz_context& ctx, cudaStream_t stream, const affine_t<F>* mapped, const fr_t* scalars, size_t n,
-                     const msm_options& opt = {});
-
 // Window bits used for a Pippenger tail of `count` scalars.
 int msm_default_window(size_t count);
 

@@ -91,7 +91,7 @@ void bench_mapped_gather(cz_context& ctx, int log_n, int permille, int repeat, d
 }
 
 void bench_msm_mapped(cz_context& ctx, int log_n, double frac_bits, int repeat, double* resident_ms,
-                      double* streamed_ms, double* mapped_ms, double* gathered_ms, int* check_ok) {
+                      double* streamed_ms, double* mapped_ms, int* check_ok) {
     CZ_REQUIRE(log_n >= 10 && log_n <= 27, "mapped msm: log_n must be 10..27");
     CZ_REQUIRE(frac_bits >= 0 && frac_bits <= 1, "mapped msm: frac_bits must be 0..1");
     cudaStream_t s = ctx.stream;
@@ -113,13 +113,12 @@ void bench_msm_mapped(cz_context& ctx, int log_n, double frac_bits, int repeat, 
     auto run = [&](int way) {
         g1_xyzz_t got = way == 0   ? msm_device<fq_t>(ctx, s, bases.get(), scalars.get(), n, opt)
                         : way == 1 ? msm_streamed<fq_t>(ctx, s, host.ptr, chunk, scalars.get(), n, opt)
-                        : way == 2 ? msm_device<fq_t>(ctx, s, host.device, scalars.get(), n, opt)
-                                   : msm_mapped<fq_t>(ctx, s, host.device, scalars.get(), n, opt);
+                                   : msm_device<fq_t>(ctx, s, host.device, scalars.get(), n, opt);
         CZ_CHECK(cudaStreamSynchronize(s));
         return got;
     };
-    double* out[4] = {resident_ms, streamed_ms, mapped_ms, gathered_ms};
-    for (int way = 0; way < 4; way++) {
+    double* out[3] = {resident_ms, streamed_ms, mapped_ms};
+    for (int way = 0; way < 3; way++) {
         if (way == 1) bases = dev_buf<g1_affine_t>();  // the streamed and mapped ways hold no device copy
         const g1_affine_t have = run(way).to_affine();
         ok = ok && have.x == want.x && have.y == want.y;

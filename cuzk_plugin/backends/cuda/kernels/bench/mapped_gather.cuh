@@ -17,12 +17,10 @@ void bench_mapped_gather(cz_context& ctx, int log_n, int permille, int repeat, d
                          uint64_t* selected, int* check_ok);
 
 // The G1 MSM of 2^log_n random points with Filecoin-like scalars (frac_bits of them 0 or 1, half
-// each; a 32 GiB PoRep partition's L, A and B: ~0.987), four ways, each event-timed `repeat`
-// times after a warm-up whose sum is checked against (sum k_i d_i) G: the points resident on the
-// device (msm_device), streamed from page-locked host memory in chunks of 2^24 (msm_streamed,
-// today's streamed path), and read by msm_device through the page-locked copy's mapped address
-// (no copy: only the points of non-zero scalars cross the link, those of large scalars once a
-// window), and by msm_mapped (the same, the large scalars' points gathered to the device once).
-// *check_ok: all four right.
+// each; a 32 GiB PoRep partition's L, A and B: ~0.987), three ways, each timed `repeat` times
+// after a warm-up whose sum is checked against (sum k_i d_i) G: the points resident on the device
+// (msm_device), streamed from page-locked host memory in chunks of 2^24 (msm_streamed, the
+// streamed path), and read by msm_device through the page-locked copy's mapped address (no copy:
+// only the points of non-zero scalars cross the link). *check_ok: all three right.
 void bench_msm_mapped(cz_context& ctx, int log_n, double frac_bits, int repeat, double* resident_ms,
-                      double* streamed_ms, double* mapped_ms, double* gathered_ms, int* check_ok);
+                      double* streamed_ms, double* mapped_ms, int* check_ok);
