@@ -102,6 +102,17 @@ struct host_witness {
     std::vector<uint64_t> a, b, c, inputs, aux;
 };
 
+// cz_guard around `fn` run on the context's device, holding its compute lock (a benchmark owns
+// the device while it times).
+template <class Fn>
+cz_status on_device(cz_context* ctx, Fn&& fn) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        fn();
+    });
+}
+
 }  // namespace
 
 extern "C" {
@@ -321,20 +332,14 @@ cz_status cz_bench_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64
 // *check_ok: whether the sum was right.
 cz_status cz_bench_point_adds(cz_context* ctx, int batch, int log_n, int log_adds, int repeat, double* times_ms,
                               int* check_ok) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
-        bench_point_adds(*ctx, batch, log_n, log_adds, repeat, times_ms, check_ok);
-    });
+    return on_device(ctx, [&] { bench_point_adds(*ctx, batch, log_n, log_adds, repeat, times_ms, check_ok); });
 }
 
 // Selected 96-byte records read through the mapped address of page-locked host memory against a
 // bulk copy of all of them (mapped_gather.cuh): event-timed milliseconds of each, `repeat` times.
 cz_status cz_bench_mapped_gather(cz_context* ctx, int log_n, int permille, int repeat, double* copy_ms,
                                  double* gather_ms, uint64_t* selected, int* check_ok) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         bench_mapped_gather(*ctx, log_n, permille, repeat, copy_ms, gather_ms, selected, check_ok);
     });
 }
@@ -343,11 +348,8 @@ cz_status cz_bench_mapped_gather(cz_context* ctx, int log_n, int permille, int r
 // by msm_device through the mapped address of their page-locked copy; milliseconds of each.
 cz_status cz_bench_msm_mapped(cz_context* ctx, int log_n, double frac_bits, int repeat, double* resident_ms,
                               double* streamed_ms, double* mapped_ms, int* check_ok) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
-        bench_msm_mapped(*ctx, log_n, frac_bits, repeat, resident_ms, streamed_ms, mapped_ms, check_ok);
-    });
+    return on_device(
+        ctx, [&] { bench_msm_mapped(*ctx, log_n, frac_bits, repeat, resident_ms, streamed_ms, mapped_ms, check_ok); });
 }
 
 // Host-only check of the batch-affine additions against mixed XYZZ ones (point_adds.cuh);
