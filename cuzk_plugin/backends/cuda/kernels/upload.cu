@@ -242,6 +242,14 @@ void own_abc(cz_context& ctx, partition_buffers& up, bool lean) {
     };
 }
 
+// Clears cz_context::upload_reserved on every way out of its scope: an upload's (the room held
+// back for it is allocated, or never will be) and a computing partition's (no choice of its
+// own needs the room it held back any more; only the partition computing holds any).
+struct reservation_cleared {
+    cz_context& ctx;
+    ~reservation_cleared() { ctx.upload_reserved.store(0); }
+};
+
 // Uploads a partition from host memory and proves it: the upload under upload_lock, the
 // device work under compute_lock. The upload lock is handed on only once this partition holds
 // the compute lock, so partition k+1 uploads while k computes, partitions compute in the
@@ -260,13 +268,10 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     std::unique_lock<std::mutex> upload_lock = lock_unless_cancelled(ctx.upload_lock, cancel);
     t.upload_wait_ms = ms_since(t0);
     auto tu = std::chrono::steady_clock::now();
-    try {
+    {
+        reservation_cleared cleared{ctx};
         upload_partition(ctx, host, up, cancel);  // a cancel here: the copies queued so far finish before `up` is freed
-    } catch (...) {
-        ctx.upload_reserved.store(0);
-        throw;
     }
-    ctx.upload_reserved.store(0);  // the room held back for this upload is allocated
     CZ_CHECK(cudaEventRecord(uploaded.e, ctx.upload_stream));
     wait_event(uploaded.e, cancel);  // upload_ms: until the data is on the device
     t.upload_ms = ms_since(tu);
@@ -296,37 +301,36 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
     t.queue_ms = ms_since(tq);
     CZ_CHECK(cudaStreamWaitEvent(ctx.stream, uploaded.e, 0));
     proof_sums sums;
-    try {
-        auto ta = std::chrono::steady_clock::now();
-        if (lean) twiddles_release(ctx);  // N entries a direction that the lean transforms do without
-        own_abc(ctx, up, lean);
-        t.abc_alloc_ms = ms_since(ta);
-        if (const cz_circuit* circuit = host.circuit) {
-            const size_t n = 1ull << up.part.log_n;
-            auto tr = std::chrono::steady_clock::now();
-            r1cs_evaluate(ctx.stream, *circuit, up.part.inputs, up.part.a, up.part.b, up.part.c, n,
-                          matrix_range{0, lean ? 2 : 3});
-            if (lean) {
-                const fr_t* z = up.part.inputs;
-                cudaStream_t s = ctx.stream;
-                up.part.evaluate_c = [circuit, z, s, n](fr_t* c) {
-                    r1cs_evaluate(s, *circuit, z, nullptr, nullptr, c, n, matrix_range{2, 1});
-                };
+    {
+        reservation_cleared cleared{ctx};
+        try {
+            auto ta = std::chrono::steady_clock::now();
+            if (lean) twiddles_release(ctx);  // N entries a direction that the lean transforms do without
+            own_abc(ctx, up, lean);
+            t.abc_alloc_ms = ms_since(ta);
+            if (const cz_circuit* circuit = host.circuit) {
+                const size_t n = 1ull << up.part.log_n;
+                auto tr = std::chrono::steady_clock::now();
+                r1cs_evaluate(ctx.stream, *circuit, up.part.inputs, up.part.a, up.part.b, up.part.c, n,
+                              matrix_range{0, lean ? 2 : 3});
+                if (lean) {
+                    const fr_t* z = up.part.inputs;
+                    cudaStream_t s = ctx.stream;
+                    up.part.evaluate_c = [circuit, z, s, n](fr_t* c) {
+                        r1cs_evaluate(s, *circuit, z, nullptr, nullptr, c, n, matrix_range{2, 1});
+                    };
+                }
+                wait_stream(ctx.stream, cancel);
+                t.r1cs_ms = ms_since(tr);
             }
-            wait_stream(ctx.stream, cancel);
-            t.r1cs_ms = ms_since(tr);
+            up.part.next_upload_bytes = next_upload_bytes(ctx, up, host.circuit != nullptr);
+            sums = prove_device(ctx, srs, up.part, &t, cancel);
+        } catch (...) {
+            // Let nothing still queued read `up` after it is freed; the first error is the one reported.
+            for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
+            throw;
         }
-        up.part.next_upload_bytes = next_upload_bytes(ctx, up, host.circuit != nullptr);
-        sums = prove_device(ctx, srs, up.part, &t, cancel);
-    } catch (...) {
-        // Let nothing still queued read `up` after it is freed; the first error is the one reported.
-        for (cudaStream_t s : ctx.compute_streams()) cudaStreamSynchronize(s);
-        ctx.upload_reserved.store(0);  // what this partition held back: no choice of its own needs it now
-        throw;
     }
-    // What this partition held back for an upload handed on early that has not allocated yet
-    // (only the partition computing holds room back: 0 where it did not).
-    ctx.upload_reserved.store(0);
     auto tf = std::chrono::steady_clock::now();
     free_after_compute(ctx, up);
     if (ctx.partitions_in_flight <= 1) {  // the next partition uploads into this one's room
