@@ -165,6 +165,8 @@ def test_a_plain_envelope_is_read_without_decoding_its_string_as_json(ni_c1):
     b'{"SectorNum": 7, "Phase1Out": "QUJD", "SectorSize": 2048, "Extra": 1}',
     b'{"SectorNum": -1, "Phase1Out": "QUJD", "SectorSize": 2048}',
     b'{"Inner": {"Phase1Out": "QUJD"}, "SectorNum": 7, "SectorSize": 2048}',
+    # more quotes than an envelope holds: not searched for the key
+    b'{"SectorNum": 7, "Phase1Out": "QUJD", "SectorSize": 2048, "Extra": [' + b",".join([b'"x"'] * 40) + b"]}",
 ])
 def test_an_envelope_that_is_not_plain_is_left_to_the_json_reader(body):
     assert plain_envelope(body) is None

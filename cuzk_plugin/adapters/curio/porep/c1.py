@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
 from cuzk_plugin.adapters.curio import json_pieces
@@ -272,6 +273,19 @@ def _b64decode_in_pieces(text: str | bytes, start: int = 0, stop: int | None = N
 
 
 _PHASE1OUT_KEY = b'"Phase1Out"'
+#: Curio's envelope holds three keys and two numbers: a document with more quotes is not one.
+_ENVELOPE_QUOTES_MOST = 64
+
+
+def _phase1out_key_at(raw: bytes) -> int | None:
+    """Where the envelope's one ``"Phase1Out"`` key starts; None where it is not there once.
+    The key starts with a quote, and numpy finds the quotes without holding the GIL (``bytes.count``
+    of the key held it 72 ms over a hostile 100 MB body, while other clients' calls waited)."""
+    quotes = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == ord('"'))
+    if quotes.size > _ENVELOPE_QUOTES_MOST:
+        return None
+    keys = [int(q) for q in quotes if raw.startswith(_PHASE1OUT_KEY, q)]
+    return keys[0] if len(keys) == 1 else None
 
 
 def plain_envelope(raw: bytes) -> tuple[C1Envelope, bytes] | None:
@@ -281,9 +295,9 @@ def plain_envelope(raw: bytes) -> tuple[C1Envelope, bytes] | None:
     decoded and validated as :func:`envelope_from_json` would, and the string base64-decoded
     from the bytes themselves. None wherever that does not hold or anything fails: the caller
     then reads it as JSON, which names what is wrong."""
-    if raw.find(b"\\") >= 0 or raw.count(_PHASE1OUT_KEY) != 1:
+    if raw.find(b"\\") >= 0 or (key_at := _phase1out_key_at(raw)) is None:
         return None
-    key_end = raw.find(_PHASE1OUT_KEY) + len(_PHASE1OUT_KEY)
+    key_end = key_at + len(_PHASE1OUT_KEY)
     after = raw[key_end:key_end + 64]
     lead = len(after) - len(after.lstrip(b" \t\r\n"))
     if after[lead:lead + 1] != b":":
