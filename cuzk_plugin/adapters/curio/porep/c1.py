@@ -279,8 +279,9 @@ _ENVELOPE_QUOTES_MOST = 64
 
 def _phase1out_key_at(raw: bytes) -> int | None:
     """Where the envelope's one ``"Phase1Out"`` key starts; None where it is not there once.
-    The key starts with a quote, and numpy finds the quotes without holding the GIL (``bytes.count``
-    of the key held it 72 ms over a hostile 100 MB body, while other clients' calls waited)."""
+    The key starts with a quote, and numpy finds the quotes without holding the GIL, so a hostile
+    100 MB body does not stall other clients' calls while it is searched (a search of the whole
+    body for the key would hold it ~70 ms: bench/synthesis/plan-side-by-side-2026-12-06.md)."""
     quotes = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == ord('"'))
     if quotes.size > _ENVELOPE_QUOTES_MOST:
         return None
