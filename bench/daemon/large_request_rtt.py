@@ -5,8 +5,9 @@ client process of its own over TCP on this host:
 
 - ``bare``: a bare grpc.aio echo server, the bytes passed through (gRPC's own cost);
 - ``daemon``: the daemon (cpu backend), the request serialized before the clock starts;
-- ``bench client``: the daemon, the request built and serialized as ``cuzk-bench`` does
-  (``pb.ProveRequest(submit=req)`` inside the timed call).
+- ``serialized``: the daemon, the request serialized inside the timed call (``cuzk-bench`` now);
+- ``wrapped``: the same, and ``pb.ProveRequest(submit=req)`` built inside it too, which copies
+  the body (``cuzk-bench`` before the seventh session of 2026-12-06).
 
 Run from the repository root:
 
@@ -44,8 +45,9 @@ elif way == "daemon":
     raw = pb.ProveRequest(submit=req).SerializeToString()
     call, make = channel.unary_unary("/cuzk.v1.ProvingEngine/Prove"), lambda: raw
 else:
-    stub = channel.unary_unary("/cuzk.v1.ProvingEngine/Prove", request_serializer=pb.ProveRequest.SerializeToString)
-    call, make = stub, lambda: pb.ProveRequest(submit=req)
+    call = channel.unary_unary("/cuzk.v1.ProvingEngine/Prove", request_serializer=pb.ProveRequest.SerializeToString)
+    prove = pb.ProveRequest(submit=req)
+    make = (lambda: prove) if way == "serialized" else (lambda: pb.ProveRequest(submit=req))
 times = []
 for _ in range(runs + 1):  # the first is a warm-up
     t0 = time.perf_counter()
@@ -87,8 +89,8 @@ async def main() -> None:
         await engine.start()
         server = await start_server(engine, ["127.0.0.1:0"], "")
         try:
-            await _client(server.addresses[0], "daemon", mb, runs)
-            await _client(server.addresses[0], "bench client", mb, runs)
+            for way in ("daemon", "serialized", "wrapped"):
+                await _client(server.addresses[0], way, mb, runs)
         finally:
             await server.stop(0.5)
             await engine.stop()
