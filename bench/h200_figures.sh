@@ -15,7 +15,7 @@
 set -u
 O=/tmp/figures; rm -rf "$O"; mkdir -p "$O"
 NEW=$PWD/cuzk_plugin/backends/cuda/build OLD=$PWD/.device-carry/old
-git rev-parse HEAD >"$O/commit.txt" 2>/dev/null
+echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$O/commit.txt"  # COMMIT: the caller's HEAD (the device's git may lag its tree)
 OUT=$O/e2e PHASE=prep CIRCUITS=porep-32g WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K=small_device CUDA_LIB=$NEW/libcuzk_cuda.so \
     timeout 150 bash bench/e2e/porep32g_h200.sh >"$O/prep.log" 2>&1
 echo "prep rc=$?"

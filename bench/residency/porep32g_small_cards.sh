@@ -11,7 +11,7 @@
 # Run with carry [".whl", "cuzk_plugin/backends/cuda/build"]: bash bench/residency/porep32g_small_cards.sh
 set -u
 FINAL=${OUT:-/tmp/out}; O=/tmp/small-cards; rm -rf "$O"; mkdir -p "$O" "$FINAL"
-git rev-parse HEAD >"$O/commit.txt" 2>/dev/null
+echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$O/commit.txt"  # COMMIT: the caller's HEAD (the device's git may lag its tree)
 export CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
 timeout "${DEADLINE_S:-560}" bash -c '
     OUT=$0 PHASE=prep CIRCUITS=porep-32g WITNESS_BENCH=0 CHECK_TIMEOUT=1 TEST_K="${TEST_K-small_device}" \
