@@ -1,49 +1,22 @@
-"""How long the plan of a hostile body holds the GIL: a thread that sleeps 1 ms at a time records
-its longest wait while ``porep_partitions`` refuses a flat JSON object of MB megabytes (what
-``tests/daemon/test_large_body.py`` sends four at a time while it times GetStatus).
-Run from the repository root:
+"""How long the plan of a hostile body holds the GIL: the longest wait of a 1 ms sleeper thread
+(bench/daemon/body_parse.py's GilGaps) while ``porep_partitions`` refuses a flat JSON object of
+MB megabytes (what ``tests/daemon/test_large_body.py`` sends four at a time while it times
+GetStatus). Run from the repository root:
 
     python bench/synthesis/envelope_gil_probe.py [MB] [RUNS]
 
-Prints each run's seconds, the probe's longest wait and the waits over 20 ms.
+Prints each run's seconds and the sleeper's longest wait.
 """
 
 import sys
-import threading
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
+from body_parse import GilGaps
+
+from cuzk_plugin.adapters.curio.porep.c1 import C1Error
 from cuzk_plugin.adapters.curio.porep.job import porep_partitions
-
-
-def probe_once(body: bytes) -> tuple[float, float, list[float]]:
-    gaps: list[tuple[float, float]] = []
-    stop = threading.Event()
-
-    def probe() -> None:
-        last = time.perf_counter()
-        while not stop.is_set():
-            time.sleep(0.001)
-            now = time.perf_counter()
-            gaps.append((now - last, now))
-            last = now
-
-    thread = threading.Thread(target=probe)
-    thread.start()
-    time.sleep(0.05)
-    t0 = time.perf_counter()
-    try:
-        porep_partitions(body)
-    except Exception as exc:  # the refusal is what is timed
-        refusal = f"{type(exc).__name__}: {str(exc)[:100]}"
-    else:
-        refusal = "accepted"
-    t1 = time.perf_counter()
-    time.sleep(0.05)
-    stop.set()
-    thread.join()
-    inside = [g for g, at in gaps if t0 <= at <= t1 + 0.01]
-    print(refusal)
-    return t1 - t0, max(inside, default=0.0), [g for g in inside if g > 0.02]
 
 
 def main() -> None:
@@ -52,9 +25,16 @@ def main() -> None:
     members = (mb << 20) // 2
     body = b'{"SectorNum": [' + b"1," * (members - 1) + b"1]}"
     for _ in range(runs):
-        seconds, worst, long_waits = probe_once(body)
-        print(f"{mb} MB flat object: {seconds:.3f} s, longest wait {worst * 1e3:.0f} ms, "
-              f"waits over 20 ms: {[round(g * 1e3) for g in long_waits]}")
+        with GilGaps() as gaps:
+            t0 = time.perf_counter()
+            try:
+                porep_partitions(body)
+            except C1Error as exc:  # the refusal is what is timed
+                refusal = str(exc)[:100]
+            else:
+                raise SystemExit("the flat body was accepted")
+            seconds = time.perf_counter() - t0
+        print(f"{mb} MB flat object: {seconds:.3f} s, longest wait {gaps.worst * 1e3:.0f} ms ({refusal})")
 
 
 if __name__ == "__main__":
