@@ -124,9 +124,7 @@ extern "C" {
 // {0, 1} (a Filecoin witness's mix), the rest random below r.
 cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t seed, int window_bits, int profile,
                        double frac_bits, double* times_ms, int* check_ok) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         msm_options opt;
         opt.window_bits = window_bits;
         opt.profile = profile != 0;
@@ -147,9 +145,7 @@ cz_status cz_bench_msm(cz_context* ctx, int g2, int log_n, int repeat, uint64_t 
 cz_status cz_bench_msm_streamed(cz_context* ctx, int g2, const uint64_t* bases, const uint64_t* scalars, size_t n,
                                 uint64_t chunk, int window_bits, int cancel, uint64_t* out, uint64_t* peak_bytes,
                                 uint64_t* bound_bytes) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         cz_cancel_flag flag{cancel == 2};
         msm_options opt;
         opt.window_bits = window_bits;
@@ -166,9 +162,7 @@ cz_status cz_bench_msm_streamed(cz_context* ctx, int g2, const uint64_t* bases, 
 // natural-order wrappers.
 cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int coset, double* times_ms,
                        int* check_ok) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         cudaStream_t s = ctx->stream;
         size_t n = 1ull << log_n;
         dev_buf<fr_t> x(n, s), y(n, s);
@@ -206,9 +200,7 @@ cz_status cz_bench_ntt(cz_context* ctx, int log_n, int repeat, int inverse, int 
 cz_status cz_bench_prove(cz_context* ctx, int log_n, int repeat, double frac_bits, int n_inputs,
                          const uint64_t* secrets, uint32_t resident_mask, uint64_t stream_chunk, double* times_ms,
                          double* stages_ms, uint64_t* sums_out, uint64_t* inputs_out, uint64_t* w_one_out) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         CZ_REQUIRE(n_inputs >= 1, "the benchmark needs at least the ONE input");
         bench_secrets k{fr_from_canonical(secrets), fr_from_canonical(secrets + 4), fr_from_canonical(secrets + 8),
                         fr_from_canonical(secrets + 12), fr_from_canonical(secrets + 16)};
@@ -301,9 +293,7 @@ cz_status cz_bench_pipeline(cz_context* ctx, int log_n, int parts, double frac_b
 // row: a, b, c) for the caller to check.
 cz_status cz_bench_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, int repeat,
                         double* times_ms, const uint64_t* rows, size_t n_rows, uint64_t* rows_out) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
         cudaStream_t s = ctx->stream;
         const size_t m = circuit->m;
