@@ -44,11 +44,11 @@ void require_kernel_image(int device) {
     CZ_CHECK(err);
 }
 
+// An MSM of host bases and scalars on the context's device (the caller holds its compute lock:
+// on_device).
 template <class F>
 void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
               int window_bits) {
-    std::lock_guard<std::mutex> lock(ctx->compute_lock);
-    CZ_CHECK(cudaSetDevice(ctx->device));
     cudaStream_t s = ctx->stream;
     dev_buf<affine_t<F>> d_bases(n, s);
     dev_buf<fr_t> d_scalars(n, s);
@@ -62,12 +62,10 @@ void msm_host(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, s
     write_affine<F>(msm_device<F>(*ctx, s, d_bases.get(), d_scalars.get(), n, opt), out);
 }
 
-// A z, B z, C z on the device (z: n_z = inputs + aux values, canonical) under the compute lock,
-// then use(stream, a, b, c, m) on the device results before they are freed.
+// A z, B z, C z on the device (z: n_z = inputs + aux values, canonical; the caller holds the
+// compute lock: on_device), then use(stream, a, b, c, m) on the device results before they are freed.
 template <class Use>
 void with_r1cs_evaluated(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, Use use) {
-    std::lock_guard<std::mutex> lock(ctx->compute_lock);
-    CZ_CHECK(cudaSetDevice(ctx->device));
     CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
     CZ_REQUIRE(n_z == circuit->num_inputs + circuit->num_aux, "z must hold the circuit's inputs and aux values");
     cudaStream_t s = ctx->stream;
@@ -172,9 +170,7 @@ cz_status cz_context_destroy(cz_context* ctx) {
 
 // In place on host data: (2^log_n, 4) uint64 canonical Fr.
 cz_status cz_ntt(cz_context* ctx, uint64_t* data, int log_n, int inverse, int coset) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         CZ_REQUIRE(log_n >= 0 && log_n <= 32, "NTT size must be 2^0 .. 2^32");
         size_t n = 1ull << log_n;
         dev_buf<fr_t> d(n, ctx->stream);
@@ -188,9 +184,7 @@ cz_status cz_ntt(cz_context* ctx, uint64_t* data, int log_n, int inverse, int co
 // a, b, c: m rows each; h_out: N - 1 rows (N = next power of two >= m).
 cz_status cz_quotient_h(cz_context* ctx, const uint64_t* a, const uint64_t* b, const uint64_t* c, size_t m,
                         uint64_t* h_out) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         CZ_REQUIRE(m >= 1, "quotient_h needs at least one constraint");
         const int log_n = log2_ceil(m);
         const size_t n = 1ull << log_n;
@@ -211,21 +205,19 @@ cz_status cz_quotient_h(cz_context* ctx, const uint64_t* a, const uint64_t* b, c
 // bases (n, 2, 6) canonical affine; scalars (n, 4) canonical < r; out (2, 6).
 cz_status cz_msm_g1(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
                     int window_bits) {
-    return cz_guard([&] { msm_host<fq_t>(ctx, bases, scalars, n, out, window_bits); });
+    return on_device(ctx, [&] { msm_host<fq_t>(ctx, bases, scalars, n, out, window_bits); });
 }
 
 // bases (n, 2, 2, 6); out (2, 2, 6).
 cz_status cz_msm_g2(cz_context* ctx, const uint64_t* bases, const uint64_t* scalars, size_t n, uint64_t* out,
                     int window_bits) {
-    return cz_guard([&] { msm_host<fq2_t>(ctx, bases, scalars, n, out, window_bits); });
+    return on_device(ctx, [&] { msm_host<fq2_t>(ctx, bases, scalars, n, out, window_bits); });
 }
 
 cz_status cz_srs_load(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
                       const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1, const uint8_t* b_g2,
                       size_t n_b_g2, cz_srs** out, uint64_t* nbytes) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         auto srs = srs_load(*ctx, h, n_h, l, n_l, a, n_a, b_g1, n_b_g1, b_g2, n_b_g2);
         *nbytes = srs->nbytes;
         *out = srs.release();
@@ -261,9 +253,7 @@ cz_status cz_context_set_partitions_in_flight(cz_context* ctx, uint32_t count) {
 cz_status cz_host_srs_from_raw(cz_context* ctx, const uint8_t* h, size_t n_h, const uint8_t* l, size_t n_l,
                                const uint8_t* a, size_t n_a, const uint8_t* b_g1, size_t n_b_g1, const uint8_t* b_g2,
                                size_t n_b_g2, cz_host_srs** out, uint64_t* nbytes) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         const uint8_t* raw[kSrsVectors] = {h, l, a, b_g1, b_g2};
         const size_t n[kSrsVectors] = {n_h, n_l, n_a, n_b_g1, n_b_g2};
         auto host = host_srs_from_raw(*ctx, raw, n);
@@ -301,9 +291,7 @@ cz_status cz_host_srs_free(cz_host_srs* host) {
 // chunks of stream_chunk points; `host` must outlive the key. nbytes: its device bytes.
 cz_status cz_srs_attach(cz_context* ctx, const cz_host_srs* host, uint32_t resident_mask, uint64_t stream_chunk,
                         cz_srs** out, uint64_t* nbytes) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         auto srs = srs_attach(*ctx, *host, resident_mask, (size_t)stream_chunk);
         *nbytes = srs->nbytes;
         *out = srs.release();
@@ -348,9 +336,7 @@ cz_status cz_circuit_load(cz_context* ctx, size_t m, size_t num_inputs, size_t n
                           const uint32_t* c_coeff, size_t c_nnz, const uint8_t* a_aux_density,
                           const uint8_t* b_input_density, const uint8_t* b_aux_density, int streamed,
                           size_t chunk_rows, cz_circuit** out, uint64_t* nbytes, uint64_t* host_bytes) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         const csr_host mats[3] = {{a_row_ptr, a_cols, a_coeff, a_nnz}, {b_row_ptr, b_cols, b_coeff, b_nnz},
                                   {c_row_ptr, c_cols, c_coeff, c_nnz}};
         auto circuit = circuit_load(*ctx, m, num_inputs, num_aux, coeffs, n_coeffs, mats, a_aux_density,
@@ -368,7 +354,7 @@ cz_status cz_circuit_free(cz_circuit* circuit) {
 // a, b, c (m rows each, canonical) = A z, B z, C z.
 cz_status cz_evaluate_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, uint64_t* a,
                            uint64_t* b, uint64_t* c) {
-    return cz_guard([&] {
+    return on_device(ctx, [&] {
         with_r1cs_evaluated(ctx, circuit, z, n_z, [&](cudaStream_t s, const fr_t* da, const fr_t* db, const fr_t* dc,
                                                       size_t m) {
             uint64_t* dst[3] = {a, b, c};
@@ -384,7 +370,7 @@ cz_status cz_evaluate_r1cs(cz_context* ctx, const cz_circuit* circuit, const uin
 // a, b, c never leave the device.
 cz_status cz_check_r1cs(cz_context* ctx, const cz_circuit* circuit, const uint64_t* z, size_t n_z, uint64_t* count,
                         uint64_t* first) {
-    return cz_guard([&] {
+    return on_device(ctx, [&] {
         with_r1cs_evaluated(ctx, circuit, z, n_z, [&](cudaStream_t s, const fr_t* da, const fr_t* db, const fr_t* dc,
                                                       size_t m) {
             const r1cs_violations v = r1cs_check(s, da, db, dc, m);
@@ -453,9 +439,7 @@ cz_status cz_prove_wait(cz_pending* pending) {
 cz_status cz_srs_generate(cz_context* ctx, const cz_circuit* circuit, const uint64_t* secrets, int to_host,
                           uint64_t stream_chunk, cz_srs** out, uint64_t* nbytes, uint64_t* input_sums,
                           double* timings_ms, uint64_t* memory_bytes) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
+    return on_device(ctx, [&] {
         CZ_REQUIRE(circuit->device == ctx->device, "the circuit is resident on another device");
         keygen_report report;
         auto srs = srs_generate(*ctx, *circuit, secrets_from_canonical(secrets), input_sums, &report, to_host != 0,

@@ -61,6 +61,17 @@ struct cz_context {
     }
 };
 
+// cz_guard around `fn` run on the context's device, holding its compute lock: the opening of
+// every entry point that computes (cz_context::compute_lock).
+template <class Fn>
+cz_status on_device(cz_context* ctx, Fn&& fn) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->compute_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        fn();
+    });
+}
+
 // The device's pool keeps freed blocks for the next proof (release threshold: everything).
 // Where an allocation finds the device full, those idle blocks go back to the driver (once
 // every stream's frees have completed) and the allocation is tried once more, so that memory

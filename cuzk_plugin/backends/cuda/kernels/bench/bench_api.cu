@@ -102,17 +102,6 @@ struct host_witness {
     std::vector<uint64_t> a, b, c, inputs, aux;
 };
 
-// cz_guard around `fn` run on the context's device, holding its compute lock (a benchmark owns
-// the device while it times).
-template <class Fn>
-cz_status on_device(cz_context* ctx, Fn&& fn) {
-    return cz_guard([&] {
-        std::lock_guard<std::mutex> lock(ctx->compute_lock);
-        CZ_CHECK(cudaSetDevice(ctx->device));
-        fn();
-    });
-}
-
 }  // namespace
 
 extern "C" {
