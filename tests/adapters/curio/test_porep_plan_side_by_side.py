@@ -151,7 +151,7 @@ def test_the_provider_starts_planning_processes_where_it_proves_a_large_sector(t
 def test_a_plain_envelope_is_read_without_decoding_its_string_as_json(ni_c1):
     env, raw = plain_envelope(_envelope(ni_c1))
     assert raw == ni_c1 and (env.SectorNum, env.SectorSize) == (7, 2048)
-    assert parse_envelope(_envelope(ni_c1))[0] == env
+    assert parse_envelope(_envelope(ni_c1))[0].header() == env
     spaced = b'{ "SectorNum" : 7 ,\n "Phase1Out"\t:  "' + base64.b64encode(ni_c1) + b'" , "SectorSize": 2048 }'
     assert plain_envelope(spaced) == (env, ni_c1)
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from cuzk_plugin.adapters.curio import json_pieces
 from cuzk_plugin.adapters.curio.porep.c1 import (
     C1Envelope,
+    C1EnvelopeHeader,
     C1Error,
     C1Output,
     c1_from_json,
@@ -229,8 +230,7 @@ def porep_partitions(raw: bytes | memoryview | str, *, pool: Executor | None = N
             if job is not None:
                 return job
         if plain is not None:
-            env, c1 = plain[0], c1_in_envelope(*plain)
-            sector_id, prefix = env.SectorNum, "$.Phase1Out"
+            c1, sector_id, prefix = c1_in_envelope(*plain), plain[0].SectorNum, "$.Phase1Out"
         else:
             top = decode_json(text)
             if _is_envelope(top):
@@ -284,7 +284,7 @@ def _partition_text(path: json_pieces.JsonPath) -> bool:
     return len(path) == 3 and path[0] == "vanilla_proofs" and isinstance(path[2], int)
 
 
-def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | None, pool: Executor,
+def _checked_side_by_side(text: bytes | str, plain: tuple[C1EnvelopeHeader, bytes] | None, pool: Executor,
                           started: float | None = None) -> PorepJob | None:
     """The job, each partition decoded and checked in a process of ``pool``; None where anything
     is not as a well-formed C1's (the caller then checks it in order, naming the problem).
@@ -301,8 +301,8 @@ def _checked_side_by_side(text: bytes | str, plain: tuple[C1Envelope, bytes] | N
         else:
             top = decode_json(text, keep_raw=_partition_text)
             if _is_envelope(top):
-                env = C1Envelope.model_validate(top)
-                top = decode_json(env.c1_bytes(), keep_raw=_partition_text)
+                whole = C1Envelope.model_validate(top)
+                env, top = whole.header(), decode_json(whole.c1_bytes(), keep_raw=_partition_text)
         if env is not None:
             sector_id, prefix = env.SectorNum, "$.Phase1Out"
         proofs = top.get("vanilla_proofs") if isinstance(top, dict) else None
