@@ -12,6 +12,9 @@
 # tests to run beside them (default: none). Each part's timing summary is printed; everything is
 # tarred into $OUT/kinds-at-limits.tgz, also when DEADLINE_S (default 560) cuts it short.
 # Run with carry [".whl", "cuzk_plugin/backends/cuda/build"]: bash bench/residency/kinds_at_limits.sh
+# An A/B of two libraries: a part named KIND-LIMIT@old runs on OLD_LIB's library (default
+# .device-carry/old, carried too: the baseline's libcuzk_cuda.so built from its own worktree,
+# `python -m cuzk_plugin.backends.cuda.build --arch 90 --out .device-carry/old`); same Python.
 set -u
 FINAL=${OUT:-/tmp/out}; O=/tmp/kinds-at-limits; rm -rf "$O"; mkdir -p "$O" "$FINAL"
 echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" >"$O/commit.txt"  # COMMIT: the caller's HEAD (the device's git may lag its tree)
@@ -19,8 +22,10 @@ nvidia-smi --query-gpu=name,pci.bus_id,pcie.link.gen.max,pcie.link.gen.current,p
     --format=csv >"$O/link.txt" 2>&1; cat "$O/link.txt"
 export CUDA_LIB=$PWD/cuzk_plugin/backends/cuda/build/libcuzk_cuda.so
 timeout "${DEADLINE_S:-560}" bash -c '
-    part() {  # KIND-LIMIT
-        local name=$1 kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0 batch=0
+    part() {  # KIND-LIMIT or KIND-LIMIT@old
+        local name=$1 lib=$CUDA_LIB
+        [ "${1#*@}" = old ] && lib=${OLD_LIB:-$PWD/.device-carry/old}/libcuzk_cuda.so && set -- "${1%@*}"
+        local kind=${1%-*} limit=${1##*-} runs=${RUNS:-2} porep=0 snap=0 batch=0
         [ "$limit" = none ] && limit= && [ "$kind" = porep ] && batch=${NONE_BATCH:-0}  # the whole device
         if [ -n "$limit" ] && [ $((limit * 1024)) -ge "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)" ]; then
             echo "## $name: skipped (the card has no more than $limit GiB: a none part measures it)"; return
@@ -32,7 +37,7 @@ timeout "${DEADLINE_S:-560}" bash -c '
             echo "testkey rc=$? at $(date -u +%T)"
         fi
         mkdir -p "$0/$name"
-        OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=$batch WIN_RUNS=0 LIMIT_GIB=$limit \
+        CUDA_LIB=$lib OUT="$0/$name" PHASE=e2e HOLD_AT=preload BUDGET=200GiB BATCH_COUNT=$batch WIN_RUNS=0 LIMIT_GIB=$limit \
             SINGLE_RUNS=$porep SNAP_RUNS=$snap timeout $((240 + 20 * batch)) bash bench/e2e/porep32g_h200.sh >"$0/$name/run.log" 2>&1
         echo "## $name: rc=$? at $(date -u +%T)"
         # Bracketed patterns: this bash -c script holds its own pkill lines, and a plain pattern
