@@ -75,7 +75,6 @@ def summary(folder: Path) -> str:
         out.append(f"{job}: {len(parts)} partitions; witness processes by partition {shares}; device medians ms: {stages}; "
                    f"pinned blocks {_ones(parts, 'host_pinned')}; "
                    f"next upload handed on beside the H MSM {_ones(parts, 'device_upload_handed_on_ms', 2)}, "
-                   f"beside the G1 MSMs after the H MSM {_ones(parts, 'device_upload_handed_on_ms', 3)}, "
                    f"after the G1 MSMs {_ones(parts, 'device_upload_handed_on_ms', 1)}; "
                    f"MSMs in turn {_ones(parts, 'device_msm_in_turn_ms')}, pairs {_pairs(parts)}")
     for f in sorted([*folder.glob("single-*.json"), *folder.glob("snap-*.json")]):

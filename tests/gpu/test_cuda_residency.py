@@ -260,49 +260,6 @@ def test_next_upload_goes_beside_the_h_msm_where_it_fits(cuda, keyed):
         host.release()
 
 
-def test_next_upload_goes_beside_the_last_msms_where_l_paired_but_it_did_not_fit(cuda, keyed):
-    """One partition in flight, witness partitions (their upload is their assignment alone), a
-    limit with room for the H and L MSMs together but not for the next upload beside them (a
-    window as wide as the upload, found by bisecting on where the upload went): the upload lock
-    is handed on as soon as A's and B's scalars are selected (3), into the assignment's room,
-    and four partitions started together prove the sums of a roomy device."""
-    key, _, _ = keyed
-    r1cs, inputs, aux = filecoin_like(1 << 10, seed=17).finish()
-    circuit = cuda.load_circuit(precompile_r1cs(r1cs, "upload-beside-test"))
-    host = cuda.host_key(key)
-    srs = cuda.load_srs(host, resident=("a",), stream_chunk=300)
-    try:
-        part = WitnessPartition(circuit, inputs, aux)
-        want, _ = sums_of(cuda, srs, part)
-        cuda.set_partitions_in_flight(1)
-        lo, hi = 1, _pairing_limit(cuda, srs, part, want) + (1 << 20)  # handed on at 1 and at 2
-        found, seen = None, {}
-        while found is None and hi - lo > 64:
-            mid = (lo + hi) // 2
-            cuda.set_memory_limit(mid)
-            got, times = sums_of(cuda, srs, part)
-            assert_same_sums(got, want)
-            seen[mid] = handed_on = int(times["upload_handed_on"])
-            if handed_on == 3:
-                found = mid
-            elif handed_on == 2:
-                hi = mid
-            else:
-                lo = mid
-        assert found is not None, f"no limit handed the upload on after the H MSM: {seen}"
-        pending = [cuda.prove_start(srs, part) for _ in range(4)]
-        for p in pending:
-            assert_same_sums(cuda.prove_finish(p), want)
-            assert p.timings_ms["msm_in_turn"] == 1 and p.timings_ms["msm_paired"] >= 1, p.timings_ms
-            assert p.timings_ms["upload_handed_on"] == 3, (found, p.timings_ms)
-    finally:
-        cuda.set_memory_limit(0)
-        cuda.set_partitions_in_flight(2)
-        srs.release()
-        host.release()
-        circuit.release()
-
-
 def test_a_bad_point_is_named_when_the_host_copy_is_made(cuda, keyed):
     key, _, _ = keyed
     b_g1 = np.array(key.b_g1)

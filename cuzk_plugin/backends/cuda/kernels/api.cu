@@ -405,8 +405,7 @@ cz_status cz_prove_start_witness(cz_context* ctx, const cz_srs* srs, const cz_ci
 // MSMs ran one after another for want of device memory), msm_paired (pairs of them that still
 // shared the device), h_lean (1: H made in two buffers, C evaluated within h), upload_handed_on
 // (one partition in flight: 1, the next one uploaded into this one's room after its G1 MSMs;
-// 2, into room of its own beside its H MSM; 3, into this one's room beside its G1 MSMs after
-// the H MSM, L having run beside that), abc_alloc, release, upload_wait (waiting for the
+// 2, into room of its own beside its H MSM), abc_alloc, release, upload_wait (waiting for the
 // upload lock), h_msm (the part of g1 msm until the H MSM ended). Frees the pending proof.
 cz_status cz_prove_finish(cz_pending* pending, uint64_t* out, double* timings_ms) {
     return cz_guard([&] {

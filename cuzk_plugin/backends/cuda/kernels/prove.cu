@@ -242,18 +242,7 @@ proof_sums prove_device(cz_context& ctx, const cz_srs& srs, partition_device& pa
         if (timings) timings->h_msm_ms = ms_since(th) - timings->h_ms;
         part.release(1);
         if (!selected) select_scalars();  // in the room H leaves
-        if (handed_on_early) {
-            assignment_read();  // L ran beside the H MSM: the G2 choice below sees the room
-        } else if (pairs > 0 && part.assignment_done && part.upload_bytes <= part.assignment_bytes) {
-            // L ran beside the H MSM and A's and B's scalars are selected: nothing reads the
-            // assignment any more. The next upload (a witness partition's: no a, b, c) fits its
-            // room and takes it now, beside the MSMs left, instead of after them with the device
-            // idle. Its bytes are held back from what the choices below see as free until it
-            // has them, so they see what they saw before.
-            ctx.upload_reserved.store(part.upload_bytes);
-            assignment_read();
-            if (timings) timings->upload_handed_on = 3;
-        }
+        if (handed_on_early) assignment_read();  // L ran beside the H MSM: the G2 choice below sees the room
         if (side_by_side) {
             out.b_g1 = b1.get();
             out.l = l.get();

@@ -67,12 +67,11 @@ struct partition_device {
     std::function<void(fr_t*)> evaluate_c;
     // Set where the next partition uploads into this one's room (one partition in flight,
     // upload.cu): called once nothing reads the assignment and densities any more (L's MSM
-    // done, A's and B's scalars selected). Where L ran beside the H MSM that is as soon as the
-    // scalars are selected (the room held back until the upload has it, upload_reserved), so
-    // that the next copy overlaps the MSMs left; else after the G1 MSMs where B in G2 still runs
-    // or is still to run with a room that does not depend on what is free (streamed, or
-    // started beside the others), so that it overlaps B in G2. It frees them and lets the
-    // next partition's upload take their room where it has none yet.
+    // done, A's and B's scalars selected): after the G1 MSMs where B in G2 still runs or is
+    // still to run with a room that does not depend on what is free (streamed, or started
+    // beside the others), so that the next copy overlaps B in G2 instead of leaving the device
+    // idle; or, the upload handed on earlier (hand_on_upload), as soon as they are selected. It
+    // frees them and lets the next partition's upload take their room where it has none yet.
     std::function<void()> assignment_done;
     // Set with assignment_done: lets the next partition upload at once into room of its own
     // beside this one's H MSM (compute-bound, while L's copies leave the link room), where its
@@ -81,8 +80,6 @@ struct partition_device {
     // as free (cz_context::upload_reserved) until that upload has allocated them.
     std::function<void(size_t)> hand_on_upload;
     size_t upload_bytes = 0;
-    // The device bytes assignment_done frees (the assignment and densities).
-    size_t assignment_bytes = 0;
     // Device bytes kept free for the next partition's upload, which may land while this one
     // computes (two partitions in flight, upload.cu); 0 where none can.
     size_t next_upload_bytes = 0;

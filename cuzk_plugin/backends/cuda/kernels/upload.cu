@@ -284,7 +284,6 @@ proof_sums prove_host(cz_context& ctx, const cz_srs& srs, const partition_host& 
         upload_lock.unlock();
     } else {  // the next partition uploads into this one's room once its assignment is read
         up.part.upload_bytes = upload_bytes(up, host.circuit != nullptr);
-        up.part.assignment_bytes = upload_bytes(up, true);  // without a, b, c: what assignment_done frees
         up.part.hand_on_upload = [&ctx, &upload_lock](size_t bytes) {
             ctx.upload_reserved.store(bytes);
             upload_lock.unlock();
