@@ -65,6 +65,8 @@ def test_a_smaller_card_streams_only_what_does_not_fit(gb):
     room = plan.available_bytes - CONTEXT_BYTES - plan.circuit_bytes - plan.working_bytes - plan.resident_bytes
     assert all(sizes[v] > room for v in plan.streamed)
     assert "streamed" in plan.describe() and "GB a partition" in plan.describe()
+    # the floor the log states: the key's streamed bytes over the link the model assumes
+    assert f"copies, {plan.streamed_bytes / 54e9:.1f} s at 54 GB/s" in plan.describe()
 
 
 def test_the_circuit_goes_to_the_host_before_the_card_is_refused():

@@ -276,8 +276,12 @@ class ResidencyPlan:
                    f"circuit streamed by rows ({self.circuit_bytes / gb:.1f} GB on the device)" if self.circuit_streamed
                    else f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
         turns = ("; MSMs in turn" if self.msm_in_turn else "") + ("; H in two buffers" if self.h_lean else "")
-        cost = (f"; streaming at most ~{self.stream_seconds:.1f} s a partition (estimate)" if self.stream_seconds
-                else "")
+        # Two bounds, both for the link the model was measured on (LINK_BYTES_PER_S): a partition
+        # is never shorter than its key's copies (PCIe 4.0 x16 moves about half as much), and the
+        # model's streaming cost is an upper bound (chunk_seconds).
+        cost = (f"; a partition at least the key's copies, {self.streamed_bytes / LINK_BYTES_PER_S:.1f} s at "
+                f"{LINK_BYTES_PER_S / 1e9:.0f} GB/s (PCIe 5.0 x16; twice that on 4.0), at most "
+                f"~{self.stream_seconds:.1f} s more than resident (estimate)" if self.stream_seconds else "")
         return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; {self.in_flight} partition(s) in flight{turns}; "
                 f"working set {self.working_bytes / gb:.1f} GB{cost}; {self.available_bytes / gb:.1f} GB usable")
 
