@@ -294,8 +294,9 @@ def plain_envelope(raw: bytes) -> tuple[C1EnvelopeHeader, bytes] | None:
     JSON (~0.3 s of one core at 32 GiB): where the envelope holds no backslash (so a quote
     always ends a string) and one ``"Phase1Out"`` key, the string after it is cut out, the rest
     decoded and validated as :func:`envelope_from_json` would, and the string base64-decoded
-    from the bytes themselves (its numbers returned, not a 65 MB copy of the string). None wherever that does not hold or anything fails: the caller
-    then reads it as JSON, which names what is wrong."""
+    from the bytes themselves (the envelope's numbers returned, not a 65 MB copy of the string).
+    None wherever that does not hold or anything fails: the caller then reads it as JSON, which
+    names what is wrong."""
     if raw.find(b"\\") >= 0 or (key_at := _phase1out_key_at(raw)) is None:
         return None
     key_end = key_at + len(_PHASE1OUT_KEY)
