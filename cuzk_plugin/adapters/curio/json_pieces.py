@@ -20,10 +20,7 @@ flat run of members: more than ``max_members`` scalars between two nested contai
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -44,17 +41,16 @@ _KIND = np.zeros(256, dtype=np.int8)
 _KIND[ord('"')], _KIND[ord("\\")] = _QUOTE, _SLASH
 _KIND[[ord("["), ord("{")]] = _OPEN
 _KIND[[ord("]"), ord("}")]] = _CLOSE
-#: A document at least this large has its marked bytes found by threads, a piece each (numpy
-#: leaves the GIL while it compares; bytes.translate would hold it): a 32 GiB C1's 49 MB in
-#: ~10-20 ms instead of 60-100 (bench/synthesis/plan-side-by-side-2026-12-06.md, eighth session).
-_SCAN_THREADED_BYTES = 8 << 20
-_SCAN_PIECE = 4 << 20
+#: The marked bytes are found a piece at a time, in the calling thread: four comparisons over a
+#: piece that stays in the cache, 4x faster than a gather from a 256-entry table over the whole
+#: document (a 32 GiB C1's 49 MB: 21 against 81 ms), and no temporaries the size of a hostile
+#: 100 MB body (bench/synthesis/plan-side-by-side-2026-12-06.md, eighth session).
+_SCAN_PIECE = 1 << 20
 
 
 def _marks(view: np.ndarray) -> np.ndarray:
     """Whether each byte is one of _KIND's: ``"``, ``\\``, or a bracket (``[`` and ``{`` are
-    0x5B and 0x7B, ``]`` and ``}`` 0x5D and 0x7D: one bit apart). Four comparisons pass over the
-    bytes faster than a gather from a 256-entry table."""
+    0x5B and 0x7B, ``]`` and ``}`` 0x5D and 0x7D: one bit apart)."""
     folded = view | 0x20
     marked = folded == ord("{")
     marked |= folded == ord("}")
@@ -63,18 +59,11 @@ def _marks(view: np.ndarray) -> np.ndarray:
     return marked
 
 
-@cache
-def _scanners() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="json-scan")
-
-
 def _marked_at(view: np.ndarray) -> np.ndarray:
-    """The positions of _KIND's bytes in ``view`` (uint8), in order."""
-    if view.size < _SCAN_THREADED_BYTES:
-        return np.flatnonzero(_marks(view))
-    starts = range(0, view.size, _SCAN_PIECE)
-    found = _scanners().map(lambda lo: lo + np.flatnonzero(_marks(view[lo:lo + _SCAN_PIECE])), starts)
-    return np.concatenate(list(found))
+    """The positions of _KIND's bytes in ``view`` (uint8), in order; numpy leaves the GIL to
+    other threads while it compares."""
+    return np.concatenate([lo + np.flatnonzero(_marks(view[lo:lo + _SCAN_PIECE]))
+                           for lo in range(0, view.size, _SCAN_PIECE)] or [np.zeros(0, dtype=np.intp)])
 
 
 #: Where a container sits in the document: the keys and indices from the top.

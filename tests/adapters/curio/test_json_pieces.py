@@ -72,13 +72,12 @@ def test_random_and_corrupted_documents_read_as_json_loads_reads_them():
     assert read > 1000 and refused > 1000  # both sides exercised
 
 
-def test_marked_bytes_are_found_as_the_kind_table_names_them_in_threaded_pieces_too(monkeypatch):
-    """Every byte value against the table; then random documents scanned in pieces of a few bytes
-    by the threads (a large C1's way), read as json.loads reads them."""
+def test_marked_bytes_are_found_as_the_kind_table_names_them_in_pieces(monkeypatch):
+    """Every byte value against the table; then random documents scanned in pieces of a few
+    bytes, read as json.loads reads them."""
     every = np.arange(256, dtype=np.uint8)
     np.testing.assert_array_equal(json_pieces._marks(every), json_pieces._KIND[every] != 0)
     rng = random.Random(20261206)
-    monkeypatch.setattr(json_pieces, "_SCAN_THREADED_BYTES", 16)
     for _ in range(600):
         raw = _dump(rng, _value(rng))
         if rng.random() < 0.5:
