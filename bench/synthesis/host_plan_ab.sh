@@ -10,13 +10,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 { date -u +%FT%TZ; nproc; lscpu | grep "Model name"; echo "commit ${COMMIT:-}"; } | tee "$OUT/host.txt"
 /usr/bin/time -f "seal %e s" env PYTHONPATH=/tmp/site:$PWD python3 -m cuzk_plugin.filecoin.fixtures.seal \
     --sector-size 32GiB --sparse --out /tmp/c1.json >"$OUT/seal.txt" 2>&1; tail -1 "$OUT/seal.txt"
-python3 -c 'import base64, json; raw = open("/tmp/c1.json", "rb").read()
-open("/tmp/env.json", "w").write(json.dumps({"SectorNum": 1, "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": 34359738368}))'
 trees="new"; for t in base start; do [ -d ".device-carry/$t-src/cuzk_plugin" ] && trees="$t $trees"; done
 for r in 1 2 3; do
     for t in $trees; do
         src=$PWD; [ "$t" != new ] && src=$PWD/.device-carry/$t-src
-        echo "$t split: $(PYTHONPATH=/tmp/site:$src timeout 120 python3 bench/synthesis/split_bench.py /tmp/env.json 10 2>&1 | tail -1)"
+        echo "$t split: $(PYTHONPATH=/tmp/site:$src timeout 120 python3 bench/synthesis/split_bench.py /tmp/c1.json 10 2>&1 | tail -1)"
         echo "$t plan: $(PYTHONPATH=/tmp/site:$src timeout 120 python3 bench/synthesis/plan_bench.py porep /tmp/c1.json 5 --envelope --processes 10 2>&1 | tail -1)"
     done
 done | tee "$OUT/plan-ab.txt"

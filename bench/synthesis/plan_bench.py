@@ -25,6 +25,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
+def curio_envelope(raw: bytes) -> bytes:
+    """Curio's envelope of a bare C1 (its SectorSize from the C1's registered_proof)."""
+    from cuzk_plugin.filecoin.proofs import seal_proof_by_name
+
+    name = re.search(rb'"registered_proof":\s*"([^"]+)"', raw[:4096])
+    size = seal_proof_by_name(name.group(1).decode()).sector_size if name else 0
+    return json.dumps({"SectorNum": 1, "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": size}).encode()
+
+
 def porep_plan(path: Path, processes: int = 0, envelope: bool = False) -> tuple[str, Callable[[], object]]:
     """The C1 (in Curio's envelope with ``envelope``), its partitions checked in ``processes``
     planning processes side by side as the daemon's provider does (0: in turn)."""
@@ -33,11 +42,7 @@ def porep_plan(path: Path, processes: int = 0, envelope: bool = False) -> tuple[
     raw = path.read_bytes()
     what = f"C1 of {len(raw):,} bytes"
     if envelope:
-        from cuzk_plugin.filecoin.proofs import seal_proof_by_name
-
-        name = re.search(rb'"registered_proof":\s*"([^"]+)"', raw[:4096])
-        size = seal_proof_by_name(name.group(1).decode()).sector_size if name else 0
-        raw = json.dumps({"SectorNum": 1, "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": size}).encode()
+        raw = curio_envelope(raw)
         what += " in its envelope"
     if not processes:
         return what + ", checked in turn", lambda: porep_partitions(raw)

@@ -1,8 +1,9 @@
 """Time the split of a PoRep C1 as the daemon's planner splits it: the plain envelope's C1
 decoded with each partition's list left as text (``decode_json(..., keep_raw=...)``), under the
-planner's GC pause. Run from the repository root on Curio's envelope of a sealed C1:
+planner's GC pause. Run from the repository root on a sealed C1 (put in Curio's envelope as
+plan_bench.py puts it):
 
-    python bench/synthesis/split_bench.py /tmp/env.json [RUNS]
+    python bench/synthesis/split_bench.py /tmp/c1.json [RUNS]
 
 Prints the median, min and max of RUNS (default 10) after two warm-ups.
 """
@@ -12,15 +13,17 @@ import sys
 import time
 from pathlib import Path
 
+from plan_bench import curio_envelope
+
 from cuzk_plugin.adapters.curio.porep import job
 from cuzk_plugin.adapters.curio.porep.c1 import decode_json, plain_envelope
 from cuzk_plugin.circuit.fast_cs import gc_paused
 
 
 def main() -> None:
-    plain = plain_envelope(Path(sys.argv[1]).read_bytes())
+    plain = plain_envelope(curio_envelope(Path(sys.argv[1]).read_bytes()))
     if plain is None:
-        sys.exit(f"{sys.argv[1]}: not a plain Curio envelope")
+        sys.exit(f"{sys.argv[1]}: not a C1")
     c1, runs = plain[1], int(sys.argv[2]) if len(sys.argv) > 2 else 10
     times = []
     for _ in range(runs + 2):
