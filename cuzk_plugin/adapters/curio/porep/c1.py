@@ -363,17 +363,17 @@ def parse_envelope(raw: bytes | str) -> tuple[C1Envelope, C1Output]:
 def envelope_from_json(top: Any) -> tuple[C1Envelope, C1Output]:
     """:func:`parse_envelope` on JSON already decoded (a large body is decoded once)."""
     env = _validate(C1Envelope, top)
-    return env, c1_in_envelope(env, env.c1_bytes())
+    return env, c1_in_envelope(env.header(), env.c1_bytes())
 
 
-def c1_in_envelope(env: C1Envelope | C1EnvelopeHeader, raw: bytes) -> C1Output:
+def c1_in_envelope(env: C1EnvelopeHeader, raw: bytes) -> C1Output:
     """The C1 output of ``env`` (its ``Phase1Out`` decoded: ``raw``), checked against its size."""
     c1 = parse_c1(raw, prefix="$.Phase1Out")
     check_envelope_size(env, c1)
     return c1
 
 
-def check_envelope_size(env: C1Envelope | C1EnvelopeHeader, c1: C1Output) -> None:
+def check_envelope_size(env: C1EnvelopeHeader, c1: C1Output) -> None:
     """C1Error unless the envelope's SectorSize is the C1's proof type's."""
     if c1.seal_proof.sector_size != env.SectorSize:
         raise C1Error("$.SectorSize", f"{env.SectorSize} but the C1 is for {c1.registered_proof}")
