@@ -26,7 +26,9 @@ from pathlib import Path
 
 
 def curio_envelope(raw: bytes) -> bytes:
-    """Curio's envelope of a bare C1 (its SectorSize from the C1's registered_proof)."""
+    """Curio's envelope of a bare C1 (its SectorSize from the C1's registered_proof). Built here,
+    not with the adapter's ``curio_envelope``: host_plan_ab.sh runs this file against older
+    source trees that lack it."""
     from cuzk_plugin.filecoin.proofs import seal_proof_by_name
 
     name = re.search(rb'"registered_proof":\s*"([^"]+)"', raw[:4096])

@@ -178,8 +178,9 @@ def _porep_envelope(path: str, sector: int) -> bytes:
     raw = Path(path).read_bytes()
     if raw.lstrip().startswith(b'{"SectorNum"'):
         return raw
-    return json.dumps({"SectorNum": sector, "Phase1Out": base64.b64encode(raw).decode(),
-                       "SectorSize": _c1_sector_size(raw)}).encode()
+    from cuzk_plugin.adapters.curio.porep.c1 import curio_envelope
+
+    return curio_envelope(raw, sector, _c1_sector_size(raw))
 
 
 def _c1_sector_size(raw: bytes) -> int:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from cuzk_plugin.adapters.curio.porep.c1 import C1Error, parse_c1
+from cuzk_plugin.adapters.curio.porep.c1 import C1EnvelopeHeader, C1Error, curio_envelope, parse_c1, plain_envelope
 from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 from cuzk_plugin.filecoin.proofs import SEAL_PROOFS, prover_id_from_miner, replica_id, seal_proof_by_name, seal_proof_by_number
 from cuzk_plugin.filecoin.trees import fr_to_bytes
@@ -66,6 +66,16 @@ def test_envelope(c1_bytes):
     wrong = json.dumps({"SectorNum": 7, "Phase1Out": base64.b64encode(c1_bytes).decode(), "SectorSize": 4096})
     with pytest.raises(C1Error, match=r"\$\.SectorSize"):
         porep_partitions(wrong)
+
+
+def test_curio_envelope_is_what_curio_sends(c1_bytes):
+    """The clients' envelope against one built with the standard library as Curio's Go writes it
+    (``json.Marshal`` of the struct, ``[]byte`` as standard base64); both readers take it back."""
+    env = curio_envelope(c1_bytes, 7, 2048)
+    assert json.loads(env) == {"SectorNum": 7, "Phase1Out": base64.b64encode(c1_bytes).decode(), "SectorSize": 2048}
+    assert plain_envelope(env) == (C1EnvelopeHeader(SectorNum=7, SectorSize=2048), c1_bytes)
+    assert porep_partitions(env).sector_id == 7
+    assert base64.b64decode(json.loads(curio_envelope(b"\xff\xfe\xfd", 1, 2048))["Phase1Out"], validate=True) == b"\xff\xfe\xfd"
 
 
 def _refused(doc) -> C1Error:

@@ -13,6 +13,7 @@ import pytest
 
 from cuzk_plugin.adapters.curio.porep.c1 import C1Error
 from cuzk_plugin.adapters.curio.porep.job import porep_partitions
+from cuzk_plugin.filecoin.fixtures import variant_seal as variant_cli
 from cuzk_plugin.filecoin.fixtures.variant_seal import (
     VARIANT_PROOFS,
     seal_variant,
@@ -153,3 +154,12 @@ def test_variant_witness_satisfies_every_constraint(variant, porep_2k_pce_cache)
     pce = load_pce(ensure_porep_pce(job.circuit_id, porep_2k_pce_cache))
     assert unsatisfied_rows(*evaluate_r1cs(pce, np.concatenate([inputs, aux]))).size == 0
     assert [int(x) for x in variant_c1_output(s)["comm_r"]] == list(fr_to_bytes(s.comm_r))
+
+
+def test_cli_writes_a_variant_envelope(tmp_path, capsys):
+    out = tmp_path / "c1.json"
+    assert variant_cli._main(["--proof", VARIANT_PROOFS[-1], "--envelope", "--sector-id", "12", "--out", str(out)]) == 0
+    assert VARIANT_PROOFS[-1] in capsys.readouterr().out
+    job = porep_partitions(out.read_bytes())
+    assert (job.sector_id, job.params.sector_size) == (12, 2048)
+    assert [p.name for p in tmp_path.iterdir()] == ["c1.json"]  # no temporary file left

@@ -23,7 +23,7 @@ from cuzk_plugin.filecoin.proofs import RegisteredSealProof, seal_proof_by_name
 __all__ = [
     "C1Error", "C1Envelope", "C1EnvelopeHeader", "C1Output", "VanillaProof", "MerkleProof", "ColumnProof",
     "InclusionPath", "PathElement", "parse_c1", "parse_envelope", "c1_from_json", "envelope_from_json",
-    "c1_in_envelope", "check_envelope_size", "plain_envelope", "decode_json",
+    "c1_in_envelope", "check_envelope_size", "plain_envelope", "decode_json", "curio_envelope",
 ]
 
 class _BadPart(ValueError):
@@ -270,6 +270,14 @@ def b64decode_standard(data: bytes | memoryview) -> bytes:
     pybase64's SIMD decoder releases the GIL: ~30 ms for a 32 GiB C1's 65 MB, where binascii
     took ~0.15 s holding it (bench/synthesis/plan-side-by-side-2026-12-06.md)."""
     return pybase64.b64decode(data, validate=True)
+
+
+def curio_envelope(c1: bytes, sector_num: int, sector_size: int) -> bytes:
+    """Curio's envelope of a C1 output's JSON bytes, as Curio sends it to cuzk
+    (``{"SectorNum", "Phase1Out": standard base64, "SectorSize"}``): what clients, benches and
+    tests send where Curio would."""
+    return json.dumps({"SectorNum": sector_num, "Phase1Out": pybase64.b64encode(c1).decode("ascii"),
+                       "SectorSize": sector_size}).encode()
 
 
 _PHASE1OUT_KEY = b'"Phase1Out"'
