@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ from cuzk_plugin.circuit.examples import filecoin_like
 from cuzk_plugin.circuit.pce_record import precompile_r1cs
 from cuzk_plugin.circuit.r1cs import synthesize
 from cuzk_plugin.engine.host_keys import HostKeyCopies
-from cuzk_plugin.engine.lanes import Lane, on_lane
+from cuzk_plugin.engine.lanes import Lane, link_bandwidth, on_lane
 from cuzk_plugin.engine.residency import (
     CONTEXT_BYTES,
     VECTORS,
@@ -65,8 +65,13 @@ def test_a_smaller_card_streams_only_what_does_not_fit(gb):
     room = plan.available_bytes - CONTEXT_BYTES - plan.circuit_bytes - plan.working_bytes - plan.resident_bytes
     assert all(sizes[v] > room for v in plan.streamed)
     assert "streamed" in plan.describe() and "GB a partition" in plan.describe()
-    # the floor the log states: the key's streamed bytes over the link the model assumes
-    assert f"copies, {plan.streamed_bytes / 54e9:.1f} s at 54 GB/s" in plan.describe()
+    # the floor the log states: the key's streamed bytes over the link the model assumes,
+    # or over the lane's where it was measured; the choice is the same either way
+    assert f"copies, {plan.streamed_bytes / 54e9:.1f} s at 54 GB/s (PCIe 5.0 x16 assumed, not measured" in plan.describe()
+    slow = plan_residency("porep-32g", "cuda:0", POREP_32G, available_bytes=gb * GB, in_flight=1,
+                          circuit=CircuitFootprint(9_170_000_000), link_bytes_per_s=13.1e9)
+    assert f"copies, {plan.streamed_bytes / 13.1e9:.1f} s at 13.1 GB/s (this lane's link, measured)" in slow.describe()
+    assert replace(slow, link_bytes_per_s=0.0) == plan
 
 
 def test_the_circuit_goes_to_the_host_before_the_card_is_refused():
@@ -245,6 +250,14 @@ class FakeStreamingBackend(CpuBackend):
 
     def set_memory_limit(self, limit_bytes: int, device: int = 0) -> None:
         self.limits.append(limit_bytes)
+
+    #: Device 0's link, bytes a second; device 1's measurement fails (LinkBandwidth).
+    LINK = 25.5e9
+
+    def link_bytes_per_s(self, device: int = 0) -> float:
+        if device == 1:
+            raise RuntimeError("cz_link_bandwidth: out of memory")
+        return self.LINK
 
     def host_key(self, key, device: int = 0) -> FakeHostCopy:
         with self._lock:
@@ -654,3 +667,18 @@ async def test_a_key_without_room_beside_other_keys_copies_frees_the_idle_one_or
     with pytest.raises(DeviceMemoryTooSmall, match="no room for c"):
         await manager.hot("c", "cuda:0", load_of("c", 20))
     assert released == ["a"]
+
+
+def test_a_lane_measures_its_link_and_a_failed_measurement_costs_nothing(caplog):
+    """The link is measured once a lane (LinkBandwidth); a backend without the measure, or one
+    whose measurement fails, gives 0 (not measured) and a warning, never a lost lane."""
+    fake, devices = FakeStreamingBackend(free=1 << 40), FakeStreamingBackend(free=1 << 40).devices()
+    with caplog.at_level("INFO", logger="cuzk_plugin.engine.lanes"):
+        assert link_bandwidth(fake, devices[0]) == FakeStreamingBackend.LINK
+        assert link_bandwidth(fake, devices[1]) == 0.0
+        assert link_bandwidth(CpuBackend(), devices[0]) == 0.0
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("INFO", "lane fake:0: host -> device link 25.5 GB/s from page-locked memory (measured)") in lines
+    assert ("WARNING", "lane fake:1: the host -> device link could not be measured (cz_link_bandwidth: out of memory); "
+                       "plans assume 54 GB/s") in lines
+    assert len(lines) == 2  # the cpu backend has no link to measure: nothing said

@@ -138,6 +138,14 @@ class HostPinning(Protocol):
 
 
 @runtime_checkable
+class LinkBandwidth(Protocol):
+    """Optional: a backend that can measure its host -> device link from page-locked memory
+    (cuda): the floor a streamed key's copies are stated against (engine/residency.py)."""
+
+    def link_bytes_per_s(self, device: int = 0) -> float: ...
+
+
+@runtime_checkable
 class KeyStreaming(Protocol):
     """Optional: a backend that keeps a key in page-locked host memory (one copy a host) and
     streams the vectors a device does not hold during each MSM (cuda). The engine plans, per

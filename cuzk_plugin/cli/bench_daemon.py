@@ -324,6 +324,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  gpu {g.ordinal}: {g.name}, {g.vram_free_bytes / 1e9:.1f} of {g.vram_total_bytes / 1e9:.1f} GB free, {busy}")
         if g.device_budget_bytes:
             print(f"    device memory the daemon may use: {g.device_budget_bytes / 1e9:.1f} GB")
+        if g.link_bytes_per_s:
+            print(f"    host -> device link: {g.link_bytes_per_s / 1e9:.1f} GB/s from page-locked memory (measured at start)")
         for r in g.key_residency:
             where = (f"all resident ({r.resident_bytes / 1e9:.1f} GB)" if not r.streamed else
                      f"resident {'+'.join(r.resident) or 'none'} ({r.resident_bytes / 1e9:.1f} GB), streamed "

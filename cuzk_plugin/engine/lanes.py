@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from cuzk_plugin.backends.protocol import Backend, DeviceInfo, KeyStreaming
+from cuzk_plugin.backends.protocol import Backend, DeviceInfo, KeyStreaming, LinkBandwidth
 from cuzk_plugin.backends.registry import auto_choice, get_backend
 from cuzk_plugin.config import Config, ConfigError
 from cuzk_plugin.engine.device_key import DeviceKey
@@ -38,6 +38,7 @@ from cuzk_plugin.engine.errors import CircuitUnavailable
 from cuzk_plugin.engine.host_keys import HostKeyCopies
 from cuzk_plugin.engine.residency import (
     CONTEXT_BYTES,
+    LINK_BYTES_PER_S,
     STREAM_CHUNK,
     CircuitFootprint,
     DeviceMemoryTooSmall,
@@ -74,6 +75,9 @@ class Lane:
     #: Device bytes the daemon may use on this lane (the free memory when the lane was built,
     #: capped by [gpus] device_memory_limit); 0: unknown, every key resident as loaded.
     device_budget: int = 0
+    #: Host -> device bytes a second from page-locked memory, measured when the lane was built
+    #: (0: not measured: the backend cannot, or it failed).
+    link_bytes_per_s: float = 0.0
     #: Partitions in flight on the lane at once ([gpus] gpu_workers_per_device).
     in_flight: int = 2
     #: Points a streamed chunk holds at most (the plan may choose fewer where memory is short).
@@ -151,7 +155,7 @@ class Lane:
         plan = plan_residency(circuit_id, self.name, counts, available_bytes=self.room,
                               in_flight=self.in_flight, min_in_flight=1 if self._sets_in_flight else self.in_flight,
                               circuit=circuit, other_resident_bytes=self.resident_bytes(exclude),
-                              stream_chunk=self.stream_chunk)
+                              stream_chunk=self.stream_chunk, link_bytes_per_s=self.link_bytes_per_s)
         (log.info if plan.all_resident else log.warning)("residency %s", plan.describe())
         return plan
 
@@ -460,8 +464,9 @@ def build_lanes(config: Config, backends: list[Backend] | None = None) -> tuple[
             name = f"{backend.name}:{dev.index}"
             while any(lane.name == name for lane in lanes):
                 name += "'"
+            budget = device_budget(backend, dev, config.gpus.device_memory_limit)
             lanes.append(Lane(name, backend, dev, max_host_keygen_log2=config.srs.max_generated_log2,
-                              device_budget=device_budget(backend, dev, config.gpus.device_memory_limit),
+                              device_budget=budget, link_bytes_per_s=link_bandwidth(backend, dev) if budget else 0.0,
                               in_flight=config.gpus.gpu_workers_per_device, host_keys=host_keys))
     if not lanes:
         raise ConfigError("no device to prove on (the backend reports none)")
@@ -485,6 +490,23 @@ def device_budget(backend: Backend, device: DeviceInfo, limit: int) -> int:
     log.info("lane %s:%d may use %.1f GB of device memory (%.1f of %.1f GB free%s)", backend.name, device.index,
              budget / 1e9, free / 1e9, total / 1e9, f", limit {limit / 1e9:.1f} GB" if limit else "")
     return budget
+
+
+def link_bandwidth(backend: Backend, device: DeviceInfo) -> float:
+    """The host -> device link of ``device`` measured from page-locked memory, bytes a second
+    (~30 ms); 0 where the backend cannot measure it or the measurement fails (logged: the lane
+    proves as before, its plans state the copies' floor at an assumed PCIe 5.0 x16 link)."""
+    if not isinstance(backend, LinkBandwidth):
+        return 0.0
+    try:
+        rate = float(backend.link_bytes_per_s(device.index))
+    except Exception as exc:  # a measurement, never a reason to lose the lane
+        log.warning("lane %s:%d: the host -> device link could not be measured (%s); plans assume %.0f GB/s",
+                    backend.name, device.index, exc, LINK_BYTES_PER_S / 1e9)
+        return 0.0
+    log.info("lane %s:%d: host -> device link %.1f GB/s from page-locked memory (measured)", backend.name,
+             device.index, rate / 1e9)
+    return rate if rate > 0 else 0.0
 
 
 def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition):

@@ -261,6 +261,8 @@ class ResidencyPlan:
     #: H is made in two buffers of the domain instead of three (a witness partition on a device
     #: without room for a, b, c and the transforms' twiddle tables).
     h_lean: bool = False
+    #: The lane's host -> device link measured at start, bytes a second (0: not measured).
+    link_bytes_per_s: float = 0.0
 
     @property
     def all_resident(self) -> bool:
@@ -276,11 +278,14 @@ class ResidencyPlan:
                    f"circuit streamed by rows ({self.circuit_bytes / gb:.1f} GB on the device)" if self.circuit_streamed
                    else f"circuit {self.circuit_bytes / gb:.1f} GB" if self.circuit_bytes else "no circuit")
         turns = ("; MSMs in turn" if self.msm_in_turn else "") + ("; H in two buffers" if self.h_lean else "")
-        # Two bounds, both for the link the model was measured on (LINK_BYTES_PER_S): a partition
-        # is never shorter than its key's copies (PCIe 4.0 x16 moves about half as much), and the
-        # model's streaming cost is an upper bound (chunk_seconds).
-        cost = (f"; a partition at least the key's copies, {self.streamed_bytes / LINK_BYTES_PER_S:.1f} s at "
-                f"{LINK_BYTES_PER_S / 1e9:.0f} GB/s (PCIe 5.0 x16; twice that on 4.0), at most "
+        # Two bounds: a partition is never shorter than its key's copies at the lane's link (as
+        # measured at start; else the PCIe 5.0 x16 link the model was measured on, where PCIe 4.0
+        # x16 moves about half as much), and the model's streaming cost (chunk_seconds, fitted on
+        # a PCIe 5.0 x16 link) is an upper bound there.
+        link = (f"{self.link_bytes_per_s / 1e9:.1f} GB/s (this lane's link, measured)" if self.link_bytes_per_s else
+                f"{LINK_BYTES_PER_S / 1e9:.0f} GB/s (PCIe 5.0 x16 assumed, not measured; twice that on 4.0)")
+        cost = (f"; a partition at least the key's copies, "
+                f"{self.streamed_bytes / (self.link_bytes_per_s or LINK_BYTES_PER_S):.1f} s at {link}, at most "
                 f"~{self.stream_seconds:.1f} s more than resident (estimate)" if self.stream_seconds else "")
         return (f"{self.circuit_id} on {self.lane}: {where}; {circuit}; {self.in_flight} partition(s) in flight{turns}; "
                 f"working set {self.working_bytes / gb:.1f} GB{cost}; {self.available_bytes / gb:.1f} GB usable")
@@ -302,13 +307,16 @@ EVALUATION_SECONDS_PER_TERM = 0.034 / 722.4e6
 
 def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, available_bytes: int,
                    in_flight: int = 2, min_in_flight: int | None = None, circuit: CircuitFootprint | None = None,
-                   other_resident_bytes: int = 0, stream_chunk: int = STREAM_CHUNK) -> ResidencyPlan:
+                   other_resident_bytes: int = 0, stream_chunk: int = STREAM_CHUNK,
+                   link_bytes_per_s: float = 0.0) -> ResidencyPlan:
     """The plan for a key of ``counts`` (``ProvingKey.counts()``) on a lane with
     ``available_bytes`` usable, ``other_resident_bytes`` of it held by other keys' copies. A
     key whose partitions come with a ``circuit`` proves witness partitions (a, b, c made on the
     device from the circuit, resident or streamed by rows); else, or with the circuit's a, b, c
     on the host, they come from the host with each partition. ``min_in_flight``: the fewest
     partitions the lane can keep on the device at once (default ``in_flight``).
+    ``link_bytes_per_s``: the lane's measured link (0: not measured), stated in the plan's floor;
+    the choice itself is weighed on the link the model was fitted on (LINK_BYTES_PER_S).
 
     Every choice that fits is weighed by its estimated cost a partition: the key's streamed
     bytes and chunks, the circuit's streamed rows, the MSMs in turn, an upload no longer
@@ -368,7 +376,7 @@ def plan_residency(circuit_id: str, lane: str, counts: Mapping[str, int], *, ava
                              sum(sizes[v] for v in resident), sum(sizes[v] for v in streamed), circuit_dev,
                              where == "host", working, chunk, key_seconds(resident, chunk) if streamed else 0.0,
                              circuit_streamed=where == "streamed", in_flight=flights, msm_in_turn=not roomy,
-                             h_lean=lean)
+                             h_lean=lean, link_bytes_per_s=link_bytes_per_s)
     # Refused: the least it would take is every vector streamed in the smallest chunks, the
     # fewest partitions in flight, the MSMs in turn (H in two buffers for witness partitions),
     # the circuit where it weighs least.

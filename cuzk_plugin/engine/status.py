@@ -52,6 +52,8 @@ class GpuState:
     #: residency plan of each key loaded there.
     device_budget_bytes: int = 0
     key_residency: tuple[ResidencyPlan, ...] = ()
+    #: The lane's host -> device link measured at start, bytes a second (0: not measured).
+    link_bytes_per_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class StatusReport:
                                  partitions_proved=int(proved.get(lane.name, 0)),
                                  partitions_failed=int(failed.get(lane.name, 0)),
                                  resting=self.lane_resting(lane.name), device_budget_bytes=lane.room,
-                                 key_residency=lane.key_plans()))
+                                 key_residency=lane.key_plans(), link_bytes_per_s=lane.link_bytes_per_s))
         queues: dict[str, list[int]] = {}
         for job in self.jobs:
             if job.status in (JobStatus.QUEUED, JobStatus.RUNNING):

@@ -91,7 +91,8 @@ def status_to_proto(st: EngineStatus) -> pb.GetStatusResponse:
                            resident_bytes=g.resident_bytes, resident_srs=[_srs_to_proto(s) for s in g.resident],
                            partitions_proved=g.partitions_proved, partitions_failed=g.partitions_failed,
                            resting=g.resting, device_budget_bytes=g.device_budget_bytes,
-                           key_residency=[pb.KeyResidency(**_residency(p)) for p in g.key_residency])
+                           key_residency=[pb.KeyResidency(**_residency(p)) for p in g.key_residency],
+                           link_bytes_per_s=g.link_bytes_per_s)
               for g in st.gpus],
         loaded_srs=[_srs_to_proto(s) for s in st.srs],
         queues=[pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress) for q in st.queues],

@@ -29,6 +29,8 @@ async def test_a_limit_below_the_floor_is_refused_at_preload_with_the_figures(ma
     assert "cannot be proved on fake:0" in err.value.details() and "may use 0.1 GB" in err.value.details()
     status = await stub.GetStatus(pb.GetStatusRequest())
     assert [g.device_budget_bytes for g in status.gpus] == [64 << 20, 64 << 20]
+    # each lane's link as measured at start: fake:1's measurement failed, which costs no lane
+    assert [g.link_bytes_per_s for g in status.gpus] == [FakeStreamingBackend.LINK, 0.0]
     assert not any(g.key_residency or g.resident_srs for g in status.gpus)  # nothing on a device
     assert all(s.tier != pb.SRSStatus.HOT for s in status.loaded_srs)
 
@@ -54,6 +56,9 @@ async def test_a_key_streamed_on_two_lanes_proves_and_shows_its_plan(make_daemon
     assert all(list(p[0].resident) == ["h", "l"] and list(p[0].streamed) == ["a", "b_g1", "b_g2"] for p in plans)
     assert plans[0][0].streamed_bytes_per_partition == sizes["a"] + sizes["b_g1"] + sizes["b_g2"]
     assert len(backend.host_copies) == 1  # one host copy for both lanes
+    # each plan states its copies' floor at its lane's measured link (fake:1's failed: assumed)
+    assert [lane.plans["synthetic-k6"].link_bytes_per_s for lane in d.engine.lanes] == [FakeStreamingBackend.LINK, 0.0]
+    assert [g.link_bytes_per_s for g in status.gpus] == [FakeStreamingBackend.LINK, 0.0]
     (loaded,) = status.loaded_srs
     entry = d.engine.srs._entries["synthetic-k6"]
     # The host copy once (the lanes' resident h and l are device memory, shown per lane); the

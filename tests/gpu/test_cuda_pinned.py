@@ -63,3 +63,12 @@ def test_partitions_from_pinned_blocks_match_cpu(cuda, cpu):
     # the failed call leaves nothing behind: the next launch check of another call passes
     srs = cuda.load_srs(key)
     srs.release()
+
+
+def test_the_link_is_measured_from_page_locked_memory(cuda):
+    """What a lane states its streamed key's floor at: a host -> device rate a PCIe link can
+    have (PCIe 3.0 x4 ~3.5 GB/s up to PCIe 5.0 x16 ~55 GB/s, NVLink-C2C more), the same again."""
+    first, second = cuda.link_bytes_per_s(), cuda.link_bytes_per_s()
+    print(f"\nhost -> device link: {first / 1e9:.1f}, {second / 1e9:.1f} GB/s")
+    assert 2e9 < first < 1000e9 and 2e9 < second < 1000e9
+    assert abs(first - second) < 0.25 * max(first, second)

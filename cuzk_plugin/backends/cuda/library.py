@@ -92,6 +92,7 @@ _SIGNATURES = {
     "cz_device_memory": [c_int, _U64P, _U64P],
     "cz_context_set_memory_limit": [c_void_p, c_uint64],
     "cz_context_set_partitions_in_flight": [c_void_p, c_uint32],
+    "cz_link_bandwidth": [c_void_p, c_int, POINTER(c_double)],
     "cz_host_srs_from_raw": [c_void_p, _U8P, c_size_t, _U8P, c_size_t, _U8P, c_size_t, _U8P, c_size_t, _U8P, c_size_t,
                              _VPP, _U64P],
     "cz_host_srs_from_device": [c_void_p, _VPP, _U64P],

@@ -236,7 +236,7 @@ class GetStatusResponse(_message.Message):
     def __init__(self, gpus: _Optional[_Iterable[_Union[GPUStatus, _Mapping]]] = ..., loaded_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueStatus, _Mapping]]] = ..., total_proofs_completed: _Optional[int] = ..., total_proofs_failed: _Optional[int] = ..., uptime_seconds: _Optional[int] = ..., pinned_memory_bytes: _Optional[int] = ..., pinned_memory_limit_bytes: _Optional[int] = ..., backend: _Optional[str] = ..., total_proofs_cancelled: _Optional[int] = ..., host_blocks: _Optional[int] = ..., host_blocks_free: _Optional[int] = ..., host_block_bytes: _Optional[int] = ..., host_blocks_kept_for: _Optional[str] = ...) -> None: ...
 
 class GPUStatus(_message.Message):
-    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed", "resting", "device_budget_bytes", "key_residency")
+    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "lane", "workers", "busy_workers", "current_job_ids", "resident_bytes", "resident_srs", "partitions_proved", "partitions_failed", "resting", "device_budget_bytes", "key_residency", "link_bytes_per_s")
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VRAM_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -254,6 +254,7 @@ class GPUStatus(_message.Message):
     RESTING_FIELD_NUMBER: _ClassVar[int]
     DEVICE_BUDGET_BYTES_FIELD_NUMBER: _ClassVar[int]
     KEY_RESIDENCY_FIELD_NUMBER: _ClassVar[int]
+    LINK_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
     ordinal: int
     name: str
     vram_total_bytes: int
@@ -271,7 +272,8 @@ class GPUStatus(_message.Message):
     resting: bool
     device_budget_bytes: int
     key_residency: _containers.RepeatedCompositeFieldContainer[KeyResidency]
-    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ..., resting: _Optional[bool] = ..., device_budget_bytes: _Optional[int] = ..., key_residency: _Optional[_Iterable[_Union[KeyResidency, _Mapping]]] = ...) -> None: ...
+    link_bytes_per_s: float
+    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., lane: _Optional[str] = ..., workers: _Optional[int] = ..., busy_workers: _Optional[int] = ..., current_job_ids: _Optional[_Iterable[str]] = ..., resident_bytes: _Optional[int] = ..., resident_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., partitions_proved: _Optional[int] = ..., partitions_failed: _Optional[int] = ..., resting: _Optional[bool] = ..., device_budget_bytes: _Optional[int] = ..., key_residency: _Optional[_Iterable[_Union[KeyResidency, _Mapping]]] = ..., link_bytes_per_s: _Optional[float] = ...) -> None: ...
 
 class KeyResidency(_message.Message):
     __slots__ = ("circuit_id", "resident", "streamed", "resident_bytes", "streamed_bytes_per_partition", "circuit_bytes", "circuit_on_host", "working_bytes", "stream_chunk_points", "circuit_streamed", "partitions_in_flight", "msm_in_turn", "h_lean")

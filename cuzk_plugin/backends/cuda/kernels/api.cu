@@ -234,6 +234,17 @@ cz_status cz_device_memory(int device, uint64_t* free_bytes, uint64_t* total_byt
     });
 }
 
+// Host -> device bytes a second from page-locked memory on the context's device (link_bytes_per_s,
+// upload.cu). Holds the upload lock, not the compute lock (on_device): a partition with one in
+// flight holds the upload lock while it waits for the compute lock, so taking both could deadlock.
+cz_status cz_link_bandwidth(cz_context* ctx, int samples, double* bytes_per_s) {
+    return cz_guard([&] {
+        std::lock_guard<std::mutex> lock(ctx->upload_lock);
+        CZ_CHECK(cudaSetDevice(ctx->device));
+        *bytes_per_s = link_bytes_per_s(*ctx, samples);
+    });
+}
+
 // The most device memory this process may use on the context's device (0: no limit): proofs
 // keep their transient work under it (usable_device_bytes), e.g. running the MSMs in turn.
 cz_status cz_context_set_memory_limit(cz_context* ctx, uint64_t limit_bytes) {
