@@ -44,9 +44,9 @@ timeout "${DEADLINE_S:-560}" bash -c '
         # matched (and killed) it after the first part.
         pkill -TERM -f "cuzk_plugin[.]cli[.]daemon"; pkill -f "c[p][.]empty"; sleep 3
         pkill -KILL -f "cuzk_plugin[.]cli[.]daemon"
-        grep -E "daemon up|cold start|preload [0-9]|single [0-9]|snap [0-9]|batch rc|proofs_per_s|\"wall_s|\"completed|latency_ms|bad C1|device memory|Error|error" \
+        grep -E "daemon up|cold start|preload [0-9]|single [0-9]|snap [0-9]|batch rc|proofs_per_s|\"wall_s|\"completed|latency_ms|bad C1|device memory|device link|Error|error" \
             "$0/$name/run.log" | cut -c1-300 | head -20
-        grep -E "residency |host blocks|CUZK_TIMING.*kind=" "$0/$name/daemon.log" 2>/dev/null | cut -c1-400 | head -8
+        grep -E "residency |host blocks|device link|CUZK_TIMING.*kind=" "$0/$name/daemon.log" 2>/dev/null | cut -c1-400 | head -8
         python3 bench/residency/timing_summary.py "$0/$name"
     }
     circuits=porep-32g; case " ${PARTS:-snap-24} " in *" snap-"*) circuits="porep-32g snap-32g";; esac
