@@ -682,3 +682,10 @@ def test_a_lane_measures_its_link_and_a_failed_measurement_costs_nothing(caplog)
     assert ("WARNING", "lane fake:1: the host -> device link could not be measured (cz_link_bandwidth: out of memory); "
                        "plans assume 54 GB/s") in lines
     assert len(lines) == 2  # the cpu backend has no link to measure: nothing said
+    caplog.clear()
+    with caplog.at_level("INFO", logger="cuzk_plugin.engine.lanes"):
+        for nonsense in (0.0, float("nan")):
+            fake.LINK = nonsense
+            assert link_bandwidth(fake, devices[0]) == 0.0
+    assert [r.levelname for r in caplog.records] == ["WARNING", "WARNING"]
+    assert "the measure gave nan bytes a second" in caplog.records[1].getMessage()

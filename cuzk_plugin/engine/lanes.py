@@ -500,13 +500,15 @@ def link_bandwidth(backend: Backend, device: DeviceInfo) -> float:
         return 0.0
     try:
         rate = float(backend.link_bytes_per_s(device.index))
+        if not rate > 0:  # NaN too
+            raise ValueError(f"the measure gave {rate} bytes a second")
     except Exception as exc:  # a measurement, never a reason to lose the lane
         log.warning("lane %s:%d: the host -> device link could not be measured (%s); plans assume %.0f GB/s",
                     backend.name, device.index, exc, LINK_BYTES_PER_S / 1e9)
         return 0.0
     log.info("lane %s:%d: host -> device link %.1f GB/s from page-locked memory (measured)", backend.name,
              device.index, rate / 1e9)
-    return rate if rate > 0 else 0.0
+    return rate
 
 
 def on_lane(lane: Lane, handle: LaneKey, part: SynthesizedPartition | WitnessPartition):
