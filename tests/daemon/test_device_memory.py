@@ -11,6 +11,7 @@ from daemon_helpers import synthetic_request
 
 from cuzk_plugin.engine.residency import CONTEXT_BYTES, PartitionShape, vector_bytes
 from cuzk_plugin.server.proto import cuzk_pb2 as pb
+from tests.daemon.test_bench_cli import _bench
 from tests.test_residency import FakeStreamingBackend, kilobyte_keys  # noqa: F401 (a fixture)
 
 
@@ -31,6 +32,10 @@ async def test_a_limit_below_the_floor_is_refused_at_preload_with_the_figures(ma
     assert [g.device_budget_bytes for g in status.gpus] == [64 << 20, 64 << 20]
     # each lane's link as measured at start: fake:1's measurement failed, which costs no lane
     assert [g.link_bytes_per_s for g in status.gpus] == [FakeStreamingBackend.LINK, 0.0]
+    rc, out = await _bench("status", "-a", d.tcp)
+    assert rc == 0 and out.count("device memory the daemon may use: 0.1 GB") == 2
+    assert out.count("host -> device link") == 1  # fake:1's: not measured, not shown
+    assert "host -> device link: 25.5 GB/s from page-locked memory (measured at start)" in out
     assert not any(g.key_residency or g.resident_srs for g in status.gpus)  # nothing on a device
     assert all(s.tier != pb.SRSStatus.HOT for s in status.loaded_srs)
 
