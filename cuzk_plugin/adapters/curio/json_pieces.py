@@ -41,11 +41,26 @@ _KIND = np.zeros(256, dtype=np.int8)
 _KIND[ord('"')], _KIND[ord("\\")] = _QUOTE, _SLASH
 _KIND[[ord("["), ord("{")]] = _OPEN
 _KIND[[ord("]"), ord("}")]] = _CLOSE
-#: The marked bytes are found a piece at a time, in the calling thread: four comparisons over a
-#: piece that stays in the cache, 4x faster than a gather from a 256-entry table over the whole
-#: document (a 32 GiB C1's 49 MB: 21 against 81 ms), and no temporaries the size of a hostile
-#: 100 MB body (bench/synthesis/plan-side-by-side-2026-12-06.md, eighth session).
-_SCAN_PIECE = 1 << 20
+#: Bytes a scan of :func:`positions` compares at a time, in the calling thread: a piece stays in
+#: the cache (the brackets' four comparisons 4x faster than a gather from a 256-entry table over
+#: the whole document: a 32 GiB C1's 49 MB, 21 against 81 ms), and no temporary is the size of a
+#: hostile 100 MB body (bench/synthesis/plan-side-by-side-2026-12-06.md, eighth session).
+SCAN_PIECE = 1 << 20
+
+
+def positions(view: np.ndarray, test: Callable[[np.ndarray], np.ndarray], most: int | None = None) -> np.ndarray:
+    """The positions in ``view`` (uint8) where ``test`` (bools of a piece of it) holds, in order,
+    found a piece of SCAN_PIECE bytes at a time; numpy leaves the GIL to other threads while it
+    compares. With ``most``, the scan stops at the piece that takes the count past it (the
+    result then holds more than ``most``): a hostile body full of matches is given up early."""
+    found: list[np.ndarray] = []
+    count = 0
+    for lo in range(0, view.size, SCAN_PIECE):
+        found.append(lo + np.flatnonzero(test(view[lo:lo + SCAN_PIECE])))
+        count += found[-1].size
+        if most is not None and count > most:
+            break
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
 
 
 def _marks(view: np.ndarray) -> np.ndarray:
@@ -57,13 +72,6 @@ def _marks(view: np.ndarray) -> np.ndarray:
     marked |= view == ord('"')
     marked |= view == ord("\\")
     return marked
-
-
-def _marked_at(view: np.ndarray) -> np.ndarray:
-    """The positions of _KIND's bytes in ``view`` (uint8), in order; numpy leaves the GIL to
-    other threads while it compares."""
-    return np.concatenate([lo + np.flatnonzero(_marks(view[lo:lo + _SCAN_PIECE]))
-                           for lo in range(0, view.size, _SCAN_PIECE)] or [np.zeros(0, dtype=np.intp)])
 
 
 #: Where a container sits in the document: the keys and indices from the top.
@@ -114,7 +122,7 @@ class _Brackets:
     def __init__(self, raw: bytes):
         # one pass over the document: the bytes that matter, by kind
         view = np.frombuffer(raw, dtype=np.uint8)
-        at = _marked_at(view)
+        at = positions(view, _marks)
         kind = _KIND[view[at]]
         quotes = at[kind == _QUOTE]
         slashes = at[kind == _SLASH]

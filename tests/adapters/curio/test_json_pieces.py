@@ -82,9 +82,10 @@ def test_marked_bytes_are_found_as_the_kind_table_names_them_in_pieces(monkeypat
         raw = _dump(rng, _value(rng))
         if rng.random() < 0.5:
             raw = _corrupt(rng, raw)
-        monkeypatch.setattr(json_pieces, "_SCAN_PIECE", rng.randrange(1, 40))
+        monkeypatch.setattr(json_pieces, "SCAN_PIECE", rng.randrange(1, 40))
         view = np.frombuffer(raw, dtype=np.uint8)
-        np.testing.assert_array_equal(json_pieces._marked_at(view), np.flatnonzero(json_pieces._KIND[view] != 0))
+        np.testing.assert_array_equal(json_pieces.positions(view, json_pieces._marks),
+                                      np.flatnonzero(json_pieces._KIND[view] != 0))
         assert _outcome(lambda r: json_pieces.loads(r, max_piece=5), raw) == _outcome(json.loads, raw), raw[:200]
 
 

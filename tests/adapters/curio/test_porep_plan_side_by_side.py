@@ -18,7 +18,6 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import pytest
 
 from cuzk_plugin.adapters.curio import json_pieces
-from cuzk_plugin.adapters.curio.porep import c1 as c1_module
 from cuzk_plugin.adapters.curio.porep import job as porep_job
 from cuzk_plugin.adapters.curio.porep.c1 import C1Error, parse_envelope, plain_envelope
 from cuzk_plugin.adapters.curio.porep.job import porep_partitions
@@ -161,7 +160,7 @@ def test_a_plain_envelope_is_read_without_decoding_its_string_as_json(ni_c1):
 def test_the_key_is_found_across_the_quote_scan_pieces(monkeypatch, piece):
     """The quotes are searched a piece at a time: the key (11 bytes) straddles the pieces'
     edges here, and an envelope with too many quotes is refused whatever piece shows it."""
-    monkeypatch.setattr(c1_module, "QUOTE_SCAN_PIECE", piece)
+    monkeypatch.setattr(json_pieces, "SCAN_PIECE", piece)
     env, raw = plain_envelope(b'{"SectorNum": 7, "Phase1Out": "QUJD", "SectorSize": 2048}')
     assert raw == b"ABC" and (env.SectorNum, env.SectorSize) == (7, 2048)
     crowded = b'{"SectorNum": 7, "Phase1Out": "QUJD", "SectorSize": 2048, "Extra": [' + b",".join([b'"x"'] * 40) + b"]}"

@@ -281,11 +281,9 @@ def curio_envelope(c1: bytes, sector_num: int, sector_size: int) -> bytes:
 
 
 _PHASE1OUT_KEY = b'"Phase1Out"'
-#: Curio's envelope holds three keys and two numbers: a document with more quotes is not one.
+#: Curio's envelope holds three keys and two numbers: a document with more quotes is not one
+#: (json_pieces.positions gives such a body up at the piece that shows it).
 _ENVELOPE_QUOTES_MOST = 64
-#: The quotes are found a piece at a time: a temporary of a piece, not of the body (100 MB
-#: for a hostile one), and a body with too many quotes is given up at the piece that shows it.
-QUOTE_SCAN_PIECE = 1 << 20
 
 
 def _phase1out_key_at(raw: bytes) -> int | None:
@@ -293,14 +291,11 @@ def _phase1out_key_at(raw: bytes) -> int | None:
     The key starts with a quote, and numpy finds the quotes without holding the GIL, so a hostile
     100 MB body does not stall other clients' calls while it is searched (a search of the whole
     body for the key would hold it ~70 ms: bench/synthesis/plan-side-by-side-2026-12-06.md)."""
-    data = np.frombuffer(raw, dtype=np.uint8)
-    quotes: list[int] = []
-    for at in range(0, data.size, QUOTE_SCAN_PIECE):
-        found = np.flatnonzero(data[at:at + QUOTE_SCAN_PIECE] == ord('"'))
-        if len(quotes) + found.size > _ENVELOPE_QUOTES_MOST:
-            return None
-        quotes.extend(at + int(q) for q in found)
-    keys = [q for q in quotes if raw.startswith(_PHASE1OUT_KEY, q)]
+    quotes = json_pieces.positions(np.frombuffer(raw, dtype=np.uint8), lambda piece: piece == ord('"'),
+                                   most=_ENVELOPE_QUOTES_MOST)
+    if quotes.size > _ENVELOPE_QUOTES_MOST:
+        return None
+    keys = [int(q) for q in quotes if raw.startswith(_PHASE1OUT_KEY, int(q))]
     return keys[0] if len(keys) == 1 else None
 
 
