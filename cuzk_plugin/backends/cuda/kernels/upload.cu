@@ -122,21 +122,31 @@ void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes, con
 }
 
 double link_bytes_per_s(cz_context& ctx, int samples) {
+    // The staging buffers are borrowed: a lane whose uploads all come from registered blocks
+    // never makes them, so a measure that made them frees them again (128 MiB pinned a lane).
+    const bool borrowed = !ctx.staging.ready;
     staging_ensure(ctx);
-    // A sample copies both staging buffers twice: 256 MiB, ~5 ms on PCIe 5.0 x16, so the host
-    // clock's microseconds are noise. The best sample: the first may wait on earlier copies.
-    constexpr int kCopies = 2 * cz_staging::kBuffers;
-    dev_buf<uint8_t> d(cz_staging::kBytes, ctx.upload_stream);
     double best = 0;
-    for (int r = 0; r < std::max(1, samples); r++) {
-        CZ_CHECK(cudaStreamSynchronize(ctx.upload_stream));
-        auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < kCopies; i++)
-            CZ_CHECK(cudaMemcpyAsync(d.get(), ctx.staging.host[i % cz_staging::kBuffers], cz_staging::kBytes,
-                                     cudaMemcpyHostToDevice, ctx.upload_stream));
-        CZ_CHECK(cudaStreamSynchronize(ctx.upload_stream));
-        best = std::max(best, double(kCopies) * double(cz_staging::kBytes) / (ms_since(t0) / 1e3));
+    try {
+        // A sample copies both staging buffers twice: 256 MiB, ~5 ms on PCIe 5.0 x16, so the host
+        // clock's microseconds are noise. The best sample: the first may wait on earlier copies.
+        constexpr int kCopies = 2 * cz_staging::kBuffers;
+        dev_buf<uint8_t> d(cz_staging::kBytes, ctx.upload_stream);
+        for (int r = 0; r < std::max(1, samples); r++) {
+            CZ_CHECK(cudaStreamSynchronize(ctx.upload_stream));
+            auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < kCopies; i++)
+                CZ_CHECK(cudaMemcpyAsync(d.get(), ctx.staging.host[i % cz_staging::kBuffers], cz_staging::kBytes,
+                                         cudaMemcpyHostToDevice, ctx.upload_stream));
+            CZ_CHECK(cudaStreamSynchronize(ctx.upload_stream));
+            best = std::max(best, double(kCopies) * double(cz_staging::kBytes) / (ms_since(t0) / 1e3));
+        }
+    } catch (...) {
+        cudaStreamSynchronize(ctx.upload_stream);  // the copies read the buffers until they end
+        if (borrowed) try { staging_free(ctx); } catch (...) {}  // the measure's own error is the one to report
+        throw;
     }
+    if (borrowed) staging_free(ctx);
     return best;
 }
 

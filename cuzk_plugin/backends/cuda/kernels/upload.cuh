@@ -18,8 +18,9 @@
 void upload_async(cz_context& ctx, void* dst, const void* src, size_t bytes, const cz_cancel_flag* cancel = nullptr);
 
 // Host -> device bytes a second from page-locked memory (the staging buffers) on
-// ctx.upload_stream: the best of `samples` timed copies of 256 MiB. What a streamed key's copies
-// are bound by: the residency plan states its floor at this figure.
+// ctx.upload_stream: the best of `samples` timed copies of 256 MiB (the buffers freed again if
+// the measure made them). What a streamed key's copies are bound by: the residency plan states
+// its floor at this figure.
 double link_bytes_per_s(cz_context& ctx, int samples);
 
 // Frees the staging buffers (context teardown; nothing may be uploading).
