@@ -1,7 +1,8 @@
 """How long the plan of a hostile body holds the GIL: the longest wait of a 1 ms sleeper thread
 (bench/daemon/body_parse.py's GilGaps) while ``porep_partitions`` refuses a flat JSON object of
-MB megabytes (what ``tests/daemon/test_large_body.py`` sends four at a time while it times
-GetStatus). Run from the repository root:
+MB megabytes, handed over as the server does (a memoryview into the request; what
+``tests/daemon/test_large_body.py`` sends four at a time while it times GetStatus). Run from the
+repository root:
 
     python bench/synthesis/envelope_gil_probe.py [MB] [RUNS]
 
@@ -23,7 +24,7 @@ def main() -> None:
     mb = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     members = (mb << 20) // 2
-    body = b'{"SectorNum": [' + b"1," * (members - 1) + b"1]}"
+    body = memoryview(b'{"SectorNum": [' + b"1," * (members - 1) + b"1]}")
     for _ in range(runs):
         with GilGaps() as gaps:
             t0 = time.perf_counter()

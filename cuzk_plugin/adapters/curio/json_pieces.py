@@ -15,6 +15,10 @@ hostile ``[[[[...`` would overflow the C stack and kill the daemon instead of ra
 flat run of members: more than ``max_members`` scalars between two nested containers (a 100 MB
 ``[1,1,1,...]``: one json.loads of 2 s and 50 million objects) is refused before it is decoded
 (:class:`ShapeError`), counted with numpy (which leaves the GIL to other threads).
+
+A document may be a memoryview (a request body as the server split it): it is scanned where it
+lies and only its pieces are copied, for json.loads; a copy of the whole held the GIL for tens of
+milliseconds a 100 MB body, and only to be refused.
 """
 
 from __future__ import annotations
@@ -74,6 +78,47 @@ def _marks(view: np.ndarray) -> np.ndarray:
     return marked
 
 
+#: A document's bytes: a bytes object or a memoryview of bytes (never copied whole unless decoded whole).
+Buffer = bytes | memoryview
+
+
+def text_of(raw: Buffer, start: int, end: int) -> bytes:
+    """``raw[start:end]`` as bytes (a memoryview's piece copied)."""
+    return raw[start:end] if isinstance(raw, bytes) else bytes(raw[start:end])
+
+
+def find(raw: Buffer, needle: bytes, start: int = 0) -> int:
+    """``raw.find(needle, start)`` for either kind of buffer: a memoryview searched a copied piece
+    of SCAN_PIECE bytes at a time (overlapping by the needle's length), never a copy of the whole."""
+    if isinstance(raw, bytes):
+        return raw.find(needle, start)
+    step = max(SCAN_PIECE, len(needle))
+    for lo in range(start, len(raw), step):
+        at = bytes(raw[lo:lo + step + len(needle) - 1]).find(needle)
+        if at >= 0:
+            return lo + at
+    return -1
+
+
+def _span(raw: Buffer) -> tuple[int, int]:
+    """Where the document lies inside its leading and trailing whitespace (start == end: none)."""
+    if isinstance(raw, bytes):
+        start = len(raw) - len(raw.lstrip(_WS))
+        return start, max(start, len(raw.rstrip(_WS)))
+    start = end = len(raw)
+    for lo in range(0, len(raw), SCAN_PIECE):
+        piece = bytes(raw[lo:lo + SCAN_PIECE])
+        if body := piece.lstrip(_WS):
+            start = lo + len(piece) - len(body)
+            break
+    for hi in range(len(raw), start, -SCAN_PIECE):
+        piece = bytes(raw[max(start, hi - SCAN_PIECE):hi])
+        if body := piece.rstrip(_WS):
+            end = hi - len(piece) + len(body)
+            break
+    return start, end
+
+
 #: Where a container sits in the document: the keys and indices from the top.
 JsonPath = tuple[str | int, ...]
 
@@ -100,14 +145,14 @@ class ShapeError(ValueError):
         self.members, self.at, self.max_members = members, at, max_members
 
 
-def _commas(raw: bytes, start: int = 0, end: int | None = None) -> int:
+def _commas(raw: Buffer, start: int = 0, end: int | None = None) -> int:
     """The ',' bytes of ``raw[start:end]`` (inside strings too: an upper bound on the members),
     counted by numpy without holding the GIL or copying."""
     end = len(raw) if end is None else end
     return int(np.count_nonzero(np.frombuffer(raw, dtype=np.uint8, count=end - start, offset=start) == _COMMA))
 
 
-def _check_run(raw: bytes, start: int, end: int, max_members: int) -> None:
+def _check_run(raw: Buffer, start: int, end: int, max_members: int) -> None:
     """Refuse ``raw[start:end]`` (text decoded by one json.loads) if it holds more members than
     ``max_members``; only a text that could hold that many is counted."""
     if end - start > 2 * max_members:
@@ -119,7 +164,7 @@ def _check_run(raw: bytes, start: int, end: int, max_members: int) -> None:
 class _Brackets:
     """The positions of the brackets outside strings, and the depth of each."""
 
-    def __init__(self, raw: bytes):
+    def __init__(self, raw: Buffer):
         # one pass over the document: the bytes that matter, by kind
         view = np.frombuffer(raw, dtype=np.uint8)
         at = positions(view, _marks)
@@ -154,9 +199,9 @@ class _Brackets:
         return [(a, b + 1) for a, b in zip(inner[0::2], inner[1::2], strict=True)]
 
 
-def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH,
+def loads(raw: Buffer | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH,
           max_members: int = MAX_MEMBERS, keep_raw: Callable[[JsonPath], bool] | None = None) -> Any:
-    """``json.loads(raw)`` for a UTF-8 document, in pieces of about ``max_piece`` bytes;
+    """``json.loads(raw)`` for a UTF-8 document (bytes, a memoryview of bytes, or text), in pieces of about ``max_piece`` bytes;
     :class:`NestingError` if its brackets (outside strings) nest deeper than ``max_depth``,
     :class:`ShapeError` if more than ``max_members`` scalar members of a container larger than
     ``max_piece`` lie between two of its nested containers. Text is read as its UTF-8 bytes (a
@@ -165,32 +210,33 @@ def loads(raw: bytes | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEP
     decoded nor checked: decode it with ``loads``); containers read whole are decoded."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
-    start = len(raw) - len(raw.lstrip(_WS))
-    end = len(raw.rstrip(_WS))
+    elif isinstance(raw, memoryview):
+        raw = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+    start, end = _span(raw)
     if start == end or raw[start] not in b"[{":
         _check_run(raw, start, end, max_members)
-        return json.loads(raw)  # not a container (or another encoding): nothing nests
+        return json.loads(text_of(raw, 0, len(raw)))  # not a container (or another encoding): nothing nests
     view = np.frombuffer(raw, dtype=np.uint8)
     openers = int(np.count_nonzero(view == ord("["))) + int(np.count_nonzero(view == ord("{")))
     if openers <= min(max_depth, _FEW_CONTAINERS) and (end - start <= max_piece or _commas(raw) < max_members):
         # Nothing to split, no deeper nesting than openers, no long run: Curio's envelope (three
         # members, one a 65 MB base64 string) would cost 0.35 s of bracket scan for one json.loads.
-        return json.loads(raw)
+        return json.loads(text_of(raw, 0, len(raw)))
     brackets = _Brackets(raw)
     if brackets.max_depth > max_depth:  # balanced or not: json.loads would recurse that deep
         raise NestingError(brackets.max_depth, max_depth)
     if end - start <= max_piece:
-        return json.loads(raw)  # small: one call
+        return json.loads(text_of(raw, 0, len(raw)))  # small: one call
     if not brackets.balanced or brackets.pos[-1] != end - 1:
         _check_run(raw, start, end, max_members)
-        return json.loads(raw)  # refused by json.loads, with its own message
+        return json.loads(text_of(raw, 0, len(raw)))  # refused by json.loads, with its own message
     return _container(raw, brackets, start, end, max_piece, max_members, (), keep_raw)
 
 
-def _whole(raw: bytes, start: int, end: int) -> Any:
+def _whole(raw: Buffer, start: int, end: int) -> Any:
     """json.loads(raw[start:end]), a refusal's position counted from the document's start."""
     try:
-        return json.loads(raw[start:end])
+        return json.loads(text_of(raw, start, end))
     except json.JSONDecodeError as exc:
         raise json.JSONDecodeError(exc.msg, exc.doc, exc.pos + start) from None
 
@@ -204,7 +250,7 @@ def _members(text: bytes, at: int) -> list[Any]:
         raise json.JSONDecodeError(exc.msg, exc.doc, exc.pos + at - 1) from None
 
 
-def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece: int, max_members: int,
+def _container(raw: Buffer, brackets: _Brackets, start: int, end: int, max_piece: int, max_members: int,
                path: JsonPath, keep_raw: Callable[[JsonPath], bool] | None) -> Any:
     """The array or object ``raw[start:end]`` at ``path``, from its children where it is large.
     Anything out of place sends the whole container to json.loads, which raises."""
@@ -226,7 +272,7 @@ def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece:
     out_dict: dict[str, Any] = {}
     for i in range(len(children) + 1):
         a, b = cuts[2 * i], cuts[2 * i + 1]
-        gap, last = raw[a:b], i == len(children)
+        gap, last = text_of(raw, a, b), i == len(children)
         if i > 0:  # the text after a child: a comma first, unless the container ends
             body = gap.lstrip(_WS)
             if last and not body:
@@ -246,7 +292,7 @@ def _container(raw: bytes, brackets: _Brackets, start: int, end: int, max_piece:
         if not last:
             where = (*path, len(out_list) if array else members[-1][0])
             if keep_raw is not None and keep_raw(where):
-                child: Any = RawJSON(raw[children[i][0]:children[i][1]])
+                child: Any = RawJSON(text_of(raw, *children[i]))
             else:
                 child = _container(raw, brackets, *children[i], max_piece, max_members, where, keep_raw)
             if array:

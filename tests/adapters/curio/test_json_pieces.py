@@ -89,6 +89,39 @@ def test_marked_bytes_are_found_as_the_kind_table_names_them_in_pieces(monkeypat
         assert _outcome(lambda r: json_pieces.loads(r, max_piece=5), raw) == _outcome(json.loads, raw), raw[:200]
 
 
+def _inside(raw: bytes, rng: random.Random) -> memoryview:
+    """``raw`` as a memoryview into a larger buffer (so that every offset is the view's own)."""
+    pad = rng.randrange(4)
+    return memoryview(b"x" * pad + raw + b"[{" * rng.randrange(3))[pad:pad + len(raw)]
+
+
+def test_a_memoryview_reads_as_its_bytes_in_pieces(monkeypatch):
+    """The request body as the server splits it (a memoryview into the message): random and
+    corrupted documents, scanned in pieces of a few bytes, read as json.loads reads the bytes;
+    find and the document's span agree with bytes' own methods at every piece boundary."""
+    rng = random.Random(20261207)
+    for _ in range(600):
+        raw = _dump(rng, _value(rng))
+        if rng.random() < 0.5:
+            raw = _corrupt(rng, raw)
+        if rng.random() < 0.3:
+            raw = b" \n" * rng.randrange(8) + raw + b"\t " * rng.randrange(8)
+        monkeypatch.setattr(json_pieces, "SCAN_PIECE", rng.randrange(1, 40))
+        view = _inside(raw, rng)
+        piece = rng.choice([1, 5, 20])
+        assert _outcome(lambda r, p=piece: json_pieces.loads(r, max_piece=p), view) == _outcome(json.loads, raw), raw[:200]
+        assert json_pieces._span(view) == json_pieces._span(raw)
+        for needle in (b'"', b'"k', b"[1", b"\\"):
+            start = rng.randrange(len(raw) + 1)
+            assert json_pieces.find(view, needle, start) == raw.find(needle, start), (raw, needle, start)
+    doc = b'{"a": [[1, 2], {"b": 3}], "c": [[], [], [], [], [], []]}'  # more containers than a whole read takes
+    kept = json_pieces.loads(_inside(doc, rng), max_piece=2, keep_raw=lambda p: p == ("a", 0))
+    assert kept == {"a": [b"[1, 2]", {"b": 3}], "c": [[]] * 6} and isinstance(kept["a"][0], json_pieces.RawJSON)
+    for blank in (b"", b" \n ", memoryview(b"[ \t ]")[1:-1]):  # nothing but whitespace: JSON's refusal
+        with pytest.raises(json.JSONDecodeError):
+            json_pieces.loads(blank, max_piece=1)
+
+
 @pytest.mark.parametrize("raw", [
     rb'["a\"]", [1, 2], {"k\\": [3]}]',      # an escaped quote, then an escaped backslash before a real one
     rb'{"a": [1], "a": [2, [3]]}',             # a repeated key: the last wins
@@ -256,6 +289,26 @@ def test_a_long_flat_run_is_refused_before_it_is_decoded():
     # Runs within the bound, and long strings (no separators), read as json.loads reads them.
     ok = b'{"a": [' + b"7, " * 400 + b'[1], "' + b"s" * 100_000 + b'"], "b": [' + b"1," * 900 + b"1]}"
     assert json_pieces.loads(ok, max_piece=64, max_members=1000) == json.loads(ok)
+
+
+def test_an_envelope_in_a_memoryview_reads_as_its_bytes(c1_bytes):
+    """Curio's envelope as the server hands it on (a memoryview into the request): read in
+    place, to the same header, C1 bytes and job as the bytes; a hostile object-shaped body in a
+    memoryview is refused by shape, as its bytes are."""
+    from cuzk_plugin.adapters.curio.porep.c1 import C1Error, curio_envelope, plain_envelope
+    from cuzk_plugin.adapters.curio.porep.job import porep_partitions
+
+    envelope = curio_envelope(c1_bytes, 7, 2048)
+    view = memoryview(b"{}" + envelope + b"}")[2:-1]
+    assert plain_envelope(view) == plain_envelope(envelope) is not None
+    a, b = porep_partitions(view), porep_partitions(envelope)
+    assert (a.sector_id, a.circuit_id, a.num_partitions) == (b.sector_id, b.circuit_id, b.num_partitions) == (7, b.circuit_id, 1)
+    assert a.public_inputs(0) == b.public_inputs(0)
+    escaped = envelope.replace(b'"SectorNum"', b'"Sector\\u004eum"')  # a backslash: read as JSON instead
+    assert plain_envelope(memoryview(escaped)) is None and porep_partitions(memoryview(escaped)).sector_id == 7
+    flat = b'{"SectorNum": [' + b"1," * (1 << 20) + b"1]}"  # over a piece: scanned, not decoded
+    with pytest.raises(C1Error, match=r"run of up to 1,048,577 members .* refused before decoding"):
+        porep_partitions(memoryview(flat))
 
 
 def test_a_body_that_is_not_an_object_is_refused_as_a_c1_at_once():

@@ -286,40 +286,44 @@ _PHASE1OUT_KEY = b'"Phase1Out"'
 _ENVELOPE_QUOTES_MOST = 64
 
 
-def _phase1out_key_at(raw: bytes) -> int | None:
-    """Where the envelope's one ``"Phase1Out"`` key starts; None where it is not there once.
-    The key starts with a quote, and numpy finds the quotes without holding the GIL, so a hostile
-    100 MB body does not stall other clients' calls while it is searched (a search of the whole
-    body for the key would hold it ~70 ms: bench/synthesis/plan-side-by-side-2026-12-06.md)."""
-    quotes = json_pieces.positions(np.frombuffer(raw, dtype=np.uint8), lambda piece: piece == ord('"'),
-                                   most=_ENVELOPE_QUOTES_MOST)
-    if quotes.size > _ENVELOPE_QUOTES_MOST:
-        return None
-    keys = [int(q) for q in quotes if raw.startswith(_PHASE1OUT_KEY, int(q))]
+def _phase1out_key_at(raw: json_pieces.Buffer, quotes: np.ndarray) -> int | None:
+    """Where the envelope's one ``"Phase1Out"`` key starts, among the document's ``quotes``
+    (every key starts with one); None where it is not there once."""
+    keys = [int(q) for q in quotes if raw[int(q):int(q) + len(_PHASE1OUT_KEY)] == _PHASE1OUT_KEY]
     return keys[0] if len(keys) == 1 else None
 
 
-def plain_envelope(raw: bytes) -> tuple[C1EnvelopeHeader, bytes] | None:
+def plain_envelope(raw: json_pieces.Buffer) -> tuple[C1EnvelopeHeader, bytes] | None:
     """Curio's envelope and the C1 bytes in it, read without decoding its 65 MB base64 string as
     JSON (~0.3 s of one core at 32 GiB): where the envelope holds no backslash (so a quote
     always ends a string) and one ``"Phase1Out"`` key, the string after it is cut out, the rest
     decoded and validated as :func:`envelope_from_json` would, and the string base64-decoded
     from the bytes themselves (the envelope's numbers returned, not a 65 MB copy of the string).
     None wherever that does not hold or anything fails: the caller then reads it as JSON, which
-    names what is wrong."""
-    if raw.find(b"\\") >= 0 or (key_at := _phase1out_key_at(raw)) is None:
+    names what is wrong. ``raw`` may be the request body's memoryview: numpy finds the
+    backslashes and quotes where it lies, without holding the GIL, so neither the envelope nor a
+    hostile 100 MB body is copied whole or stalls other clients' calls while it is searched (a
+    search of the whole body for the key held the GIL ~70 ms:
+    bench/synthesis/plan-side-by-side-2026-12-06.md)."""
+    view = np.frombuffer(raw, dtype=np.uint8)
+    if json_pieces.positions(view, lambda piece: piece == ord("\\"), most=0).size:
+        return None
+    quotes = json_pieces.positions(view, lambda piece: piece == ord('"'), most=_ENVELOPE_QUOTES_MOST)
+    if quotes.size > _ENVELOPE_QUOTES_MOST or (key_at := _phase1out_key_at(raw, quotes)) is None:
         return None
     key_end = key_at + len(_PHASE1OUT_KEY)
-    after = raw[key_end:key_end + 64]
+    after = json_pieces.text_of(raw, key_end, key_end + 64)
     lead = len(after) - len(after.lstrip(b" \t\r\n"))
     if after[lead:lead + 1] != b":":
         return None
     rest = after[lead + 1:]
     start = key_end + lead + 1 + (len(rest) - len(rest.lstrip(b" \t\r\n")))
-    if raw[start:start + 1] != b'"' or (end := raw.find(b'"', start + 1)) < 0:
+    closing = quotes[quotes > start]
+    if raw[start:start + 1] != b'"' or not closing.size:
         return None
+    end = int(closing[0])
     try:
-        top = json.loads(raw[:start] + b'""' + raw[end + 1:])
+        top = json.loads(json_pieces.text_of(raw, 0, start) + b'""' + json_pieces.text_of(raw, end + 1, len(raw)))
         if not isinstance(top, dict) or top.get("Phase1Out") != "":
             return None
         env = C1Envelope.model_validate(top)
@@ -350,7 +354,7 @@ def _validate(model: type[BaseModel], data: Any, prefix: str = "$") -> Any:
         raise C1Error(path, msg) from None
 
 
-def decode_json(raw: bytes | str, what: str = "", keep_raw: Callable[[json_pieces.JsonPath], bool] | None = None) -> Any:
+def decode_json(raw: json_pieces.Buffer | str, what: str = "", keep_raw: Callable[[json_pieces.JsonPath], bool] | None = None) -> Any:
     """``json_pieces.loads(raw)``, a refusal raised as C1Error naming ``what`` (the C1 envelope,
     the C1 output; empty: a request body that may be either)."""
     lead = f"{what} " if what else ""
