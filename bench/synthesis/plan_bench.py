@@ -41,10 +41,10 @@ def porep_plan(path: Path, processes: int = 0, envelope: bool = False) -> tuple[
     planning processes side by side as the daemon's provider does (0: in turn)."""
     from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
-    raw = path.read_bytes()
+    raw: bytes | memoryview = path.read_bytes()
     what = f"C1 of {len(raw):,} bytes"
-    if envelope:
-        raw = curio_envelope(raw)
+    if envelope:  # as the server hands it over: a memoryview into the request
+        raw = memoryview(curio_envelope(bytes(raw)))
         what += " in its envelope"
     if not processes:
         return what + ", checked in turn", lambda: porep_partitions(raw)
