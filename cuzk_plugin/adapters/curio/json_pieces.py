@@ -202,9 +202,10 @@ class _Brackets:
 def loads(raw: Buffer | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DEPTH,
           max_members: int = MAX_MEMBERS, keep_raw: Callable[[JsonPath], bool] | None = None) -> Any:
     """``json.loads(raw)`` for a UTF-8 document (bytes, a memoryview of bytes, or text), in
-    pieces of about ``max_piece`` bytes; :class:`NestingError` if its brackets (outside strings) nest deeper than ``max_depth``,
-    :class:`ShapeError` if more than ``max_members`` scalar members of a container larger than
-    ``max_piece`` lie between two of its nested containers. Text is read as its UTF-8 bytes (a
+    pieces of about ``max_piece`` bytes; :class:`NestingError` if its brackets (outside strings)
+    nest deeper than ``max_depth``, :class:`ShapeError` if more than ``max_members`` scalar
+    members of a container larger than ``max_piece`` lie between two of its nested
+    containers. Text is read as its UTF-8 bytes (a
     lone surrogate in it raises UnicodeDecodeError). ``keep_raw``: a container inside one larger
     than ``max_piece`` whose path it accepts stays text (:class:`RawJSON`, its inside neither
     decoded nor checked: decode it with ``loads``); containers read whole are decoded."""
