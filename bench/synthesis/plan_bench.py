@@ -41,11 +41,10 @@ def porep_plan(path: Path, processes: int = 0, envelope: bool = False) -> tuple[
     planning processes side by side as the daemon's provider does (0: in turn)."""
     from cuzk_plugin.adapters.curio.porep.job import porep_partitions
 
-    raw: bytes | memoryview = path.read_bytes()
-    what = f"C1 of {len(raw):,} bytes"
-    if envelope:  # as the server hands it over: a memoryview into the request
-        raw = memoryview(curio_envelope(bytes(raw)))
-        what += " in its envelope"
+    c1 = path.read_bytes()
+    what = f"C1 of {len(c1):,} bytes" + (" in its envelope" if envelope else "")
+    # the envelope as the server hands it over: a memoryview into the request
+    raw: bytes | memoryview = memoryview(curio_envelope(c1)) if envelope else c1
     if not processes:
         return what + ", checked in turn", lambda: porep_partitions(raw)
     pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))

@@ -212,7 +212,7 @@ def loads(raw: Buffer | str, max_piece: int = MAX_PIECE, max_depth: int = MAX_DE
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     elif isinstance(raw, memoryview):
-        raw = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+        raw = raw.cast("B")  # one byte an item, whatever the view's format
     start, end = _span(raw)
     if start == end or raw[start] not in b"[{":
         _check_run(raw, start, end, max_members)
